@@ -1,0 +1,105 @@
+//! The analyzer's output types: per-metric classifications, expectation results and the verdict.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// What a metric's post-close series does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Classification {
+    /// Stays within tolerance of the baseline.
+    Clean,
+    /// A one-time rise or a bounded warm-up that stops.
+    Plateau,
+    /// Keeps rising with the turn count after warm-up.
+    Growth,
+    /// Too few turns or too much noise to decide.
+    Inconclusive,
+}
+
+impl Classification {
+    /// The word used in reports and JSON.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Classification::Clean => "clean",
+            Classification::Plateau => "plateau",
+            Classification::Growth => "growth",
+            Classification::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+/// A one-time rise that settled.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PlateauInfo {
+    /// Size of the rise above the baseline, in bytes.
+    pub size_bytes: i64,
+    /// The turn from which the series stays on the plateau.
+    pub settled_at_turn: u32,
+}
+
+/// The analysis of one metric.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetricAnalysis {
+    /// The verdict word.
+    pub classification: Classification,
+    /// Value at turn 0 (after load), in bytes.
+    pub baseline: u64,
+    /// Value after the warm-up turns (or after the detected settling turn), in bytes.
+    pub after_warmup: Option<u64>,
+    /// Last post-close value, in bytes.
+    pub last: u64,
+    /// Robust slope after warm-up, in bytes per turn.
+    pub slope_bytes_per_turn: f64,
+    /// Confidence interval of the slope, in bytes per turn.
+    pub slope_interval: Option<(f64, f64)>,
+    /// Confidence level of the interval (e.g. 0.95).
+    pub confidence: f64,
+    /// The one-time rise, when there is one.
+    pub plateau: Option<PlateauInfo>,
+    /// For `inconclusive`: how many turns would be needed to decide.
+    pub turns_needed: Option<u32>,
+    /// Number of post-close points the analysis used.
+    pub points: usize,
+    /// A one-line explanation of why this classification was chosen.
+    pub reason: String,
+}
+
+/// One checked expectation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExpectationResult {
+    /// Name, e.g. `balanced`, `native_heap.max_growth_per_turn`.
+    pub name: String,
+    /// Whether it held.
+    pub passed: bool,
+    /// What was expected, in words and units.
+    pub expected: String,
+    /// What was measured, in words and units.
+    pub measured: String,
+    /// The turn where it failed, when one can be named.
+    pub turn: Option<u32>,
+}
+
+/// The overall result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictStatus {
+    /// Every expectation held.
+    Pass,
+    /// At least one expectation failed.
+    Fail,
+    /// The engine failed before the run could be judged completely.
+    EngineFailed,
+}
+
+/// The analyzer's result for a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// Pass, fail or engine failure.
+    pub status: VerdictStatus,
+    /// Per-metric analysis, by metric name.
+    pub metrics: BTreeMap<String, MetricAnalysis>,
+    /// Every expectation checked, in scenario order.
+    pub expectations: Vec<ExpectationResult>,
+}

@@ -1,0 +1,185 @@
+//! The [`Engine`] trait: the lifecycle of an on-device inference engine as the field uses it.
+//!
+//! Real engines (LiteRT-LM through its C API, an OpenCL workload) and the simulator all implement
+//! it, so the runner never knows which one it drives.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::ledger::KindCounts;
+use crate::scenario::SessionOptions;
+
+/// Identifies an open session (conversation) inside one engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct SessionId(pub u64);
+
+/// A prompt as sent to the engine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Prompt {
+    /// The literal text.
+    pub text: String,
+    /// The prompt's length in tokens: exact for generated prompts, a word-count estimate for
+    /// literal text.
+    pub tokens: u32,
+}
+
+/// What the runner asks of one generation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GenerateRequest {
+    /// The most tokens to generate.
+    pub max_output_tokens: u32,
+    /// Cancel the generation after this many streamed tokens (context/001: a cancel that cannot
+    /// interrupt native work must still leave the session closable).
+    pub cancel_after_tokens: Option<u32>,
+}
+
+/// What one generation produced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GenerateOutcome {
+    /// Tokens streamed before the generation ended.
+    pub tokens: u32,
+    /// Whether the generation ended because it was cancelled.
+    pub cancelled: bool,
+}
+
+/// Identity of the backend that ran, as written into every report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackendInfo {
+    /// Backend name as in the scenario (`sim`, `litert-lm`, `opencl`).
+    pub backend: String,
+    /// Version of the engine or library that ran (for the simulator: the crate version and profile).
+    pub version: String,
+    /// Further facts worth reporting (device, profile, library path, ...).
+    pub details: BTreeMap<String, String>,
+}
+
+/// Cumulative counters an engine reports at a sampling point.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EngineSnapshot {
+    /// Created/deleted counts per resource kind since the engine object was built (not reset by
+    /// reloads), e.g. `conversation`, `response`, `cl_mem`.
+    pub ledger: BTreeMap<String, KindCounts>,
+    /// Memory metrics the engine itself knows, in bytes (e.g. `gpu`, `native_heap`, `pool_reserved`).
+    pub metrics: BTreeMap<String, u64>,
+}
+
+/// The lifecycle of an inference engine: load, then sessions that are opened, fed, generated from
+/// and closed, then unload.
+///
+/// Every call may fail with an [`EngineError`]; the runner then still closes what it opened, in
+/// safe release order (sessions before the engine).
+pub trait Engine {
+    /// Which backend this is and which version of it runs.
+    fn describe(&self) -> BackendInfo;
+    /// Loads the engine (model, settings). Called once at the start and again after each reload.
+    fn load(&mut self) -> Result<(), EngineError>;
+    /// Opens a session (conversation) for the given 1-based turn.
+    fn open_session(
+        &mut self,
+        turn: u32,
+        options: &SessionOptions,
+    ) -> Result<SessionId, EngineError>;
+    /// Sends (prefills) a prompt into a session.
+    fn send(&mut self, session: SessionId, prompt: &Prompt) -> Result<(), EngineError>;
+    /// Generates from a session, possibly cancelling after some tokens.
+    fn generate(
+        &mut self,
+        session: SessionId,
+        request: &GenerateRequest,
+    ) -> Result<GenerateOutcome, EngineError>;
+    /// Closes a session and releases what belongs to it.
+    fn close_session(&mut self, session: SessionId) -> Result<(), EngineError>;
+    /// Unloads the engine, releasing everything it holds.
+    fn unload(&mut self) -> Result<(), EngineError>;
+    /// Cumulative ledger counts and engine-side memory metrics.
+    fn snapshot(&mut self) -> Result<EngineSnapshot, EngineError>;
+    /// Waits (idle or settle time). Simulated engines advance a virtual clock instead of sleeping.
+    fn idle(&mut self, duration: Duration) {
+        std::thread::sleep(duration);
+    }
+    /// Milliseconds since the engine was built on a simulated clock; `None` for real time.
+    fn simulated_clock_ms(&self) -> Option<f64> {
+        None
+    }
+    /// The process that holds the engine's memory, to be probed from outside (a worker process);
+    /// `None` when the engine's memory is only known through [`Engine::snapshot`].
+    fn process_id(&self) -> Option<u32> {
+        None
+    }
+}
+
+impl fmt::Debug for dyn Engine + '_ {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Engine")
+            .field("backend", &self.describe().backend)
+            .finish()
+    }
+}
+
+/// What went wrong inside an engine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EngineErrorKind {
+    /// The engine or its library is not available (missing library, missing model).
+    Unavailable,
+    /// Loading the engine failed.
+    Load,
+    /// Opening a session failed.
+    Open,
+    /// Sending a prompt failed.
+    Send,
+    /// Generation failed.
+    Generate,
+    /// Closing a session failed.
+    Close,
+    /// Unloading the engine failed.
+    Unload,
+    /// The engine's process died (a native crash, an abort, a kill).
+    Crashed {
+        /// How the process ended, e.g. `signal 6 (SIGABRT)` or `exit status 134`.
+        how: String,
+    },
+    /// The engine did not answer within the timeout.
+    Hung {
+        /// How long the runner waited, in milliseconds.
+        waited_ms: u64,
+    },
+    /// The worker spoke out of protocol.
+    Protocol,
+}
+
+impl EngineErrorKind {
+    /// Whether the engine is gone after this error (no further calls make sense).
+    pub fn is_fatal(&self) -> bool {
+        matches!(
+            self,
+            EngineErrorKind::Unavailable
+                | EngineErrorKind::Crashed { .. }
+                | EngineErrorKind::Hung { .. }
+                | EngineErrorKind::Protocol
+        )
+    }
+}
+
+/// An error from an engine call, with its kind and a human-readable cause.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{message}")]
+pub struct EngineError {
+    /// What kind of failure this is.
+    pub kind: EngineErrorKind,
+    /// The cause, as the engine or the runner describes it.
+    pub message: String,
+}
+
+impl EngineError {
+    /// Builds an error of the given kind.
+    pub fn new(kind: EngineErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+}

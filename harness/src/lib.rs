@@ -1,0 +1,18 @@
+//! leakloop: a test harness that catches memory-leak regressions in on-device LLM inference engines.
+//!
+//! A [`scenario::Scenario`] scripts identical turn loops (load, then N x open / send / generate /
+//! close). The [`runner`] drives an [`engine::Engine`] through that loop while counting every
+//! create/delete pair in a call ledger and sampling memory through [`probe`]s. The [`analyze`]
+//! module separates one-time steps and plateaus from per-turn growth and checks the scenario's
+//! expectations; [`report`] renders the result for people and CI.
+#![warn(missing_docs)]
+
+pub mod analyze;
+pub mod engine;
+pub mod probe;
+pub mod report;
+pub mod runner;
+pub mod scenario;
+
+#[doc(hidden)]
+pub mod cli;

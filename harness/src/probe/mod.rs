@@ -1,0 +1,7 @@
+//! Memory probes: read a process's memory from the OS, one file per source.
+
+mod native_heap;
+mod process;
+
+pub use native_heap::native_heap_bytes;
+pub use process::{probe_process, ProbeError};

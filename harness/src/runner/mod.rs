@@ -1,0 +1,8 @@
+//! The turn-loop runner: executes a scenario against an engine in safe release order, counts
+//! every create/delete in the ledger and samples memory at the scenario's sampling points.
+
+mod record;
+mod run_loop;
+
+pub use record::{Phase, RunOutcome, RunRecord, Sample};
+pub use run_loop::{run_scenario, NoObserver, RunObserver};

@@ -1,0 +1,103 @@
+//! What a run measured: every sample, the call ledger and how the run ended. This is the input
+//! of the analyzer and of every report.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::{BackendInfo, EngineError, Ledger};
+use crate::scenario::Scenario;
+
+/// Where in the turn loop a sample was taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// After the first load: the baseline (turn 0).
+    Load,
+    /// After a reload (unload + load) that followed the given turn.
+    Reload,
+    /// After a session was opened.
+    Open,
+    /// After generation, before close: the turn's peak.
+    Generate,
+    /// After the session was closed: the post-close series.
+    Close,
+    /// After an idle step.
+    Idle,
+}
+
+/// One memory sample.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// The turn (0 = after load, before the first turn).
+    pub turn: u32,
+    /// Where in the turn it was taken.
+    pub phase: Phase,
+    /// How many times the engine had been loaded when it was taken (1 for the first load).
+    pub epoch: u32,
+    /// Milliseconds since the run started (simulated time on the simulator).
+    pub t_ms: f64,
+    /// Every metric, in bytes.
+    pub metrics: BTreeMap<String, u64>,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum RunOutcome {
+    /// Every turn ran.
+    Completed,
+    /// The engine failed; the run stopped.
+    EngineFailed {
+        /// The turn in which it failed (0 = while loading).
+        turn: u32,
+        /// The step that failed (`load`, `open`, `send`, `generate`, `close`, `unload`, `reload`).
+        step: String,
+        /// The engine's error.
+        error: EngineError,
+    },
+}
+
+/// Everything a run measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// The scenario that ran (after command-line overrides).
+    pub scenario: Scenario,
+    /// The backend that ran it.
+    pub backend: BackendInfo,
+    /// Every sample, in order.
+    pub samples: Vec<Sample>,
+    /// Create/delete counts per kind, per turn and in total.
+    pub ledger: Ledger,
+    /// Turns that ran to completion.
+    pub turns_completed: u32,
+    /// Non-fatal errors the engine returned (e.g. a generate error that the runner survived by
+    /// closing the session), as `(turn, step, error)`.
+    pub engine_errors: Vec<(u32, String, EngineError)>,
+    /// How the run ended.
+    pub outcome: RunOutcome,
+}
+
+impl RunRecord {
+    /// The post-close series of one metric: the load baseline at turn 0 followed by one value per
+    /// completed turn (the sample after close, or a reload sample that follows it).
+    pub fn post_close_series(&self, metric: &str) -> Vec<(u32, u64)> {
+        self.samples
+            .iter()
+            .filter(|s| matches!(s.phase, Phase::Load | Phase::Close))
+            .filter_map(|s| s.metrics.get(metric).map(|v| (s.turn, *v)))
+            .collect()
+    }
+
+    /// Every metric name seen in any sample.
+    pub fn metric_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .samples
+            .iter()
+            .flat_map(|s| s.metrics.keys().cloned())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+}

@@ -1,0 +1,251 @@
+//! The validated scenario: what the runner executes, with every unit resolved (sizes in bytes,
+//! durations as [`Duration`]) and every reference checked.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// The most turns (warm-up plus measured) one scenario may ask for.
+pub const MAX_TURNS: u32 = 100_000;
+
+/// A validated scenario: one engine, an identical turn loop, sampling points and expectations.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Scenario {
+    /// Short identifier, used in report file names and JUnit suite names.
+    pub name: String,
+    /// What the scenario reproduces.
+    pub description: Option<String>,
+    /// The file it came from, if any.
+    pub source: Option<PathBuf>,
+    /// Which engine runs and how it is configured.
+    pub engine: EngineSpec,
+    /// Turns run before the measured turns; their growth counts against warm-up budgets.
+    pub warmup_turns: u32,
+    /// Measured turns.
+    pub turns: u32,
+    /// The steps of one turn, in order.
+    pub turn: Vec<Step>,
+    /// Unload and reload the engine every K turns (0 = never).
+    pub reload_every: u32,
+    /// When memory is sampled and how long to settle first.
+    pub sample: SamplePlan,
+    /// Metrics to analyse; empty means every metric that has an expectation.
+    pub watch: Vec<String>,
+    /// Faults to inject (simulator faults, or harness-side faults on any engine).
+    pub faults: Vec<Fault>,
+    /// What must hold for the scenario to pass.
+    pub expect: Expectations,
+    /// Seed for every random choice (simulator noise, generated prompts).
+    pub seed: u64,
+}
+
+impl Scenario {
+    /// Total number of turns: warm-up plus measured.
+    pub fn total_turns(&self) -> u32 {
+        self.warmup_turns + self.turns
+    }
+
+    /// The metrics the analyzer should look at.
+    pub fn watched_metrics(&self) -> Vec<String> {
+        if !self.watch.is_empty() {
+            return self.watch.clone();
+        }
+        self.expect.metrics.keys().cloned().collect()
+    }
+}
+
+/// Which backend runs the scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BackendKind {
+    /// The deterministic simulator (`sim-backend`).
+    Sim,
+    /// LiteRT-LM through its C API, in a worker process.
+    LitertLm,
+    /// The reference OpenCL workload.
+    Opencl,
+}
+
+impl BackendKind {
+    /// The name used in scenarios and on the command line.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            BackendKind::Sim => "sim",
+            BackendKind::LitertLm => "litert-lm",
+            BackendKind::Opencl => "opencl",
+        }
+    }
+}
+
+/// Which compute device a real engine uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Device {
+    /// The CPU backend.
+    Cpu,
+    /// The GPU backend (OpenCL on Android, Metal on macOS, WebGPU/Vulkan on Linux).
+    Gpu,
+}
+
+/// The engine and its options.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EngineSpec {
+    /// Which backend runs.
+    pub backend: BackendKind,
+    /// Simulator profile name (a built-in one, or one defined inline under `profiles`).
+    pub profile: Option<String>,
+    /// Simulator profiles defined in the scenario itself, by name.
+    pub inline_profiles: BTreeMap<String, sim_backend::ProfileSpec>,
+    /// Model file for real engines, resolved against the scenario's folder.
+    pub model: Option<PathBuf>,
+    /// Compute device for real engines.
+    pub device: Device,
+    /// Context size (KV cache) in tokens.
+    pub max_tokens: u32,
+    /// Engine library for real engines (overrides discovery).
+    pub lib: Option<PathBuf>,
+    /// Per-call timeout for engines in a worker process; a call past it counts as a hang.
+    pub call_timeout: Duration,
+}
+
+/// Sampler options for opening a session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionOptions {
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// Top-k sampling.
+    pub top_k: Option<u32>,
+    /// Top-p sampling.
+    pub top_p: Option<f32>,
+    /// Sampler seed.
+    pub seed: Option<u64>,
+}
+
+/// What a `send` step sends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PromptSpec {
+    /// The same literal text every turn.
+    Text(String),
+    /// A list of texts, cycled per turn.
+    Cycle(Vec<String>),
+    /// A generated prompt of this many tokens; a list is cycled per turn (a prompt-length mix).
+    Tokens(Vec<u32>),
+}
+
+/// One step of a turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Step {
+    /// Open a session/conversation.
+    Open(SessionOptions),
+    /// Send (prefill) a prompt.
+    Send(PromptSpec),
+    /// Generate up to this many tokens.
+    Generate {
+        /// The most tokens to generate.
+        max_output_tokens: u32,
+    },
+    /// Generate, but cancel after some tokens.
+    Cancel {
+        /// Cancel after this many streamed tokens.
+        after_tokens: u32,
+        /// The most tokens the generation would have produced.
+        max_output_tokens: u32,
+    },
+    /// Close the session.
+    Close,
+    /// Wait.
+    Idle(Duration),
+}
+
+/// Points in a turn where memory can be sampled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SamplePoint {
+    /// After the engine is loaded (and after each reload): the baseline.
+    Load,
+    /// After a session is opened.
+    Open,
+    /// Right after generation, before close: the peak of a turn.
+    Generate,
+    /// After a session is closed: the post-close series the analyzer judges.
+    Close,
+    /// After an idle step.
+    Idle,
+}
+
+/// When memory is sampled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SamplePlan {
+    /// The points at which to sample.
+    pub after: Vec<SamplePoint>,
+    /// How long to wait before each sample so that deferred frees land.
+    pub settle: Duration,
+}
+
+/// A fault to inject at a turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fault {
+    /// The 1-based turn at which it strikes.
+    pub at_turn: u32,
+    /// What happens.
+    pub kind: FaultKind,
+}
+
+/// Kinds of injected faults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultKind {
+    /// The engine's process dies as a native crash would.
+    Crash,
+    /// The engine stops answering.
+    Hang,
+    /// Generation returns an error.
+    GenerateError,
+    /// Harness-side: from this turn on the harness "forgets" to close sessions (keeps them open).
+    SkipClose,
+}
+
+/// An allowed distance from the baseline.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tolerance {
+    /// Absolute bytes.
+    Bytes(u64),
+    /// Percent of the baseline.
+    Percent(f64),
+}
+
+impl Tolerance {
+    /// The tolerance in bytes for a given baseline.
+    pub fn bytes_for(&self, baseline: u64) -> u64 {
+        match *self {
+            Tolerance::Bytes(b) => b,
+            Tolerance::Percent(p) => (baseline as f64 * p / 100.0).round() as u64,
+        }
+    }
+}
+
+/// Expectations on one metric.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MetricExpectation {
+    /// After close, memory must be within this distance of the baseline (plus the warm-up budget).
+    pub tolerance: Option<Tolerance>,
+    /// A one-time rise that is allowed (an engine context, a pool filling up), in bytes.
+    pub warmup_budget: Option<u64>,
+    /// The most growth per turn allowed after warm-up, in bytes (judged on the upper confidence
+    /// bound of the slope).
+    pub max_growth_per_turn: Option<u64>,
+}
+
+/// What must hold for the scenario to pass.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Expectations {
+    /// Every create has its delete (call ledger).
+    pub balanced: bool,
+    /// Per-metric expectations, by metric name.
+    pub metrics: BTreeMap<String, MetricExpectation>,
+}

@@ -12,5 +12,6 @@ pub use error::ScenarioError;
 pub use load::{load_scenario, parse_scenario};
 pub use model::{
     BackendKind, Device, EngineSpec, Expectations, Fault, FaultKind, MetricExpectation, PromptSpec,
-    SamplePlan, SamplePoint, Scenario, SessionOptions, Step, Tolerance, MAX_TURNS,
+    SamplePlan, SamplePoint, Scenario, SessionOptions, Step, Tolerance, MAX_TURNS, OPENCL_PROFILES,
+    SIM_PROFILES,
 };

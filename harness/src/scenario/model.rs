@@ -56,6 +56,20 @@ impl Scenario {
     }
 }
 
+/// Built-in simulator profiles (`sim-backend` defines them; the DSL validates names against this).
+pub const SIM_PROFILES: &[&str] = &[
+    "android-opencl-leak",
+    "cpu-flat",
+    "metal-flat",
+    "no-generation",
+    "allocator-warmup",
+    "prefix-cache-unbounded",
+    "forgets-delete",
+];
+
+/// Profiles of the reference OpenCL engine: a clean run and the injected bug classes.
+pub const OPENCL_PROFILES: &[&str] = &["clean", "leak-scratch", "leak-kv", "leak-retain"];
+
 /// Which backend runs the scenario.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -94,7 +108,8 @@ pub enum Device {
 pub struct EngineSpec {
     /// Which backend runs.
     pub backend: BackendKind,
-    /// Simulator profile name (a built-in one, or one defined inline under `profiles`).
+    /// Profile name: for the simulator a built-in one ([`SIM_PROFILES`]) or one defined inline under
+    /// `profiles`; for the OpenCL engine one of [`OPENCL_PROFILES`].
     pub profile: Option<String>,
     /// Simulator profiles defined in the scenario itself, by name.
     pub inline_profiles: BTreeMap<String, sim_backend::ProfileSpec>,
@@ -108,6 +123,9 @@ pub struct EngineSpec {
     pub lib: Option<PathBuf>,
     /// Per-call timeout for engines in a worker process; a call past it counts as a hang.
     pub call_timeout: Duration,
+    /// Run the engine in an isolated worker process (always for real engines by default; opt-in
+    /// for the simulator, where it makes `crash` faults real process deaths).
+    pub isolate: bool,
 }
 
 /// Sampler options for opening a session.

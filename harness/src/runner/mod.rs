@@ -1,6 +1,7 @@
 //! The turn-loop runner: executes a scenario against an engine in safe release order, counts
 //! every create/delete in the ledger and samples memory at the scenario's sampling points.
 
+mod prompt;
 mod record;
 mod run_loop;
 

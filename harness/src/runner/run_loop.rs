@@ -1,8 +1,22 @@
-//! The turn loop itself.
+//! The turn loop itself: load, then for every turn the scenario's steps in order, sampling memory
+//! where the scenario asks, then unload.
+//!
+//! Release ordering follows what survives in the field (context/001): a close is attempted after
+//! every successful open, even when send or generate failed or a cancel happened (the `finally` of
+//! the app's code); sessions close before the engine unloads or reloads. A fatal engine error
+//! (crash, hang, lost worker) ends the run at once, keeping every sample already taken.
 
-use crate::engine::Engine;
-use crate::runner::{RunRecord, Sample};
-use crate::scenario::Scenario;
+use std::time::Instant;
+
+use crate::engine::{Engine, EngineError, GenerateRequest, Ledger, SessionId};
+use crate::runner::prompt::prompt_for_turn;
+use crate::runner::{Phase, RunOutcome, RunRecord, Sample};
+use crate::scenario::{FaultKind, SamplePoint, Scenario, Step};
+
+/// Ledger kind for engine loads and unloads made by the runner.
+const RUNNER_ENGINE: &str = "runner/engine";
+/// Ledger kind for sessions the runner opened and closed.
+const RUNNER_SESSION: &str = "runner/session";
 
 /// Watches a run as it happens: samples are streamed to disk and progress is shown through this.
 pub trait RunObserver {
@@ -18,11 +32,284 @@ pub struct NoObserver;
 
 impl RunObserver for NoObserver {}
 
-/// Runs `scenario` against `engine`.
+/// Runs `scenario` against `engine`, returning everything measured. Engine failures end up in the
+/// record's outcome, never as a panic or a lost sample.
 pub fn run_scenario(
-    _scenario: &Scenario,
-    _engine: &mut dyn Engine,
-    _observer: &mut dyn RunObserver,
+    scenario: &Scenario,
+    engine: &mut dyn Engine,
+    observer: &mut dyn RunObserver,
 ) -> RunRecord {
-    todo!("the runner is being written")
+    let backend = engine.describe();
+    let mut run = Run {
+        scenario,
+        engine,
+        observer,
+        source: backend.backend.clone(),
+        started: Instant::now(),
+        ledger: Ledger::new(),
+        samples: Vec::new(),
+        engine_errors: Vec::new(),
+        epoch: 0,
+        turns_completed: 0,
+    };
+    let outcome = match run.execute() {
+        Ok(()) => RunOutcome::Completed,
+        Err(failure) => RunOutcome::EngineFailed {
+            turn: failure.turn,
+            step: failure.step.to_owned(),
+            error: failure.error,
+        },
+    };
+    RunRecord {
+        scenario: scenario.clone(),
+        backend,
+        samples: run.samples,
+        ledger: run.ledger,
+        turns_completed: run.turns_completed,
+        engine_errors: run.engine_errors,
+        outcome,
+    }
 }
+
+/// A fatal failure: where it happened and what the engine said.
+struct Failure {
+    turn: u32,
+    step: &'static str,
+    error: EngineError,
+}
+
+/// What a non-fatal error means for the rest of the turn.
+enum Recovery {
+    /// Skip the remaining send/generate steps, still close and idle.
+    SkipWork,
+}
+
+struct Run<'a> {
+    scenario: &'a Scenario,
+    engine: &'a mut dyn Engine,
+    observer: &'a mut dyn RunObserver,
+    source: String,
+    started: Instant,
+    ledger: Ledger,
+    samples: Vec<Sample>,
+    engine_errors: Vec<(u32, String, EngineError)>,
+    epoch: u32,
+    turns_completed: u32,
+}
+
+impl Run<'_> {
+    /// Runs every turn, then unloads.
+    fn execute(&mut self) -> Result<(), Failure> {
+        self.load(0, "load")?;
+        self.sample(0, Phase::Load)?;
+        let total = self.scenario.total_turns();
+        let reload_every = self.scenario.reload_every;
+        for turn in 1..=total {
+            self.run_turn(turn)?;
+            self.turns_completed = turn;
+            if reload_every > 0 && turn % reload_every == 0 && turn < total {
+                self.reload(turn)?;
+            }
+            self.absorb_ledger(turn)?;
+            self.observer.on_turn_end(turn, total);
+        }
+        self.engine.unload().map_err(|error| Failure {
+            turn: total,
+            step: "unload",
+            error,
+        })?;
+        self.ledger.record_delete(total, RUNNER_ENGINE);
+        self.absorb_ledger(total)
+    }
+
+    fn load(&mut self, turn: u32, step: &'static str) -> Result<(), Failure> {
+        self.engine
+            .load()
+            .map_err(|error| Failure { turn, step, error })?;
+        self.ledger.record_create(turn, RUNNER_ENGINE);
+        self.epoch += 1;
+        Ok(())
+    }
+
+    fn reload(&mut self, turn: u32) -> Result<(), Failure> {
+        self.engine.unload().map_err(|error| Failure {
+            turn,
+            step: "reload",
+            error,
+        })?;
+        self.ledger.record_delete(turn, RUNNER_ENGINE);
+        self.load(turn, "reload")?;
+        self.sample(turn, Phase::Reload)
+    }
+
+    fn run_turn(&mut self, turn: u32) -> Result<(), Failure> {
+        let skip_close = self
+            .scenario
+            .faults
+            .iter()
+            .any(|f| f.kind == FaultKind::SkipClose && turn >= f.at_turn);
+        let mut session: Option<SessionId> = None;
+        let mut recovery: Option<Recovery> = None;
+        for step in &self.scenario.turn {
+            match step {
+                Step::Open(options) => {
+                    match self.engine.open_session(turn, options) {
+                        Ok(id) => {
+                            self.ledger.record_create(turn, RUNNER_SESSION);
+                            session = Some(id);
+                        }
+                        Err(error) => recovery = Some(self.non_fatal(turn, "open", error)?),
+                    }
+                    self.sample_if(turn, SamplePoint::Open, Phase::Open)?;
+                }
+                Step::Send(spec) => {
+                    let (Some(id), None) = (session, &recovery) else {
+                        continue;
+                    };
+                    let prompt = prompt_for_turn(spec, turn, self.scenario.seed);
+                    if let Err(error) = self.engine.send(id, &prompt) {
+                        recovery = Some(self.non_fatal(turn, "send", error)?);
+                    }
+                }
+                Step::Generate { max_output_tokens } => {
+                    self.generate(turn, session, &mut recovery, *max_output_tokens, None)?;
+                }
+                Step::Cancel {
+                    after_tokens,
+                    max_output_tokens,
+                } => {
+                    self.generate(
+                        turn,
+                        session,
+                        &mut recovery,
+                        *max_output_tokens,
+                        Some(*after_tokens),
+                    )?;
+                }
+                Step::Close => {
+                    if let Some(id) = session.take() {
+                        if skip_close {
+                            // The harness-side fault: the session is dropped on the floor, as a
+                            // binding that forgets its delete would.
+                        } else {
+                            self.close(turn, id)?;
+                        }
+                    }
+                    self.sample_if(turn, SamplePoint::Close, Phase::Close)?;
+                }
+                Step::Idle(duration) => {
+                    self.engine.idle(*duration);
+                    self.sample_if(turn, SamplePoint::Idle, Phase::Idle)?;
+                }
+            }
+        }
+        // A turn whose steps left a session open still closes it before the next turn or an
+        // unload: sessions never outlive their turn unless a fault says so.
+        if let (Some(id), false) = (session, skip_close) {
+            self.close(turn, id)?;
+        }
+        Ok(())
+    }
+
+    fn close(&mut self, turn: u32, id: SessionId) -> Result<(), Failure> {
+        match self.engine.close_session(id) {
+            Ok(()) => self.ledger.record_delete(turn, RUNNER_SESSION),
+            Err(error) => {
+                self.non_fatal(turn, "close", error)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn generate(
+        &mut self,
+        turn: u32,
+        session: Option<SessionId>,
+        recovery: &mut Option<Recovery>,
+        max_output_tokens: u32,
+        cancel_after_tokens: Option<u32>,
+    ) -> Result<(), Failure> {
+        let (Some(id), None) = (session, &*recovery) else {
+            return Ok(());
+        };
+        let request = GenerateRequest {
+            max_output_tokens,
+            cancel_after_tokens,
+        };
+        if let Err(error) = self.engine.generate(id, &request) {
+            *recovery = Some(self.non_fatal(turn, "generate", error)?);
+        }
+        self.sample_if(turn, SamplePoint::Generate, Phase::Generate)
+    }
+
+    /// Records a recoverable error, or turns a fatal one into the run's failure.
+    fn non_fatal(
+        &mut self,
+        turn: u32,
+        step: &'static str,
+        error: EngineError,
+    ) -> Result<Recovery, Failure> {
+        if error.kind.is_fatal() {
+            return Err(Failure { turn, step, error });
+        }
+        self.engine_errors.push((turn, step.to_owned(), error));
+        Ok(Recovery::SkipWork)
+    }
+
+    fn sample_if(&mut self, turn: u32, point: SamplePoint, phase: Phase) -> Result<(), Failure> {
+        if self.scenario.sample.after.contains(&point) {
+            self.sample(turn, phase)?;
+        }
+        Ok(())
+    }
+
+    fn absorb_ledger(&mut self, turn: u32) -> Result<(), Failure> {
+        let snapshot = self.engine.snapshot().map_err(|error| Failure {
+            turn,
+            step: "snapshot",
+            error,
+        })?;
+        self.ledger
+            .absorb_cumulative(turn, &self.source, &snapshot.ledger);
+        Ok(())
+    }
+
+    /// Settles, then records every metric the engine and the process probe can see.
+    fn sample(&mut self, turn: u32, phase: Phase) -> Result<(), Failure> {
+        if !self.scenario.sample.settle.is_zero() {
+            self.engine.idle(self.scenario.sample.settle);
+        }
+        let snapshot = self.engine.snapshot().map_err(|error| Failure {
+            turn,
+            step: "sample",
+            error,
+        })?;
+        self.ledger
+            .absorb_cumulative(turn, &self.source, &snapshot.ledger);
+        let mut metrics = snapshot.metrics;
+        if let Some(pid) = self.engine.process_id() {
+            // A probe that cannot read the process means the process is gone; the engine call
+            // that follows reports how it died, so the sample is kept with what the engine said.
+            if let Ok(process) = crate::probe::probe_process(pid) {
+                metrics.extend(process);
+            }
+        }
+        let t_ms = self
+            .engine
+            .simulated_clock_ms()
+            .unwrap_or_else(|| self.started.elapsed().as_secs_f64() * 1000.0);
+        let sample = Sample {
+            turn,
+            phase,
+            epoch: self.epoch,
+            t_ms,
+            metrics,
+        };
+        self.observer.on_sample(&sample);
+        self.samples.push(sample);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,506 @@
+//! Interaction tests of the turn loop against a mocked engine: call order, release ordering on
+//! every failure path, reloads, faults and sampling.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use mockall::predicate::{always, eq};
+use mockall::Sequence;
+
+use super::*;
+use crate::engine::{
+    BackendInfo, EngineErrorKind, EngineSnapshot, GenerateOutcome, KindCounts, Prompt,
+};
+use crate::scenario::{
+    BackendKind, Device, EngineSpec, Expectations, Fault, PromptSpec, SamplePlan, SessionOptions,
+};
+
+mockall::mock! {
+    pub Eng {}
+    impl Engine for Eng {
+        fn describe(&self) -> BackendInfo;
+        fn load(&mut self) -> Result<(), EngineError>;
+        fn open_session(&mut self, turn: u32, options: &SessionOptions) -> Result<SessionId, EngineError>;
+        fn send(&mut self, session: SessionId, prompt: &Prompt) -> Result<(), EngineError>;
+        fn generate(&mut self, session: SessionId, request: &GenerateRequest) -> Result<GenerateOutcome, EngineError>;
+        fn close_session(&mut self, session: SessionId) -> Result<(), EngineError>;
+        fn unload(&mut self) -> Result<(), EngineError>;
+        fn snapshot(&mut self) -> Result<EngineSnapshot, EngineError>;
+        fn idle(&mut self, duration: Duration);
+        fn simulated_clock_ms(&self) -> Option<f64>;
+        fn process_id(&self) -> Option<u32>;
+    }
+}
+
+fn scenario(turns: u32, steps: Vec<Step>) -> Scenario {
+    Scenario {
+        name: "runner-test".into(),
+        description: None,
+        source: None,
+        engine: EngineSpec {
+            backend: BackendKind::Sim,
+            profile: Some("cpu-flat".into()),
+            inline_profiles: BTreeMap::new(),
+            model: None,
+            device: Device::Cpu,
+            max_tokens: 4096,
+            lib: None,
+            call_timeout: Duration::from_secs(60),
+            isolate: false,
+        },
+        warmup_turns: 0,
+        turns,
+        turn: steps,
+        reload_every: 0,
+        sample: SamplePlan {
+            after: vec![SamplePoint::Load, SamplePoint::Close],
+            settle: Duration::ZERO,
+        },
+        watch: vec![],
+        faults: vec![],
+        expect: Expectations::default(),
+        seed: 1,
+    }
+}
+
+fn chat_turn() -> Vec<Step> {
+    vec![
+        Step::Open(SessionOptions::default()),
+        Step::Send(PromptSpec::Text("hello there".into())),
+        Step::Generate {
+            max_output_tokens: 16,
+        },
+        Step::Close,
+        Step::Idle(Duration::from_secs(8)),
+    ]
+}
+
+/// An engine mock with the passive calls (describe, snapshot, clock, pid, idle) answered.
+fn passive_engine() -> MockEng {
+    let mut engine = MockEng::new();
+    engine.expect_describe().return_const(BackendInfo {
+        backend: "mock".into(),
+        version: "0".into(),
+        details: BTreeMap::new(),
+    });
+    engine.expect_snapshot().returning(|| {
+        Ok(EngineSnapshot {
+            ledger: BTreeMap::new(),
+            metrics: BTreeMap::from([("rss".to_owned(), 100)]),
+        })
+    });
+    engine.expect_simulated_clock_ms().return_const(Some(0.0));
+    engine.expect_process_id().return_const(None);
+    engine.expect_idle().return_const(());
+    engine
+}
+
+fn outcome() -> Result<GenerateOutcome, EngineError> {
+    Ok(GenerateOutcome {
+        tokens: 16,
+        cancelled: false,
+    })
+}
+
+#[test]
+fn a_clean_run_loads_once_runs_every_turn_in_order_and_unloads_last() {
+    let mut engine = passive_engine();
+    let mut seq = Sequence::new();
+    engine
+        .expect_load()
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|| Ok(()));
+    for turn in 1..=3u32 {
+        engine
+            .expect_open_session()
+            .with(eq(turn), always())
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(move |_, _| Ok(SessionId(u64::from(turn))));
+        engine
+            .expect_send()
+            .withf(move |id, p| id.0 == u64::from(turn) && p.text == "hello there")
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_, _| Ok(()));
+        engine
+            .expect_generate()
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_, _| outcome());
+        engine
+            .expect_close_session()
+            .with(eq(SessionId(u64::from(turn))))
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_| Ok(()));
+    }
+    engine
+        .expect_unload()
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|| Ok(()));
+
+    let record = run_scenario(&scenario(3, chat_turn()), &mut engine, &mut NoObserver);
+    assert_eq!(record.outcome, RunOutcome::Completed);
+    assert_eq!(record.turns_completed, 3);
+    let phases: Vec<_> = record.samples.iter().map(|s| (s.turn, s.phase)).collect();
+    assert_eq!(
+        phases,
+        [
+            (0, Phase::Load),
+            (1, Phase::Close),
+            (2, Phase::Close),
+            (3, Phase::Close)
+        ]
+    );
+    assert!(record.ledger.imbalances().is_empty());
+    assert_eq!(
+        record.ledger.totals["runner/session"],
+        KindCounts {
+            created: 3,
+            deleted: 3
+        }
+    );
+}
+
+#[test]
+fn a_generate_error_still_closes_the_session_and_the_run_goes_on() {
+    let mut engine = passive_engine();
+    engine.expect_load().returning(|| Ok(()));
+    engine
+        .expect_open_session()
+        .times(2)
+        .returning(|turn, _| Ok(SessionId(u64::from(turn))));
+    engine.expect_send().times(2).returning(|_, _| Ok(()));
+    engine.expect_generate().times(2).returning(|id, _| {
+        if id.0 == 1 {
+            Err(EngineError::new(EngineErrorKind::Generate, "boom"))
+        } else {
+            outcome()
+        }
+    });
+    engine
+        .expect_close_session()
+        .with(eq(SessionId(1)))
+        .times(1)
+        .returning(|_| Ok(()));
+    engine
+        .expect_close_session()
+        .with(eq(SessionId(2)))
+        .times(1)
+        .returning(|_| Ok(()));
+    engine.expect_unload().times(1).returning(|| Ok(()));
+
+    let record = run_scenario(&scenario(2, chat_turn()), &mut engine, &mut NoObserver);
+    assert_eq!(record.outcome, RunOutcome::Completed);
+    assert_eq!(record.engine_errors.len(), 1);
+    assert_eq!(record.engine_errors[0].0, 1);
+    assert_eq!(record.engine_errors[0].1, "generate");
+    assert!(record.ledger.imbalances().is_empty());
+}
+
+#[test]
+fn a_failed_open_skips_the_work_and_the_close_of_that_turn() {
+    let mut engine = passive_engine();
+    engine.expect_load().returning(|| Ok(()));
+    engine
+        .expect_open_session()
+        .times(1)
+        .returning(|_, _| Err(EngineError::new(EngineErrorKind::Open, "no memory")));
+    engine.expect_send().never();
+    engine.expect_generate().never();
+    engine.expect_close_session().never();
+    engine.expect_unload().times(1).returning(|| Ok(()));
+
+    let record = run_scenario(&scenario(1, chat_turn()), &mut engine, &mut NoObserver);
+    assert_eq!(record.outcome, RunOutcome::Completed);
+    assert_eq!(record.engine_errors[0].1, "open");
+    // The post-close sample is still taken so the series has a value for the turn.
+    assert_eq!(record.samples.len(), 2);
+}
+
+#[test]
+fn cancel_passes_the_token_limit_and_the_session_is_closed_after_it() {
+    let mut engine = passive_engine();
+    let mut seq = Sequence::new();
+    engine.expect_load().returning(|| Ok(()));
+    engine
+        .expect_open_session()
+        .returning(|_, _| Ok(SessionId(7)));
+    engine.expect_send().returning(|_, _| Ok(()));
+    engine
+        .expect_generate()
+        .withf(|_, r| r.cancel_after_tokens == Some(4) && r.max_output_tokens == 64)
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_, _| {
+            Ok(GenerateOutcome {
+                tokens: 4,
+                cancelled: true,
+            })
+        });
+    engine
+        .expect_close_session()
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|_| Ok(()));
+    engine
+        .expect_unload()
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|| Ok(()));
+    let steps = vec![
+        Step::Open(SessionOptions::default()),
+        Step::Send(PromptSpec::Tokens(vec![32])),
+        Step::Cancel {
+            after_tokens: 4,
+            max_output_tokens: 64,
+        },
+        Step::Close,
+    ];
+    let record = run_scenario(&scenario(1, steps), &mut engine, &mut NoObserver);
+    assert_eq!(record.outcome, RunOutcome::Completed);
+}
+
+#[test]
+fn reload_every_k_turns_unloads_after_the_close_and_samples_the_new_epoch() {
+    let mut engine = passive_engine();
+    let mut seq = Sequence::new();
+    engine
+        .expect_load()
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|| Ok(()));
+    for turn in 1..=5u32 {
+        engine
+            .expect_open_session()
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(move |_, _| Ok(SessionId(u64::from(turn))));
+        engine
+            .expect_send()
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_, _| Ok(()));
+        engine
+            .expect_generate()
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_, _| outcome());
+        engine
+            .expect_close_session()
+            .times(1)
+            .in_sequence(&mut seq)
+            .returning(|_| Ok(()));
+        if turn == 2 || turn == 4 {
+            engine
+                .expect_unload()
+                .times(1)
+                .in_sequence(&mut seq)
+                .returning(|| Ok(()));
+            engine
+                .expect_load()
+                .times(1)
+                .in_sequence(&mut seq)
+                .returning(|| Ok(()));
+        }
+    }
+    engine
+        .expect_unload()
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|| Ok(()));
+    let mut s = scenario(5, chat_turn());
+    s.reload_every = 2;
+    let record = run_scenario(&s, &mut engine, &mut NoObserver);
+    assert_eq!(record.outcome, RunOutcome::Completed);
+    let reloads: Vec<_> = record
+        .samples
+        .iter()
+        .filter(|s| s.phase == Phase::Reload)
+        .map(|s| (s.turn, s.epoch))
+        .collect();
+    assert_eq!(reloads, [(2, 2), (4, 3)]);
+    assert_eq!(
+        record.ledger.totals["runner/engine"],
+        KindCounts {
+            created: 3,
+            deleted: 3
+        }
+    );
+}
+
+#[test]
+fn a_crash_ends_the_run_at_once_and_keeps_every_sample_taken() {
+    let mut engine = passive_engine();
+    engine.expect_load().returning(|| Ok(()));
+    engine
+        .expect_open_session()
+        .times(3)
+        .returning(|turn, _| Ok(SessionId(u64::from(turn))));
+    engine.expect_send().returning(|_, _| Ok(()));
+    engine.expect_generate().times(3).returning(|id, _| {
+        if id.0 == 3 {
+            Err(EngineError::new(
+                EngineErrorKind::Crashed {
+                    how: "signal 11 (SIGSEGV)".into(),
+                },
+                "worker died",
+            ))
+        } else {
+            outcome()
+        }
+    });
+    // The dead engine is never called again: no close of the crashed session, no unload.
+    engine.expect_close_session().times(2).returning(|_| Ok(()));
+    engine.expect_unload().never();
+
+    let record = run_scenario(&scenario(10, chat_turn()), &mut engine, &mut NoObserver);
+    match &record.outcome {
+        RunOutcome::EngineFailed { turn, step, error } => {
+            assert_eq!((*turn, step.as_str()), (3, "generate"));
+            assert!(matches!(error.kind, EngineErrorKind::Crashed { .. }));
+        }
+        other => panic!("expected an engine failure, got {other:?}"),
+    }
+    assert_eq!(record.turns_completed, 2);
+    assert_eq!(
+        record.samples.len(),
+        3,
+        "baseline and two post-close samples"
+    );
+}
+
+#[test]
+fn a_load_failure_is_reported_as_turn_zero() {
+    let mut engine = passive_engine();
+    engine.expect_load().returning(|| {
+        Err(EngineError::new(
+            EngineErrorKind::Unavailable,
+            "library not found",
+        ))
+    });
+    engine.expect_open_session().never();
+    engine.expect_unload().never();
+    let record = run_scenario(&scenario(3, chat_turn()), &mut engine, &mut NoObserver);
+    assert!(matches!(
+        record.outcome,
+        RunOutcome::EngineFailed { turn: 0, ref step, .. } if step == "load"
+    ));
+    assert!(record.samples.is_empty());
+}
+
+#[test]
+fn skip_close_fault_leaves_sessions_open_from_its_turn_and_the_ledger_sees_it() {
+    let mut engine = passive_engine();
+    engine.expect_load().returning(|| Ok(()));
+    engine
+        .expect_open_session()
+        .times(4)
+        .returning(|turn, _| Ok(SessionId(u64::from(turn))));
+    engine.expect_send().returning(|_, _| Ok(()));
+    engine.expect_generate().returning(|_, _| outcome());
+    engine
+        .expect_close_session()
+        .withf(|id| id.0 < 3)
+        .times(2)
+        .returning(|_| Ok(()));
+    engine.expect_unload().times(1).returning(|| Ok(()));
+    let mut s = scenario(4, chat_turn());
+    s.faults = vec![Fault {
+        at_turn: 3,
+        kind: FaultKind::SkipClose,
+    }];
+    let record = run_scenario(&s, &mut engine, &mut NoObserver);
+    let imbalances = record.ledger.imbalances();
+    assert_eq!(imbalances.len(), 1);
+    assert_eq!(imbalances[0].kind, "runner/session");
+    assert_eq!((imbalances[0].created, imbalances[0].deleted), (4, 2));
+    assert_eq!(imbalances[0].first_turn, Some(3));
+    assert_eq!(
+        record.samples.len(),
+        5,
+        "post-close samples are still taken"
+    );
+}
+
+#[test]
+fn backend_ledger_counts_are_attributed_to_the_turn_they_changed_in() {
+    let mut engine = MockEng::new();
+    engine.expect_describe().return_const(BackendInfo {
+        backend: "mock".into(),
+        version: "0".into(),
+        details: BTreeMap::new(),
+    });
+    engine.expect_simulated_clock_ms().return_const(None);
+    engine.expect_process_id().return_const(None);
+    engine.expect_idle().return_const(());
+    let opened = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let seen = opened.clone();
+    engine.expect_snapshot().returning(move || {
+        Ok(EngineSnapshot {
+            ledger: BTreeMap::from([(
+                "conversation".to_owned(),
+                KindCounts {
+                    created: seen.load(std::sync::atomic::Ordering::SeqCst),
+                    deleted: 0,
+                },
+            )]),
+            metrics: BTreeMap::new(),
+        })
+    });
+    engine.expect_load().returning(|| Ok(()));
+    engine.expect_open_session().returning(move |turn, _| {
+        opened.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(SessionId(u64::from(turn)))
+    });
+    engine.expect_send().returning(|_, _| Ok(()));
+    engine.expect_generate().returning(|_, _| outcome());
+    engine.expect_close_session().returning(|_| Ok(()));
+    engine.expect_unload().returning(|| Ok(()));
+    let record = run_scenario(&scenario(3, chat_turn()), &mut engine, &mut NoObserver);
+    let imbalance = &record.ledger.imbalances()[0];
+    assert_eq!(imbalance.kind, "mock/conversation");
+    assert_eq!((imbalance.created, imbalance.deleted), (3, 0));
+    assert_eq!(imbalance.first_turn, Some(1));
+}
+
+#[test]
+fn settle_time_is_waited_before_every_sample() {
+    let mut engine = passive_engine();
+    engine.checkpoint();
+    engine.expect_describe().return_const(BackendInfo {
+        backend: "mock".into(),
+        version: "0".into(),
+        details: BTreeMap::new(),
+    });
+    engine
+        .expect_snapshot()
+        .returning(|| Ok(EngineSnapshot::default()));
+    engine.expect_simulated_clock_ms().return_const(Some(0.0));
+    engine.expect_process_id().return_const(None);
+    engine
+        .expect_idle()
+        .with(eq(Duration::from_millis(500)))
+        .times(3)
+        .return_const(());
+    engine
+        .expect_idle()
+        .with(eq(Duration::from_secs(8)))
+        .times(2)
+        .return_const(());
+    engine.expect_load().returning(|| Ok(()));
+    engine
+        .expect_open_session()
+        .returning(|_, _| Ok(SessionId(1)));
+    engine.expect_send().returning(|_, _| Ok(()));
+    engine.expect_generate().returning(|_, _| outcome());
+    engine.expect_close_session().returning(|_| Ok(()));
+    engine.expect_unload().returning(|| Ok(()));
+    let mut s = scenario(2, chat_turn());
+    s.sample.settle = Duration::from_millis(500);
+    let record = run_scenario(&s, &mut engine, &mut NoObserver);
+    assert_eq!(record.samples.len(), 3);
+}

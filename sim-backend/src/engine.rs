@@ -386,6 +386,11 @@ impl SimEngine {
         self.loaded
     }
 
+    /// The fatal error every call now returns, once an injected crash or hang has struck.
+    pub fn failure(&self) -> Option<SimError> {
+        self.check_alive().err()
+    }
+
     /// Sessions currently open.
     pub fn open_sessions(&self) -> usize {
         self.sessions.len()

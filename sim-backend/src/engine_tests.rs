@@ -335,6 +335,7 @@ fn fatal_faults_strike_generate_at_their_turn_and_every_later_call(
     e.send(session, 12).unwrap();
     assert_eq!(e.generate(session, 64, None).unwrap_err(), expected);
     assert!(expected.is_fatal());
+    assert_eq!(e.failure(), Some(expected.clone()));
     assert_eq!(e.close_session(session).unwrap_err(), expected);
     assert_eq!(e.unload().unwrap_err(), expected);
     assert_eq!(e.open_session(4).unwrap_err(), expected);
@@ -349,6 +350,7 @@ fn a_generate_error_leaves_the_session_closable_and_later_turns_normal() {
     let err = e.generate(session, 64, None).unwrap_err();
     assert_eq!(err, SimError::GenerateFailed { turn: 2 });
     assert!(!err.is_fatal());
+    assert_eq!(e.failure(), None);
     e.close_session(session).unwrap();
     // The failed generation did no native work: no leak for turn 2.
     assert_eq!(e.exact_metrics()["native_heap"], 127_200 * KIB + 110 * MIB);

@@ -544,17 +544,36 @@ pub(crate) fn describe_exit(status: ExitStatus) -> String {
 
 /// The `leakloop` binary to run as the worker.
 fn worker_binary() -> Result<PathBuf, EngineError> {
-    if let Some(path) = std::env::var_os(WORKER_BIN_ENV) {
+    choose_worker_binary(std::env::var_os(WORKER_BIN_ENV), std::env::current_exe())
+}
+
+/// [`WORKER_BIN_ENV`] if set, else the current executable if it is `leakloop`. Any other program
+/// (a test binary, an application embedding the library) would not understand `worker`, and a
+/// test binary would even run its own tests again, so it must name the binary.
+fn choose_worker_binary(
+    from_env: Option<OsString>,
+    current_exe: std::io::Result<PathBuf>,
+) -> Result<PathBuf, EngineError> {
+    if let Some(path) = from_env {
         return Ok(PathBuf::from(path));
     }
-    std::env::current_exe().map_err(|e| {
+    let unavailable = |why: String| {
         EngineError::new(
             EngineErrorKind::Unavailable,
             format!(
-                "cannot find the leakloop binary to run the worker (set {WORKER_BIN_ENV}): {e}"
+                "{why}; set {WORKER_BIN_ENV} to the leakloop binary to run engines in a worker"
             ),
         )
-    })
+    };
+    let exe = current_exe.map_err(|e| unavailable(format!("cannot find this executable: {e}")))?;
+    if exe.file_stem().is_some_and(|stem| stem == "leakloop") {
+        Ok(exe)
+    } else {
+        Err(unavailable(format!(
+            "this program ({}) is not leakloop and cannot serve as the worker",
+            exe.display()
+        )))
+    }
 }
 
 fn humanize(duration: Duration) -> humantime::FormattedDuration {
@@ -730,6 +749,27 @@ mod tests {
         .unwrap_err();
         assert_eq!(err.kind, EngineErrorKind::Unavailable);
         assert!(err.message.contains("/nonexistent/leakloop"), "{err}");
+    }
+
+    #[rstest]
+    #[case::env_wins(Some("/opt/leakloop"), "/usr/bin/whatever", Ok("/opt/leakloop"))]
+    #[case::leakloop_itself(None, "/usr/bin/leakloop", Ok("/usr/bin/leakloop"))]
+    #[case::another_program(None, "/tmp/cli-0123abcd", Err("not leakloop"))]
+    fn the_worker_binary_is_leakloop_or_named_explicitly(
+        #[case] from_env: Option<&str>,
+        #[case] exe: &str,
+        #[case] expected: Result<&str, &str>,
+    ) {
+        let chosen = choose_worker_binary(from_env.map(OsString::from), Ok(PathBuf::from(exe)));
+        match (chosen, expected) {
+            (Ok(path), Ok(want)) => assert_eq!(path, Path::new(want)),
+            (Err(err), Err(want)) => {
+                assert_eq!(err.kind, EngineErrorKind::Unavailable);
+                assert!(err.message.contains(want), "{err}");
+                assert!(err.message.contains(WORKER_BIN_ENV), "{err}");
+            }
+            (chosen, want) => panic!("{chosen:?} but expected {want:?}"),
+        }
     }
 
     #[test]

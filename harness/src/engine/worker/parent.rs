@@ -41,6 +41,8 @@ const STDERR_LINE_BYTES: u64 = 4096;
 const MAX_NOISE_LINES: usize = 1000;
 /// How long a worker that closed its pipes gets to exit before it is killed.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
+/// How long a killed worker gets to be reaped.
+const KILL_GRACE: Duration = Duration::from_secs(5);
 /// How long to wait for the last stderr lines of a dead worker.
 const STDERR_GRACE: Duration = Duration::from_secs(1);
 
@@ -230,7 +232,13 @@ impl WorkerEngine {
         }
         let name = request.name();
         let handshake = matches!(request, Request::Hello { .. });
-        let link = self.link.as_mut().expect("a live worker has its link");
+        let Some(link) = self.link.as_mut() else {
+            // Only reachable if a failure forgot to record itself; say so rather than panic.
+            return Err(EngineError::new(
+                EngineErrorKind::Protocol,
+                format!("the worker (pid {}) is gone", self.pid),
+            ));
+        };
         let line = encode_line(&request);
         let started = Instant::now();
         let stderr = &self.stderr;
@@ -247,11 +255,11 @@ impl WorkerEngine {
             }
             Err(_elapsed) => {
                 let waited_ms = started.elapsed().as_millis() as u64;
-                self.kill();
+                let killed = self.kill();
                 Err(self.end(
                     EngineErrorKind::Hung { waited_ms },
                     format!(
-                        "the worker (pid {}) did not answer `{name}` within {}; it was killed",
+                        "the worker (pid {}) did not answer `{name}` within {}; {killed}",
                         self.pid,
                         humanize(timeout)
                     ),
@@ -275,11 +283,11 @@ impl WorkerEngine {
 
     /// Kills the worker for speaking out of protocol.
     fn fail_protocol(&mut self, what: String) -> EngineError {
-        self.kill();
+        let killed = self.kill();
         self.end(
             EngineErrorKind::Protocol,
             format!(
-                "the worker (pid {}) broke the protocol {what}; it was killed",
+                "the worker (pid {}) broke the protocol {what}; {killed}",
                 self.pid
             ),
         )
@@ -297,16 +305,21 @@ impl WorkerEngine {
         error
     }
 
-    /// Kills the worker and reaps it, then collects its last stderr lines.
-    fn kill(&mut self) {
-        if let Some(mut link) = self.link.take() {
-            self.runtime.block_on(async {
-                // An error here means it already exited; it is reaped all the same below.
-                let _ = link.child.start_kill();
-                let _ = link.child.wait().await;
-                finish_stderr(link.stderr_task).await;
-            });
-        }
+    /// Kills the worker and reaps it, then collects its last stderr lines. Says how that went,
+    /// for the error message.
+    fn kill(&mut self) -> &'static str {
+        let Some(mut link) = self.link.take() else {
+            return "it was already gone";
+        };
+        self.runtime.block_on(async {
+            let reaped = kill_and_reap(&mut link.child).await;
+            finish_stderr(link.stderr_task).await;
+            if reaped {
+                "it was killed"
+            } else {
+                "it was sent SIGKILL but had not ended after 5s (stuck in the kernel?)"
+            }
+        })
     }
 
     /// Waits for a worker whose pipes closed to exit (killing it if it lingers) and says how it
@@ -321,8 +334,7 @@ impl WorkerEngine {
                 Ok(Ok(status)) => describe_exit(status),
                 Ok(Err(e)) => format!("exit status unknown ({e})"),
                 Err(_) => {
-                    let _ = link.child.start_kill();
-                    let _ = link.child.wait().await;
+                    kill_and_reap(&mut link.child).await;
                     format!(
                         "it closed its pipes but did not exit within {}, so it was killed",
                         humanize(EXIT_GRACE)
@@ -359,8 +371,7 @@ impl Drop for WorkerEngine {
                     .await
                     .is_err()
                 {
-                    let _ = child.start_kill();
-                    let _ = child.wait().await;
+                    kill_and_reap(&mut child).await;
                 }
                 stderr_task.abort();
             });
@@ -509,6 +520,17 @@ async fn drain(stderr: impl AsyncRead + Unpin, tail: StderrTail) {
             Ok(_) => tail.push(String::from_utf8_lossy(&buf).trim_end().to_owned()),
         }
     }
+}
+
+/// Sends SIGKILL and waits (bounded: a process stuck in a driver call dies only when it leaves
+/// the kernel) until the process is reaped, so that no zombie is left. Whether it was reaped.
+async fn kill_and_reap(child: &mut Child) -> bool {
+    // An error here means it already exited; it is reaped all the same below.
+    let _ = child.start_kill();
+    matches!(
+        tokio::time::timeout(KILL_GRACE, child.wait()).await,
+        Ok(Ok(_))
+    )
 }
 
 /// Lets the stderr drain take in a dead worker's last lines (bounded: a grandchild may hold the
@@ -795,6 +817,22 @@ mod tests {
         assert_eq!(worker.describe().details["loaded"], "false");
         worker.load().unwrap();
         assert_eq!(worker.describe().details["loaded"], "true");
+        // The drain reads stderr concurrently with the reply, so give it a moment.
+        let logged = |w: &WorkerEngine| {
+            w.stderr_tail()
+                .contains(&"tiny engine: native log line on stdout".to_owned())
+        };
+        for _ in 0..500 {
+            if logged(&worker) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(
+            logged(&worker),
+            "what the engine writes to fd 1 lands in stderr, not in the protocol: {:?}",
+            worker.stderr_tail()
+        );
         let session = worker.open_session(1, &SessionOptions::default()).unwrap();
         let outcome = worker
             .generate(

@@ -32,6 +32,8 @@ pub(crate) struct TinyEngine {
     next_session: u64,
     sessions: BTreeMap<SessionId, Vec<u8>>,
     conversations: KindCounts,
+    /// Writes to file descriptor 1 on load, as native engine code logging to stdout does.
+    chatty: bool,
 }
 
 impl TinyEngine {
@@ -61,6 +63,11 @@ impl Engine for TinyEngine {
     }
 
     fn load(&mut self) -> Result<(), EngineError> {
+        if self.chatty {
+            let line = b"tiny engine: native log line on stdout\n";
+            // SAFETY: write(2) on fd 1 from a buffer that lives across the call.
+            unsafe { libc::write(1, line.as_ptr().cast(), line.len()) };
+        }
         self.loaded = true;
         Ok(())
     }
@@ -185,7 +192,12 @@ fn worker_process_entry() {
     // The test framework has printed this test's name without ending the line; end it so that
     // the handshake reply starts a line of its own.
     println!();
-    let result = serve_stdio(None, Box::new(|s| Ok(Box::new(TinyEngine::new(s)))));
+    let build = |s: &Scenario| -> Result<Box<dyn Engine>, EngineError> {
+        let mut engine = TinyEngine::new(s);
+        engine.chatty = true;
+        Ok(Box::new(engine))
+    };
+    let result = serve_stdio(None, Box::new(build));
     if let Err(err) = &result {
         eprintln!("test worker: {err}");
     }

@@ -47,6 +47,10 @@ const KILL_GRACE: Duration = Duration::from_secs(5);
 const STDERR_GRACE: Duration = Duration::from_secs(1);
 
 /// An engine that runs in a supervised worker process (`leakloop worker`).
+///
+/// Its calls block the calling thread (it drives the pipes on a small runtime of its own), so it
+/// must not be used from inside an async runtime. Dropping it closes the worker's stdin, which
+/// ends the worker; one that has not ended after 2s is killed.
 #[derive(Debug)]
 pub struct WorkerEngine {
     runtime: Runtime,
@@ -204,7 +208,7 @@ impl WorkerEngine {
                 Ok(worker)
             }
             Response::Hello { version, .. } => Err(worker.fail_protocol(format!(
-                "the worker speaks protocol version {version}, this runner {PROTOCOL_VERSION}"
+                "by speaking version {version} (this runner speaks {PROTOCOL_VERSION})"
             ))),
             other => Err(worker.unexpected("hello", &other)),
         }

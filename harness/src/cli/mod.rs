@@ -6,6 +6,7 @@ mod check;
 mod error;
 mod report;
 mod run;
+mod worker;
 
 use std::process::ExitCode;
 
@@ -39,6 +40,9 @@ enum Command {
     Report(report::ReportArgs),
     /// Run benchmarks that print figures (detection power, runner overhead).
     Bench(bench::BenchArgs),
+    /// Serve an engine to a runner over stdin/stdout (started by the runner itself).
+    #[command(hide = true)]
+    Worker(worker::WorkerArgs),
 }
 
 /// Entry point of the `leakloop` binary.
@@ -60,6 +64,7 @@ pub fn main() -> ExitCode {
         Command::Analyze(args) => analyze::run(args),
         Command::Report(args) => report::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Worker(args) => worker::run(args),
     };
     match result {
         Ok(exit) => ExitCode::from(exit as u8),

@@ -5,11 +5,14 @@ mod api;
 mod factory;
 mod ledger;
 mod sim;
+mod worker;
 
 pub use api::{
     BackendInfo, Engine, EngineError, EngineErrorKind, EngineSnapshot, GenerateOutcome,
     GenerateRequest, Prompt, SessionId,
 };
-pub use factory::build_engine;
+pub use factory::{build_engine, build_in_process};
 pub use ledger::{KindCounts, Ledger, LedgerImbalance, TurnLedger};
 pub use sim::SimEngine;
+pub(crate) use worker::{serve_stdio, WorkerError};
+pub use worker::{WorkerEngine, WORKER_BIN_ENV};

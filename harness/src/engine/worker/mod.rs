@@ -1,0 +1,15 @@
+//! Isolated worker processes: any engine can run in a child process (`leakloop worker`) that the
+//! runner drives over a line-based JSON protocol and probes from outside, so that a native crash
+//! or a hang ends the run with a verdict instead of taking the runner down.
+//!
+//! [`protocol`] is the wire format, [`child`] the worker's serving loop, [`parent`] the
+//! supervising [`WorkerEngine`].
+
+mod child;
+mod parent;
+mod protocol;
+#[cfg(test)]
+mod test_engine;
+
+pub(crate) use child::{serve_stdio, WorkerError};
+pub use parent::{WorkerEngine, WORKER_BIN_ENV};

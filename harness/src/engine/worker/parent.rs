@@ -1,0 +1,946 @@
+//! The runner side: [`WorkerEngine`] implements [`Engine`] by forwarding every call to a worker
+//! process and supervising it.
+//!
+//! Each call must be answered within the scenario's `engine.call_timeout`; past it the worker is
+//! killed and reaped and the call fails as `Hung`. A worker that dies (a signal, an abort, an
+//! exit) fails the call as `Crashed`, naming the signal; a reply that is not a valid message, or
+//! not the answer to the call, fails it as `Protocol`. The worker's stderr is drained all the
+//! time (its last lines are kept and quoted in these errors), so a chatty engine cannot block on
+//! a full pipe. After such a failure the worker is gone and every later call fails the same way.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::runtime::Runtime;
+use tokio::task::JoinHandle;
+
+use crate::engine::worker::protocol::{
+    decode_line, encode_line, excerpt, Reply, Request, Response, MAX_LINE_BYTES, PROTOCOL_VERSION,
+};
+use crate::engine::{
+    BackendInfo, Engine, EngineError, EngineErrorKind, EngineSnapshot, GenerateOutcome,
+    GenerateRequest, Prompt, SessionId,
+};
+use crate::scenario::{Scenario, SessionOptions};
+
+/// Environment variable naming the `leakloop` binary to run as the worker, where the current
+/// executable is not `leakloop` (a test binary, a wrapper).
+pub const WORKER_BIN_ENV: &str = "LEAKLOOP_BIN";
+
+/// How many of the worker's last stderr lines are kept.
+const STDERR_TAIL_LINES: usize = 64;
+/// Longest stderr line kept whole; longer ones are kept in pieces.
+const STDERR_LINE_BYTES: u64 = 4096;
+/// Lines a worker may print on stdout before its handshake (a preloaded library's banner).
+const MAX_NOISE_LINES: usize = 1000;
+/// How long a worker that closed its pipes gets to exit before it is killed.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+/// How long a killed worker gets to be reaped.
+const KILL_GRACE: Duration = Duration::from_secs(5);
+/// How long to wait for the last stderr lines of a dead worker.
+const STDERR_GRACE: Duration = Duration::from_secs(1);
+
+/// An engine that runs in a supervised worker process (`leakloop worker`).
+///
+/// Its calls block the calling thread (it drives the pipes on a small runtime of its own), so it
+/// must not be used from inside an async runtime. Dropping it closes the worker's stdin, which
+/// ends the worker; one that has not ended after 2s is killed.
+#[derive(Debug)]
+pub struct WorkerEngine {
+    runtime: Runtime,
+    /// The pipes and process; `None` once the worker is gone.
+    link: Option<Link>,
+    pid: u32,
+    call_timeout: Duration,
+    backend: BackendInfo,
+    clock_ms: Option<f64>,
+    /// The failure that ended the worker, repeated to every later call.
+    ended: Option<EngineError>,
+    stderr: StderrTail,
+}
+
+#[derive(Debug)]
+struct Link {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    stderr_task: JoinHandle<()>,
+}
+
+/// The last lines of the worker's stderr, shared with the task that drains it.
+#[derive(Debug, Clone, Default)]
+struct StderrTail(Arc<Mutex<VecDeque<String>>>);
+
+impl StderrTail {
+    fn push(&self, line: String) {
+        let mut lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if lines.len() == STDERR_TAIL_LINES {
+            lines.pop_front();
+        }
+        lines.push_back(line);
+    }
+
+    fn lines(&self) -> Vec<String> {
+        let lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        lines.iter().cloned().collect()
+    }
+
+    /// The tail as an indented block for error messages, or nothing.
+    fn render(&self) -> String {
+        let lines = self.lines();
+        if lines.is_empty() {
+            return String::new();
+        }
+        let mut text = String::from("\nlast lines of the worker's stderr:");
+        for line in lines {
+            text.push_str("\n  | ");
+            text.push_str(&line);
+        }
+        text
+    }
+}
+
+/// What went wrong in one exchange of request and reply.
+enum ExchangeFailure {
+    /// The worker closed its stdout or its stdin (it is dying or dead).
+    Closed(String),
+    /// The worker said something that is not a reply.
+    Malformed(String),
+}
+
+impl WorkerEngine {
+    /// Starts a worker for `scenario`: this `leakloop` binary (or the one [`WORKER_BIN_ENV`]
+    /// names) re-executed as `leakloop worker`, with `env` added to its environment (how a
+    /// preload library is injected), and waits for its engine to be built.
+    pub fn spawn(scenario: &Scenario, env: &[(String, String)]) -> Result<Self, EngineError> {
+        let program = worker_binary()?;
+        Self::spawn_program(&program, scenario, env)
+    }
+
+    /// Like [`WorkerEngine::spawn`], with the `leakloop` binary given (integration tests pass
+    /// `env!("CARGO_BIN_EXE_leakloop")`).
+    pub fn spawn_program(
+        program: &Path,
+        scenario: &Scenario,
+        env: &[(String, String)],
+    ) -> Result<Self, EngineError> {
+        Self::launch(program, &[OsString::from("worker")], env, scenario)
+    }
+
+    /// Starts `program args...` as a worker speaking the protocol and performs the handshake.
+    pub(crate) fn launch(
+        program: &Path,
+        args: &[OsString],
+        env: &[(String, String)],
+        scenario: &Scenario,
+    ) -> Result<Self, EngineError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("leakloop-worker-io")
+            .enable_all()
+            .build()
+            .map_err(|e| {
+                EngineError::new(
+                    EngineErrorKind::Unavailable,
+                    format!("cannot start the worker's I/O runtime: {e}"),
+                )
+            })?;
+        let mut command = Command::new(program);
+        command
+            .args(args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = {
+            let _context = runtime.enter();
+            command.spawn().map_err(|e| {
+                EngineError::new(
+                    EngineErrorKind::Unavailable,
+                    format!("cannot start the worker `{}`: {e}", program.display()),
+                )
+            })?
+        };
+        let pid = child.id().unwrap_or_default();
+        let stderr = StderrTail::default();
+        let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        let (Some(stdin), Some(stdout), Some(child_stderr)) = pipes else {
+            unreachable!("all three pipes were requested");
+        };
+        let stderr_task = runtime.spawn(drain(child_stderr, stderr.clone()));
+        let mut worker = WorkerEngine {
+            runtime,
+            link: Some(Link {
+                child,
+                stdin,
+                stdout: BufReader::new(stdout),
+                stderr_task,
+            }),
+            pid,
+            call_timeout: scenario.engine.call_timeout,
+            backend: BackendInfo {
+                backend: scenario.engine.backend.as_str().to_owned(),
+                version: String::new(),
+                details: Default::default(),
+            },
+            clock_ms: None,
+            ended: None,
+            stderr,
+        };
+        let hello = Request::Hello {
+            version: PROTOCOL_VERSION,
+            scenario: Some(Box::new(scenario.clone())),
+        };
+        match worker.call(hello, worker.call_timeout)? {
+            Response::Hello {
+                version: PROTOCOL_VERSION,
+                pid: _,
+                backend,
+            } => {
+                worker.set_backend(backend);
+                Ok(worker)
+            }
+            Response::Hello { version, .. } => Err(worker.fail_protocol(format!(
+                "by speaking version {version} (this runner speaks {PROTOCOL_VERSION})"
+            ))),
+            other => Err(worker.unexpected("hello", &other)),
+        }
+    }
+
+    /// The worker's last stderr lines (at most 64), oldest first.
+    pub fn stderr_tail(&self) -> Vec<String> {
+        self.stderr.lines()
+    }
+
+    fn set_backend(&mut self, mut backend: BackendInfo) {
+        backend
+            .details
+            .insert("isolation".into(), "worker process".into());
+        self.backend = backend;
+    }
+
+    /// Sends one request and waits for its reply, supervising the worker.
+    fn call(&mut self, request: Request, timeout: Duration) -> Result<Response, EngineError> {
+        if let Some(ended) = &self.ended {
+            return Err(EngineError::new(
+                ended.kind.clone(),
+                format!("the worker is gone: {}", ended.message),
+            ));
+        }
+        let name = request.name();
+        let handshake = matches!(request, Request::Hello { .. });
+        let Some(link) = self.link.as_mut() else {
+            // Only reachable if a failure forgot to record itself; say so rather than panic.
+            return Err(EngineError::new(
+                EngineErrorKind::Protocol,
+                format!("the worker (pid {}) is gone", self.pid),
+            ));
+        };
+        let line = encode_line(&request);
+        let started = Instant::now();
+        let stderr = &self.stderr;
+        let outcome = self.runtime.block_on(async {
+            tokio::time::timeout(timeout, exchange(link, &line, handshake, stderr)).await
+        });
+        match outcome {
+            Ok(Ok(reply)) => {
+                self.clock_ms = reply.clock_ms;
+                match reply.body {
+                    Response::Failed { error } => Err(error),
+                    body => Ok(body),
+                }
+            }
+            Err(_elapsed) => {
+                let waited_ms = started.elapsed().as_millis() as u64;
+                let killed = self.kill();
+                Err(self.end(
+                    EngineErrorKind::Hung { waited_ms },
+                    format!(
+                        "the worker (pid {}) did not answer `{name}` within {}; {killed}",
+                        self.pid,
+                        humanize(timeout)
+                    ),
+                ))
+            }
+            Ok(Err(ExchangeFailure::Closed(cause))) => {
+                let how = self.reap();
+                Err(self.end(
+                    EngineErrorKind::Crashed { how: how.clone() },
+                    format!(
+                        "the worker (pid {}) died during `{name}` ({cause}): {how}",
+                        self.pid
+                    ),
+                ))
+            }
+            Ok(Err(ExchangeFailure::Malformed(what))) => {
+                Err(self.fail_protocol(format!("during `{name}`: {what}")))
+            }
+        }
+    }
+
+    /// Kills the worker for speaking out of protocol.
+    fn fail_protocol(&mut self, what: String) -> EngineError {
+        let killed = self.kill();
+        self.end(
+            EngineErrorKind::Protocol,
+            format!(
+                "the worker (pid {}) broke the protocol {what}; {killed}",
+                self.pid
+            ),
+        )
+    }
+
+    fn unexpected(&mut self, call: &str, reply: &Response) -> EngineError {
+        let line = encode_line(reply);
+        self.fail_protocol(format!("by answering `{call}` with `{}`", excerpt(&line)))
+    }
+
+    /// Records the failure that ended the worker (with its stderr tail) and returns it.
+    fn end(&mut self, kind: EngineErrorKind, message: String) -> EngineError {
+        let error = EngineError::new(kind, format!("{message}{}", self.stderr.render()));
+        self.ended = Some(error.clone());
+        error
+    }
+
+    /// Kills the worker and reaps it, then collects its last stderr lines. Says how that went,
+    /// for the error message.
+    fn kill(&mut self) -> &'static str {
+        let Some(mut link) = self.link.take() else {
+            return "it was already gone";
+        };
+        self.runtime.block_on(async {
+            let reaped = kill_and_reap(&mut link.child).await;
+            finish_stderr(link.stderr_task).await;
+            if reaped {
+                "it was killed"
+            } else {
+                "it was sent SIGKILL but had not ended after 5s (stuck in the kernel?)"
+            }
+        })
+    }
+
+    /// Waits for a worker whose pipes closed to exit (killing it if it lingers) and says how it
+    /// ended.
+    fn reap(&mut self) -> String {
+        let Some(mut link) = self.link.take() else {
+            return "already gone".into();
+        };
+        self.runtime.block_on(async {
+            drop(link.stdin);
+            let how = match tokio::time::timeout(EXIT_GRACE, link.child.wait()).await {
+                Ok(Ok(status)) => describe_exit(status),
+                Ok(Err(e)) => format!("exit status unknown ({e})"),
+                Err(_) => {
+                    kill_and_reap(&mut link.child).await;
+                    format!(
+                        "it closed its pipes but did not exit within {}, so it was killed",
+                        humanize(EXIT_GRACE)
+                    )
+                }
+            };
+            finish_stderr(link.stderr_task).await;
+            how
+        })
+    }
+
+    fn expect_done(&mut self, request: Request) -> Result<(), EngineError> {
+        let name = request.name();
+        match self.call(request, self.call_timeout)? {
+            Response::Done => Ok(()),
+            other => Err(self.unexpected(name, &other)),
+        }
+    }
+}
+
+impl Drop for WorkerEngine {
+    fn drop(&mut self) {
+        if let Some(link) = self.link.take() {
+            let Link {
+                mut child,
+                stdin,
+                stderr_task,
+                ..
+            } = link;
+            self.runtime.block_on(async {
+                // Closing stdin asks the worker to end; one that does not is killed.
+                drop(stdin);
+                if tokio::time::timeout(EXIT_GRACE, child.wait())
+                    .await
+                    .is_err()
+                {
+                    kill_and_reap(&mut child).await;
+                }
+                stderr_task.abort();
+            });
+        }
+    }
+}
+
+impl Engine for WorkerEngine {
+    fn describe(&self) -> BackendInfo {
+        self.backend.clone()
+    }
+
+    fn load(&mut self) -> Result<(), EngineError> {
+        match self.call(Request::Load, self.call_timeout)? {
+            Response::Loaded { backend } => {
+                self.set_backend(backend);
+                Ok(())
+            }
+            other => Err(self.unexpected("load", &other)),
+        }
+    }
+
+    fn open_session(
+        &mut self,
+        turn: u32,
+        options: &SessionOptions,
+    ) -> Result<SessionId, EngineError> {
+        let request = Request::OpenSession {
+            turn,
+            options: options.clone(),
+        };
+        match self.call(request, self.call_timeout)? {
+            Response::Opened { session } => Ok(session),
+            other => Err(self.unexpected("open_session", &other)),
+        }
+    }
+
+    fn send(&mut self, session: SessionId, prompt: &Prompt) -> Result<(), EngineError> {
+        self.expect_done(Request::Send {
+            session,
+            prompt: prompt.clone(),
+        })
+    }
+
+    fn generate(
+        &mut self,
+        session: SessionId,
+        request: &GenerateRequest,
+    ) -> Result<GenerateOutcome, EngineError> {
+        let request = Request::Generate {
+            session,
+            request: *request,
+        };
+        match self.call(request, self.call_timeout)? {
+            Response::Generated { outcome } => Ok(outcome),
+            other => Err(self.unexpected("generate", &other)),
+        }
+    }
+
+    fn close_session(&mut self, session: SessionId) -> Result<(), EngineError> {
+        self.expect_done(Request::CloseSession { session })
+    }
+
+    fn unload(&mut self) -> Result<(), EngineError> {
+        self.expect_done(Request::Unload)
+    }
+
+    fn snapshot(&mut self) -> Result<EngineSnapshot, EngineError> {
+        match self.call(Request::Snapshot, self.call_timeout)? {
+            Response::Snapshot { snapshot } => Ok(snapshot),
+            other => Err(self.unexpected("snapshot", &other)),
+        }
+    }
+
+    /// Asks the worker's engine to idle; the call may take the idle time plus the call timeout.
+    /// `Engine::idle` cannot fail, so a worker lost here surfaces at the next call.
+    fn idle(&mut self, duration: Duration) {
+        let timeout = self.call_timeout.saturating_add(duration);
+        let _ = self.call(Request::Idle { duration }, timeout);
+    }
+
+    fn simulated_clock_ms(&self) -> Option<f64> {
+        self.clock_ms
+    }
+
+    fn process_id(&self) -> Option<u32> {
+        self.link.as_ref().map(|_| self.pid)
+    }
+}
+
+/// Writes a request and reads its reply. During the handshake, stdout lines that are not a reply
+/// (a preloaded library's banner, a test framework's header) are kept with the stderr tail.
+async fn exchange(
+    link: &mut Link,
+    line: &str,
+    handshake: bool,
+    noise: &StderrTail,
+) -> Result<Reply, ExchangeFailure> {
+    let write = async {
+        link.stdin.write_all(line.as_bytes()).await?;
+        link.stdin.flush().await
+    };
+    if let Err(e) = write.await {
+        return Err(ExchangeFailure::Closed(format!("writing its stdin: {e}")));
+    }
+    let mut skipped = 0;
+    loop {
+        let mut buf = Vec::new();
+        let read = (&mut link.stdout)
+            .take(MAX_LINE_BYTES)
+            .read_until(b'\n', &mut buf)
+            .await;
+        match read {
+            Err(e) => return Err(ExchangeFailure::Closed(format!("reading its stdout: {e}"))),
+            Ok(0) => return Err(ExchangeFailure::Closed("its stdout closed".into())),
+            Ok(_) if !buf.ends_with(b"\n") && buf.len() as u64 >= MAX_LINE_BYTES => {
+                return Err(ExchangeFailure::Malformed(format!(
+                    "a reply longer than {MAX_LINE_BYTES} bytes"
+                )))
+            }
+            Ok(_) => {}
+        }
+        let text = String::from_utf8_lossy(&buf);
+        match decode_line::<Reply>(&text) {
+            Ok(reply) => return Ok(reply),
+            Err(_) if handshake && skipped < MAX_NOISE_LINES => {
+                skipped += 1;
+                noise.push(format!("(stdout) {}", text.trim_end()));
+            }
+            Err(e) => return Err(ExchangeFailure::Malformed(e.to_string())),
+        }
+    }
+}
+
+/// Keeps the last lines of the worker's stderr until it closes.
+async fn drain(stderr: impl AsyncRead + Unpin, tail: StderrTail) {
+    let mut reader = BufReader::new(stderr);
+    loop {
+        let mut buf = Vec::new();
+        match (&mut reader)
+            .take(STDERR_LINE_BYTES)
+            .read_until(b'\n', &mut buf)
+            .await
+        {
+            Ok(0) | Err(_) => return,
+            Ok(_) => tail.push(String::from_utf8_lossy(&buf).trim_end().to_owned()),
+        }
+    }
+}
+
+/// Sends SIGKILL and waits (bounded: a process stuck in a driver call dies only when it leaves
+/// the kernel) until the process is reaped, so that no zombie is left. Whether it was reaped.
+async fn kill_and_reap(child: &mut Child) -> bool {
+    // An error here means it already exited; it is reaped all the same below.
+    let _ = child.start_kill();
+    matches!(
+        tokio::time::timeout(KILL_GRACE, child.wait()).await,
+        Ok(Ok(_))
+    )
+}
+
+/// Lets the stderr drain take in a dead worker's last lines (bounded: a grandchild may hold the
+/// pipe open).
+async fn finish_stderr(mut task: JoinHandle<()>) {
+    if tokio::time::timeout(STDERR_GRACE, &mut task).await.is_err() {
+        task.abort();
+    }
+}
+
+/// How a process ended, e.g. `signal 6 (SIGABRT)` or `exit status 3`.
+pub(crate) fn describe_exit(status: ExitStatus) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            let name = nix::sys::signal::Signal::try_from(signal)
+                .map(|s| s.as_str())
+                .unwrap_or("unknown signal");
+            let core = if status.core_dumped() {
+                ", core dumped"
+            } else {
+                ""
+            };
+            return format!("signal {signal} ({name}){core}");
+        }
+    }
+    match status.code() {
+        Some(code) => format!("exit status {code}"),
+        None => status.to_string(),
+    }
+}
+
+/// The `leakloop` binary to run as the worker.
+fn worker_binary() -> Result<PathBuf, EngineError> {
+    choose_worker_binary(std::env::var_os(WORKER_BIN_ENV), std::env::current_exe())
+}
+
+/// [`WORKER_BIN_ENV`] if set, else the current executable if it is `leakloop`. Any other program
+/// (a test binary, an application embedding the library) would not understand `worker`, and a
+/// test binary would even run its own tests again, so it must name the binary.
+fn choose_worker_binary(
+    from_env: Option<OsString>,
+    current_exe: std::io::Result<PathBuf>,
+) -> Result<PathBuf, EngineError> {
+    if let Some(path) = from_env {
+        return Ok(PathBuf::from(path));
+    }
+    let unavailable = |why: String| {
+        EngineError::new(
+            EngineErrorKind::Unavailable,
+            format!(
+                "{why}; set {WORKER_BIN_ENV} to the leakloop binary to run engines in a worker"
+            ),
+        )
+    };
+    let exe = current_exe.map_err(|e| unavailable(format!("cannot find this executable: {e}")))?;
+    if exe.file_stem().is_some_and(|stem| stem == "leakloop") {
+        Ok(exe)
+    } else {
+        Err(unavailable(format!(
+            "this program ({}) is not leakloop and cannot serve as the worker",
+            exe.display()
+        )))
+    }
+}
+
+fn humanize(duration: Duration) -> humantime::FormattedDuration {
+    humantime::format_duration(duration)
+}
+
+#[cfg(test)]
+mod tests {
+    use rstest::rstest;
+
+    use super::*;
+    use crate::engine::worker::test_engine::{
+        scenario_with_faults, test_worker_args, SESSION_BYTES, TEST_WORKER_ENV,
+    };
+    use crate::probe::probe_process;
+    use crate::scenario::{Fault, FaultKind};
+
+    /// A valid handshake answer, for shell workers.
+    const HELLO: &str = r#"{"clock_ms":null,"body":{"reply":"hello","version":1,"pid":1,"backend":{"backend":"sh","version":"0","details":{}}}}"#;
+
+    fn scenario(call_timeout: Duration) -> Scenario {
+        let mut scenario = scenario_with_faults(vec![]);
+        scenario.engine.call_timeout = call_timeout;
+        scenario
+    }
+
+    /// A worker that is a shell script; `$HELLO` holds a valid handshake answer.
+    fn shell_worker(script: &str, call_timeout: Duration) -> Result<WorkerEngine, EngineError> {
+        WorkerEngine::launch(
+            Path::new("sh"),
+            &["-c".into(), format!("ulimit -c 0; {script}").into()],
+            &[("HELLO".into(), HELLO.into())],
+            &scenario(call_timeout),
+        )
+    }
+
+    /// A worker that is this test binary serving the tiny engine.
+    fn tiny_worker(scenario: &Scenario) -> WorkerEngine {
+        let exe = std::env::current_exe().unwrap();
+        WorkerEngine::launch(
+            &exe,
+            &test_worker_args(),
+            &[(TEST_WORKER_ENV.into(), "1".into())],
+            scenario,
+        )
+        .unwrap()
+    }
+
+    /// Whether a process id is gone for good: no `/proc` entry (a zombie would still have one).
+    fn is_gone(pid: u32) -> bool {
+        !Path::new(&format!("/proc/{pid}")).exists()
+    }
+
+    fn one_turn(worker: &mut WorkerEngine, turn: u32) -> Result<(), EngineError> {
+        let session = worker.open_session(turn, &SessionOptions::default())?;
+        worker.send(
+            session,
+            &Prompt {
+                text: "hi".into(),
+                tokens: 1,
+            },
+        )?;
+        worker.generate(
+            session,
+            &GenerateRequest {
+                max_output_tokens: 16,
+                cancel_after_tokens: None,
+            },
+        )?;
+        worker.close_session(session)
+    }
+
+    #[rstest]
+    #[case::abort("kill -ABRT $$", "signal 6 (SIGABRT)")]
+    #[case::segfault("kill -SEGV $$", "signal 11 (SIGSEGV)")]
+    #[case::killed("kill -KILL $$", "signal 9 (SIGKILL)")]
+    #[case::exit_code("exit 3", "exit status 3")]
+    fn a_dying_worker_is_crashed_naming_how(#[case] death: &str, #[case] how: &str) {
+        let script = format!("read hello; echo 'engine: about to die' >&2; {death}");
+        let err = shell_worker(&script, Duration::from_secs(10)).unwrap_err();
+        assert_eq!(err.kind, EngineErrorKind::Crashed { how: how.into() });
+        assert!(err.message.contains("during `hello`"), "{err}");
+        assert!(err.message.contains(how), "{err}");
+        assert!(err.message.contains("| engine: about to die"), "{err}");
+    }
+
+    #[test]
+    fn a_crash_after_the_handshake_fails_that_call_and_every_later_one() {
+        let mut worker = shell_worker(
+            r#"read hello; echo "$HELLO"; read load; kill -ABRT $$"#,
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        let pid = worker.process_id().unwrap();
+        let err = worker.load().unwrap_err();
+        assert_eq!(
+            err.kind,
+            EngineErrorKind::Crashed {
+                how: "signal 6 (SIGABRT)".into()
+            }
+        );
+        assert!(err.message.contains("during `load`"), "{err}");
+        assert_eq!(worker.process_id(), None);
+        assert!(is_gone(pid));
+        let again = worker.snapshot().unwrap_err();
+        assert_eq!(again.kind, err.kind);
+        assert!(again.message.starts_with("the worker is gone"), "{again}");
+    }
+
+    #[test]
+    fn a_silent_worker_is_hung_after_the_timeout_then_killed_and_reaped() {
+        let mut worker = shell_worker(
+            r#"read hello; echo "$HELLO"; echo 'engine: working' >&2; exec sleep 100"#,
+            Duration::from_millis(300),
+        )
+        .unwrap();
+        let pid = worker.process_id().unwrap();
+        let err = worker.load().unwrap_err();
+        let EngineErrorKind::Hung { waited_ms } = err.kind else {
+            panic!("{err:?}");
+        };
+        assert!(waited_ms >= 300, "{waited_ms}");
+        assert!(
+            err.message.contains("did not answer `load` within 300ms"),
+            "{err}"
+        );
+        assert!(err.message.contains("| engine: working"), "{err}");
+        assert!(is_gone(pid), "the hung worker {pid} is still there");
+    }
+
+    #[rstest]
+    #[case::garbage("echo 'segfault handler says hi'", "segfault handler says hi")]
+    #[case::wrong_reply(
+        r#"echo '{"clock_ms":null,"body":{"reply":"done"}}'"#,
+        "answering `load` with"
+    )]
+    #[case::unknown_reply(
+        r#"echo '{"clock_ms":null,"body":{"reply":"maybe"}}'"#,
+        "unknown variant `maybe`"
+    )]
+    fn a_malformed_reply_is_a_protocol_error_and_the_worker_is_killed(
+        #[case] reply: &str,
+        #[case] quoted: &str,
+    ) {
+        let script = format!(r#"read hello; echo "$HELLO"; read load; {reply}; exec sleep 100"#);
+        let mut worker = shell_worker(&script, Duration::from_secs(10)).unwrap();
+        let pid = worker.process_id().unwrap();
+        let err = worker.load().unwrap_err();
+        assert_eq!(err.kind, EngineErrorKind::Protocol, "{err}");
+        assert!(err.message.contains(quoted), "{err}");
+        assert!(is_gone(pid));
+    }
+
+    #[test]
+    fn stdout_noise_before_the_handshake_is_kept_with_stderr() {
+        let worker = shell_worker(
+            r#"echo 'interposer 1.0 loaded'; read hello; echo "$HELLO"; exec sleep 100"#,
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        assert_eq!(worker.stderr_tail(), ["(stdout) interposer 1.0 loaded"]);
+        assert_eq!(worker.describe().backend, "sh");
+        assert_eq!(worker.describe().details["isolation"], "worker process");
+    }
+
+    #[test]
+    fn a_worker_that_is_not_there_is_unavailable() {
+        let err = WorkerEngine::spawn_program(
+            Path::new("/nonexistent/leakloop"),
+            &scenario(Duration::from_secs(1)),
+            &[],
+        )
+        .unwrap_err();
+        assert_eq!(err.kind, EngineErrorKind::Unavailable);
+        assert!(err.message.contains("/nonexistent/leakloop"), "{err}");
+    }
+
+    #[rstest]
+    #[case::env_wins(Some("/opt/leakloop"), "/usr/bin/whatever", Ok("/opt/leakloop"))]
+    #[case::leakloop_itself(None, "/usr/bin/leakloop", Ok("/usr/bin/leakloop"))]
+    #[case::another_program(None, "/tmp/cli-0123abcd", Err("not leakloop"))]
+    fn the_worker_binary_is_leakloop_or_named_explicitly(
+        #[case] from_env: Option<&str>,
+        #[case] exe: &str,
+        #[case] expected: Result<&str, &str>,
+    ) {
+        let chosen = choose_worker_binary(from_env.map(OsString::from), Ok(PathBuf::from(exe)));
+        match (chosen, expected) {
+            (Ok(path), Ok(want)) => assert_eq!(path, Path::new(want)),
+            (Err(err), Err(want)) => {
+                assert_eq!(err.kind, EngineErrorKind::Unavailable);
+                assert!(err.message.contains(want), "{err}");
+                assert!(err.message.contains(WORKER_BIN_ENV), "{err}");
+            }
+            (chosen, want) => panic!("{chosen:?} but expected {want:?}"),
+        }
+    }
+
+    #[test]
+    fn the_environment_given_reaches_the_worker() {
+        let err = WorkerEngine::launch(
+            Path::new("sh"),
+            &[
+                "-c".into(),
+                "read hello; echo \"preload=$LD_PRELOAD_TEST\" >&2; exit 1".into(),
+            ],
+            &[("LD_PRELOAD_TEST".into(), "/opt/libcount.so".into())],
+            &scenario(Duration::from_secs(10)),
+        )
+        .unwrap_err();
+        assert!(err.message.contains("| preload=/opt/libcount.so"), "{err}");
+    }
+
+    #[test]
+    fn a_real_worker_serves_every_call_and_counts_its_own_heap() {
+        let mut worker = tiny_worker(&scenario_with_faults(vec![]));
+        let pid = worker.process_id().unwrap();
+        assert_ne!(pid, std::process::id());
+        assert_eq!(worker.describe().details["loaded"], "false");
+        worker.load().unwrap();
+        assert_eq!(worker.describe().details["loaded"], "true");
+        // The drain reads stderr concurrently with the reply, so give it a moment.
+        let logged = |w: &WorkerEngine| {
+            w.stderr_tail()
+                .contains(&"tiny engine: native log line on stdout".to_owned())
+        };
+        for _ in 0..500 {
+            if logged(&worker) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(
+            logged(&worker),
+            "what the engine writes to fd 1 lands in stderr, not in the protocol: {:?}",
+            worker.stderr_tail()
+        );
+        let session = worker.open_session(1, &SessionOptions::default()).unwrap();
+        let outcome = worker
+            .generate(
+                session,
+                &GenerateRequest {
+                    max_output_tokens: 16,
+                    cancel_after_tokens: Some(4),
+                },
+            )
+            .unwrap();
+        assert_eq!((outcome.tokens, outcome.cancelled), (4, true));
+        let snapshot = worker.snapshot().unwrap();
+        assert_eq!(snapshot.ledger["conversation"].created, 1);
+        if cfg!(all(target_os = "linux", target_env = "gnu")) {
+            assert!(snapshot.metrics["native_heap"] >= SESSION_BYTES as u64);
+        }
+        worker.close_session(session).unwrap();
+        let err = worker.close_session(session).unwrap_err();
+        assert_eq!(
+            err.kind,
+            EngineErrorKind::Close,
+            "engine errors pass through"
+        );
+        worker.idle(Duration::from_secs(1));
+        worker.unload().unwrap();
+        assert_eq!(worker.process_id(), Some(pid), "still alive after errors");
+        drop(worker);
+        assert!(is_gone(pid), "dropping the engine ends its worker");
+    }
+
+    #[test]
+    fn the_workers_memory_is_probed_from_outside() {
+        let mut worker = tiny_worker(&scenario_with_faults(vec![]));
+        let pid = worker.process_id().unwrap();
+        worker.load().unwrap();
+        let before = probe_process(pid).unwrap();
+        let sessions: Vec<_> = (1..=8)
+            .map(|turn| {
+                worker
+                    .open_session(turn, &SessionOptions::default())
+                    .unwrap()
+            })
+            .collect();
+        let during = probe_process(pid).unwrap();
+        for session in sessions {
+            worker.close_session(session).unwrap();
+        }
+        let after = probe_process(pid).unwrap();
+        let held = 8 * SESSION_BYTES as u64;
+        assert!(
+            during["rss"] >= before["rss"] + held * 3 / 4,
+            "{before:?} -> {during:?}"
+        );
+        if cfg!(target_os = "linux") {
+            assert!(during["anon_rss"] >= before["anon_rss"] + held * 3 / 4);
+            assert!(during.contains_key("pss") && during.contains_key("swap"));
+        }
+        assert!(
+            after["rss"] + held / 2 <= during["rss"],
+            "{during:?} -> {after:?}"
+        );
+    }
+
+    #[test]
+    fn a_crash_fault_really_aborts_the_worker_at_that_turns_generate() {
+        let mut worker = tiny_worker(&scenario_with_faults(vec![Fault {
+            at_turn: 2,
+            kind: FaultKind::Crash,
+        }]));
+        let pid = worker.process_id().unwrap();
+        worker.load().unwrap();
+        one_turn(&mut worker, 1).unwrap();
+        let err = one_turn(&mut worker, 2).unwrap_err();
+        assert_eq!(
+            err.kind,
+            EngineErrorKind::Crashed {
+                how: "signal 6 (SIGABRT)".into()
+            }
+        );
+        assert!(err.message.contains("during `generate`"), "{err}");
+        assert!(
+            err.message.contains("injected crash fault at turn 2"),
+            "{err}"
+        );
+        assert!(is_gone(pid));
+    }
+
+    #[test]
+    fn a_hang_fault_really_blocks_the_worker_until_the_timeout_kills_it() {
+        let mut scenario = scenario_with_faults(vec![Fault {
+            at_turn: 1,
+            kind: FaultKind::Hang,
+        }]);
+        scenario.engine.call_timeout = Duration::from_millis(500);
+        let mut worker = tiny_worker(&scenario);
+        let pid = worker.process_id().unwrap();
+        worker.load().unwrap();
+        let err = one_turn(&mut worker, 1).unwrap_err();
+        assert!(matches!(err.kind, EngineErrorKind::Hung { .. }), "{err:?}");
+        assert!(err.message.contains("`generate`"), "{err}");
+        assert!(
+            err.message.contains("injected hang fault at turn 1"),
+            "{err}"
+        );
+        assert!(is_gone(pid));
+    }
+}

@@ -151,3 +151,21 @@ fn every_example_scenario_loads(#[files("../fixtures/scenarios/*.yaml")] path: P
         panic!("{err}");
     }
 }
+
+/// The example at the top of the README's DSL reference is a valid scenario.
+#[test]
+fn readme_example_is_valid() {
+    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+    let section = readme
+        .split("## Scenario DSL reference")
+        .nth(1)
+        .expect("README has the DSL reference");
+    let example = section
+        .split("```yaml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n```").next())
+        .expect("the DSL reference opens with a yaml example");
+    if let Err(err) = crate::scenario::parse_scenario(example, Path::new("README.md")) {
+        panic!("{err}");
+    }
+}

@@ -1,13 +1,42 @@
-//! `leakloop check`.
+//! `leakloop check`: validates scenario files without running them.
+
+use std::path::PathBuf;
 
 use crate::cli::{CliError, Exit};
+use crate::scenario::load_scenario;
 
 /// Arguments of `leakloop check`.
 #[derive(Debug, clap::Args)]
-pub(crate) struct CheckArgs {}
+pub(crate) struct CheckArgs {
+    /// Scenario files to validate.
+    #[arg(required = true, value_name = "SCENARIO")]
+    scenarios: Vec<PathBuf>,
+}
 
-pub(crate) fn run(_args: CheckArgs) -> Result<Exit, CliError> {
-    Err(CliError::bad_input(
-        "`leakloop check` is not available in this build yet",
-    ))
+/// Prints `ok <file>: ...` for each valid file and the full error for each invalid one; fails
+/// with bad input (exit 2) if any file is invalid.
+pub(crate) fn run(args: CheckArgs) -> Result<Exit, CliError> {
+    let mut invalid = 0;
+    for path in &args.scenarios {
+        match load_scenario(path) {
+            Ok(scenario) => println!(
+                "ok {}: {} ({}, {} turns)",
+                path.display(),
+                scenario.name,
+                scenario.engine.backend.as_str(),
+                scenario.turns
+            ),
+            Err(err) => {
+                invalid += 1;
+                eprintln!("error: {err}\n");
+            }
+        }
+    }
+    if invalid > 0 {
+        return Err(CliError::bad_input(format!(
+            "{invalid} of {} scenario files are invalid",
+            args.scenarios.len()
+        )));
+    }
+    Ok(Exit::Pass)
 }

@@ -1,3 +1,4 @@
 //! Integration tests of the `leakloop` binary: one module per subcommand.
 
 mod worker;
+mod check;

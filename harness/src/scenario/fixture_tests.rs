@@ -1,0 +1,171 @@
+//! The scenario loader against the files under `fixtures/`: every malformed file in
+//! `fixtures/bad/` is rejected with the expected kind and key path, and its rendered error is
+//! snapshotted under `golden/scenario-errors/`; every file in `fixtures/scenarios/` loads.
+
+use std::path::{Path, PathBuf};
+
+use rstest::rstest;
+
+use crate::scenario::{load_scenario, ScenarioErrorKind as Kind};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("harness sits in the workspace")
+        .to_owned()
+}
+
+/// Replaces the machine-dependent workspace path so snapshots are stable.
+fn redact(text: &str) -> String {
+    text.replace(&workspace().display().to_string(), "[workspace]")
+}
+
+#[rstest]
+#[case::unknown_key("unknown-key", Kind::Shape, Some("turnz"))]
+#[case::unknown_nested_key(
+    "unknown-nested-key",
+    Kind::Shape,
+    Some("expect.native_heap.max_growth_per_trun")
+)]
+#[case::wrong_type_turns("wrong-type-turns", Kind::Shape, Some("turns"))]
+#[case::wrong_type_engine("wrong-type-engine", Kind::Shape, Some("engine"))]
+#[case::zero_turns("zero-turns", Kind::Invalid, Some("turns"))]
+#[case::negative_warmup("negative-warmup", Kind::Invalid, Some("warmup_turns"))]
+#[case::negative_reload_every("negative-reload-every", Kind::Invalid, Some("reload_every"))]
+#[case::too_many_turns("too-many-turns", Kind::Invalid, Some("turns"))]
+#[case::too_many_turns_with_warmup(
+    "too-many-turns-with-warmup",
+    Kind::Invalid,
+    Some("warmup_turns")
+)]
+#[case::unknown_size_unit(
+    "unknown-size-unit",
+    Kind::Invalid,
+    Some("expect.native_heap.max_growth_per_turn")
+)]
+#[case::unknown_duration_unit("unknown-duration-unit", Kind::Invalid, Some("turn[4].idle"))]
+#[case::negative_tolerance("negative-tolerance", Kind::Invalid, Some("expect.rss.tolerance"))]
+#[case::unknown_backend("unknown-backend", Kind::Shape, Some("engine.backend"))]
+#[case::unknown_profile("unknown-profile", Kind::Invalid, Some("engine.profile"))]
+#[case::unknown_opencl_profile("unknown-opencl-profile", Kind::Invalid, Some("engine.profile"))]
+#[case::missing_profile("missing-profile", Kind::Invalid, Some("engine.profile"))]
+#[case::missing_model("missing-model", Kind::Invalid, Some("engine.model"))]
+#[case::missing_turns("missing-turns", Kind::Shape, Some("turns"))]
+#[case::unknown_step("unknown-step", Kind::Shape, Some("turn[0]"))]
+#[case::two_keys_in_step("two-keys-in-step", Kind::Shape, Some("turn[0]"))]
+#[case::unknown_metric("unknown-metric", Kind::Shape, Some("expect.native_heep"))]
+#[case::unknown_watch_metric("unknown-watch-metric", Kind::Invalid, Some("watch[1]"))]
+#[case::send_before_open("send-before-open", Kind::Invalid, Some("turn[0].send"))]
+#[case::open_not_closed("open-not-closed", Kind::Invalid, Some("turn[0].open"))]
+#[case::open_twice("open-twice", Kind::Invalid, Some("turn[1].open"))]
+#[case::empty_turn("empty-turn", Kind::Invalid, Some("turn"))]
+#[case::cancel_after_limit(
+    "cancel-after-limit",
+    Kind::Invalid,
+    Some("turn[2].cancel.after_tokens")
+)]
+#[case::send_two_prompts("send-two-prompts", Kind::Invalid, Some("turn[1].send"))]
+#[case::zero_prompt_tokens("zero-prompt-tokens", Kind::Invalid, Some("turn[1].send.tokens[1]"))]
+#[case::fault_after_last_turn("fault-after-last-turn", Kind::Invalid, Some("faults[0].at_turn"))]
+#[case::expectation_without_limit("expectation-without-limit", Kind::Invalid, Some("expect.gpu"))]
+#[case::expect_without_close_sample(
+    "expect-without-close-sample",
+    Kind::Invalid,
+    Some("sample.after")
+)]
+#[case::bad_name("bad-name", Kind::Invalid, Some("name"))]
+#[case::empty("empty", Kind::Empty, None)]
+#[case::comments_only("comments-only", Kind::Empty, None)]
+#[case::not_a_mapping("not-a-mapping", Kind::Shape, None)]
+#[case::scalar_document("scalar-document", Kind::Shape, None)]
+#[case::binary_garbage("binary-garbage", Kind::Encoding, None)]
+#[case::latin1_text("latin1-text", Kind::Encoding, None)]
+#[case::alias_bomb("alias-bomb", Kind::TooComplex, Some("f"))]
+#[case::deep_nesting("deep-nesting", Kind::TooComplex, Some("description"))]
+#[case::duplicate_key("duplicate-key", Kind::DuplicateKey, Some("turns"))]
+#[case::duplicate_nested_key(
+    "duplicate-nested-key",
+    Kind::DuplicateKey,
+    Some("expect.rss.tolerance")
+)]
+#[case::syntax_error("syntax-error", Kind::Syntax, None)]
+#[case::two_documents("two-documents", Kind::Syntax, None)]
+fn bad_scenario_is_rejected(
+    #[case] file: &str,
+    #[case] kind: Kind,
+    #[case] key_path: Option<&str>,
+) {
+    let path = workspace()
+        .join("fixtures/bad")
+        .join(format!("{file}.yaml"));
+    let err = load_scenario(&path).expect_err("a bad scenario must not load");
+    assert_eq!(err.kind(), kind, "{err}");
+    assert_eq!(err.key_path(), key_path, "{err}");
+    assert_eq!(err.file(), path);
+    if kind != Kind::Empty {
+        assert!(err.location().is_some(), "no line/column: {err}");
+    }
+    insta::with_settings!({
+        snapshot_path => workspace().join("golden/scenario-errors"),
+        prepend_module_to_snapshot => false,
+        omit_expression => true,
+    }, {
+        insta::assert_snapshot!(file, redact(&err.to_string()));
+    });
+}
+
+#[test]
+fn missing_file_is_a_read_error() {
+    let path = workspace().join("fixtures/bad/no-such-scenario.yaml");
+    let err = load_scenario(&path).unwrap_err();
+    assert_eq!(err.kind(), Kind::Read);
+    insta::with_settings!({
+        snapshot_path => workspace().join("golden/scenario-errors"),
+        prepend_module_to_snapshot => false,
+        omit_expression => true,
+    }, {
+        insta::assert_snapshot!("missing-file", redact(&err.to_string()));
+    });
+}
+
+#[test]
+fn directory_is_a_read_error() {
+    let err = load_scenario(&workspace().join("fixtures")).unwrap_err();
+    assert_eq!(err.kind(), Kind::Read, "{err}");
+}
+
+/// Every file in `fixtures/bad/` is rejected, including ones added without a case above.
+#[rstest]
+fn every_bad_fixture_is_rejected(#[files("../fixtures/bad/*.yaml")] path: PathBuf) {
+    let err = load_scenario(&path).expect_err("a bad scenario must not load");
+    assert!(
+        err.location().is_some() || matches!(err.kind(), Kind::Empty),
+        "no line/column: {err}"
+    );
+}
+
+/// Every file in `fixtures/scenarios/` loads.
+#[rstest]
+fn every_example_scenario_loads(#[files("../fixtures/scenarios/*.yaml")] path: PathBuf) {
+    if let Err(err) = load_scenario(&path) {
+        panic!("{err}");
+    }
+}
+
+/// The example at the top of the README's DSL reference is a valid scenario.
+#[test]
+fn readme_example_is_valid() {
+    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+    let section = readme
+        .split("## Scenario DSL reference")
+        .nth(1)
+        .expect("README has the DSL reference");
+    let example = section
+        .split("```yaml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n```").next())
+        .expect("the DSL reference opens with a yaml example");
+    if let Err(err) = crate::scenario::parse_scenario(example, Path::new("README.md")) {
+        panic!("{err}");
+    }
+}

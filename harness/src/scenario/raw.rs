@@ -1,0 +1,317 @@
+//! Serde types that mirror the scenario YAML one to one.
+//!
+//! Nothing here is checked beyond YAML types and key names: every unknown key is an error
+//! (`deny_unknown_fields`), values with units are kept as the text the user wrote so that
+//! [`super::validate`] can resolve them and quote the text back in errors. There is no
+//! `#[serde(untagged)]` or `#[serde(flatten)]`: both hide unknown keys and blur error messages.
+//! Where one key takes several shapes (a step, a prompt token count or list), a small
+//! hand-written visitor decides by the YAML type instead.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+
+use crate::scenario::model::{BackendKind, Device, FaultKind, SamplePoint};
+
+/// The whole scenario file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawScenario {
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub seed: Option<u64>,
+    pub engine: RawEngine,
+    #[serde(default)]
+    pub profiles: Option<BTreeMap<String, sim_backend::ProfileSpec>>,
+    #[serde(default)]
+    pub warmup_turns: Option<i64>,
+    pub turns: i64,
+    #[serde(default)]
+    pub reload_every: Option<i64>,
+    pub turn: Vec<RawStep>,
+    #[serde(default)]
+    pub sample: Option<RawSample>,
+    #[serde(default)]
+    pub watch: Option<Vec<String>>,
+    #[serde(default)]
+    pub faults: Option<Vec<RawFault>>,
+    #[serde(default)]
+    pub expect: Option<RawExpect>,
+}
+
+/// `engine:`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawEngine {
+    pub backend: BackendKind,
+    #[serde(default)]
+    pub profile: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub device: Option<Device>,
+    #[serde(default)]
+    pub max_tokens: Option<i64>,
+    #[serde(default)]
+    pub lib: Option<String>,
+    #[serde(default)]
+    pub call_timeout: Option<UnitText>,
+    #[serde(default)]
+    pub isolate: Option<bool>,
+}
+
+/// One item of `turn:`: a map with exactly one key naming the step.
+#[derive(Debug)]
+pub(crate) enum RawStep {
+    Open(RawOpen),
+    Send(RawSend),
+    Generate(RawGenerate),
+    Cancel(RawCancel),
+    Close(RawClose),
+    Idle(UnitText),
+}
+
+/// The step names, as written in YAML.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum StepName {
+    Open,
+    Send,
+    Generate,
+    Cancel,
+    Close,
+    Idle,
+}
+
+/// `open: {...}`: sampler options, all optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawOpen {
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    #[serde(default)]
+    pub top_k: Option<i64>,
+    #[serde(default)]
+    pub top_p: Option<f64>,
+    #[serde(default)]
+    pub seed: Option<u64>,
+}
+
+/// `send: {...}`: exactly one of `prompt`, `prompts`, `tokens`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawSend {
+    #[serde(default)]
+    pub prompt: Option<String>,
+    #[serde(default)]
+    pub prompts: Option<Vec<String>>,
+    #[serde(default)]
+    pub tokens: Option<RawTokens>,
+}
+
+/// `tokens: 128` or `tokens: [32, 128]`.
+#[derive(Debug)]
+pub(crate) struct RawTokens(pub Vec<i64>);
+
+/// `generate: {...}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawGenerate {
+    pub max_output_tokens: i64,
+}
+
+/// `cancel: {...}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCancel {
+    pub after_tokens: i64,
+    pub max_output_tokens: i64,
+}
+
+/// `close: {}` (or `close:` with nothing).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawClose {}
+
+/// `sample:`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawSample {
+    #[serde(default)]
+    pub after: Option<Vec<SamplePoint>>,
+    #[serde(default)]
+    pub settle: Option<UnitText>,
+}
+
+/// One item of `faults:`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawFault {
+    pub at_turn: i64,
+    pub kind: FaultKind,
+}
+
+/// `expect:`: the ledger balance and one optional entry per known metric.
+///
+/// Metrics are spelled out as fields (rather than a free map) so that an unknown metric is an
+/// unknown key, with the same did-you-mean help as any other typo.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawExpect {
+    #[serde(default)]
+    pub balanced: Option<bool>,
+    #[serde(default)]
+    pub rss: Option<RawMetricExpect>,
+    #[serde(default)]
+    pub pss: Option<RawMetricExpect>,
+    #[serde(default)]
+    pub anon_rss: Option<RawMetricExpect>,
+    #[serde(default)]
+    pub swap: Option<RawMetricExpect>,
+    #[serde(default)]
+    pub native_heap: Option<RawMetricExpect>,
+    #[serde(default)]
+    pub gpu: Option<RawMetricExpect>,
+    #[serde(default)]
+    pub pool_allocated: Option<RawMetricExpect>,
+    #[serde(default)]
+    pub pool_reserved: Option<RawMetricExpect>,
+    #[serde(default)]
+    pub cl_mem_bytes: Option<RawMetricExpect>,
+}
+
+impl RawExpect {
+    /// Every metric field with its YAML name, in [`crate::scenario::METRICS`] order.
+    pub fn metric_fields(&self) -> [(&'static str, &Option<RawMetricExpect>); 9] {
+        [
+            ("rss", &self.rss),
+            ("pss", &self.pss),
+            ("anon_rss", &self.anon_rss),
+            ("swap", &self.swap),
+            ("native_heap", &self.native_heap),
+            ("gpu", &self.gpu),
+            ("pool_allocated", &self.pool_allocated),
+            ("pool_reserved", &self.pool_reserved),
+            ("cl_mem_bytes", &self.cl_mem_bytes),
+        ]
+    }
+}
+
+/// Limits on one metric.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawMetricExpect {
+    #[serde(default)]
+    pub tolerance: Option<UnitText>,
+    #[serde(default)]
+    pub warmup_budget: Option<UnitText>,
+    #[serde(default)]
+    pub max_growth_per_turn: Option<UnitText>,
+}
+
+/// A size, duration or tolerance exactly as written: `5MiB`, `8s`, `2%`, or a bare number.
+///
+/// Numbers are kept as their decimal text so the validator parses every form with one parser
+/// and can quote what the user wrote.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct UnitText(pub String);
+
+impl<'de> Deserialize<'de> for UnitText {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = UnitText;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a number with a unit, such as `5MiB`, `500ms` or `2%`")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<UnitText, E> {
+                Ok(UnitText(v.to_string()))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<UnitText, E> {
+                Ok(UnitText(v.to_string()))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<UnitText, E> {
+                Ok(UnitText(v.to_string()))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<UnitText, E> {
+                Ok(UnitText(v.to_owned()))
+            }
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for RawTokens {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawTokens;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a token count or a list of token counts, such as `128` or `[32, 128]`")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawTokens, E> {
+                i64::try_from(v)
+                    .map(|v| RawTokens(vec![v]))
+                    .map_err(|_| E::custom(format!("token count {v} is too large")))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawTokens, E> {
+                Ok(RawTokens(vec![v]))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<RawTokens, A::Error> {
+                let mut counts = Vec::new();
+                while let Some(count) = seq.next_element::<i64>()? {
+                    counts.push(count);
+                }
+                Ok(RawTokens(counts))
+            }
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for RawStep {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawStep;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(
+                    "a step: a map with one key, one of `open`, `send`, `generate`, `cancel`, \
+                     `close`, `idle` (for example `- close: {}`)",
+                )
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawStep, A::Error> {
+                let Some(name) = map.next_key::<StepName>()? else {
+                    return Err(de::Error::custom(
+                        "empty step: write one of `open`, `send`, `generate`, `cancel`, \
+                         `close`, `idle`",
+                    ));
+                };
+                let step = match name {
+                    StepName::Open => {
+                        RawStep::Open(map.next_value::<Option<RawOpen>>()?.unwrap_or_default())
+                    }
+                    StepName::Send => RawStep::Send(map.next_value()?),
+                    StepName::Generate => RawStep::Generate(map.next_value()?),
+                    StepName::Cancel => RawStep::Cancel(map.next_value()?),
+                    StepName::Close => {
+                        RawStep::Close(map.next_value::<Option<RawClose>>()?.unwrap_or_default())
+                    }
+                    StepName::Idle => RawStep::Idle(map.next_value()?),
+                };
+                if let Some(extra) = map.next_key::<String>()? {
+                    return Err(de::Error::custom(format!(
+                        "a step has exactly one key, but this one also has `{extra}`; \
+                         start each step with its own `- `"
+                    )));
+                }
+                Ok(step)
+            }
+        }
+        deserializer.deserialize_map(V)
+    }
+}

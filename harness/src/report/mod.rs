@@ -14,6 +14,7 @@ mod fanout;
 mod golden_view;
 mod json;
 mod junit;
+mod partial;
 mod plot;
 mod progress;
 mod redact;
@@ -32,6 +33,7 @@ pub use json::{
     parse_report, read_report, render_report_json, ReportFile, FORMAT_VERSION, LEAKLOOP_VERSION,
 };
 pub use junit::{junit_suite, render_junit, render_junit_suites};
+pub use partial::render_partial;
 pub use plot::render_plot_svg;
 pub use progress::ProgressObserver;
 pub use redact::{Redactor, PROBE, PROCESS_PROBE_METRICS};

@@ -1,0 +1,3 @@
+//! Integration tests of the `leakloop` command line: one module per subcommand.
+
+mod report;

@@ -143,6 +143,50 @@ mod tests {
         );
     }
 
+    /// docs/report.schema.json, compiled.
+    fn schema() -> jsonschema::Validator {
+        let text = include_str!("../../../docs/report.schema.json");
+        let schema: serde_json::Value = serde_json::from_str(text).unwrap();
+        jsonschema::validator_for(&schema).unwrap()
+    }
+
+    fn schema_errors(value: &serde_json::Value) -> Vec<String> {
+        schema()
+            .iter_errors(value)
+            .map(|e| format!("{} at {}", e, e.instance_path()))
+            .collect()
+    }
+
+    #[rstest::rstest]
+    #[case::leak(crate::report::examples::leak_run())]
+    #[case::clean(crate::report::examples::clean_run())]
+    #[case::crashed(crate::report::examples::crashed_run())]
+    fn rendered_reports_match_the_published_schema(#[case] run: (RunRecord, Verdict)) {
+        let text = render_report_json(&run.0, &run.1).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let errors = schema_errors(&value);
+        assert!(errors.is_empty(), "{errors:#?}");
+    }
+
+    #[rstest::rstest]
+    #[case::unknown_phase("/record/samples/0/phase", "bogus".into())]
+    #[case::newer_format("/format_version", 2.into())]
+    #[case::unknown_classification("/verdict/metrics/native_heap/classification", "leaky".into())]
+    #[case::negative_bytes("/record/samples/1/metrics/native_heap", (-5).into())]
+    #[case::fractional_turn("/record/samples/1/turn", 1.5.into())]
+    #[case::unknown_outcome("/record/outcome/status", "aborted".into())]
+    fn the_schema_rejects_what_readers_would_misread(
+        #[case] pointer: &str,
+        #[case] replacement: serde_json::Value,
+    ) {
+        let text = rewrite(|v| *v.pointer_mut(pointer).unwrap() = replacement);
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert!(
+            !schema_errors(&value).is_empty(),
+            "{pointer} should be rejected"
+        );
+    }
+
     fn rewrite(mutate: impl FnOnce(&mut serde_json::Value)) -> String {
         let (record, verdict) = clean_record();
         let mut value: serde_json::Value =

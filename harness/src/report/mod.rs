@@ -1,1 +1,56 @@
-//! Reports: the terminal table, report.json, junit.xml, summary.md and the memory plot.
+//! Reports: the terminal table, report.json, junit.xml, summary.md, the memory plot, the streamed
+//! samples.jsonl and the progress bar; plus the redactor and golden view used by snapshot tests.
+//!
+//! `leakloop run --out DIR` streams samples through [`SampleStream`], then calls
+//! [`write_reports`]; `leakloop report DIR` re-renders from [`read_report`].
+
+mod artifacts;
+mod atomic;
+mod error;
+#[doc(hidden)]
+pub mod examples;
+mod facts;
+mod fanout;
+mod golden_view;
+mod json;
+mod junit;
+mod partial;
+mod plot;
+mod progress;
+mod redact;
+mod samples;
+mod summary_md;
+mod table;
+mod terminal;
+mod units;
+
+pub use artifacts::{write_reports, JUNIT_XML, PLOT_SVG, REPORT_JSON, SAMPLES_JSONL, SUMMARY_MD};
+pub use atomic::write_atomic;
+pub use error::ReportError;
+pub use fanout::Fanout;
+pub use golden_view::golden_view;
+pub use json::{
+    parse_report, read_report, render_report_json, ReportFile, FORMAT_VERSION, LEAKLOOP_VERSION,
+};
+pub use junit::{junit_suite, render_junit, render_junit_suites};
+pub use partial::render_partial;
+pub use plot::render_plot_svg;
+pub use progress::ProgressObserver;
+pub use redact::{Redactor, PROBE, PROCESS_PROBE_METRICS};
+pub use samples::{read_samples, SampleStream, StreamedSamples};
+pub use summary_md::render_summary_md;
+pub use terminal::{print_terminal, render_terminal};
+pub use units::{format_bytes, format_per_turn, format_rate_with_interval, format_signed_bytes};
+
+/// Runs snapshot assertions with their snapshots stored under the workspace's `golden/report/`.
+#[cfg(test)]
+macro_rules! golden {
+    ($($body:tt)*) => {
+        insta::with_settings!(
+            {snapshot_path => "../../../golden/report", prepend_module_to_snapshot => false},
+            { $($body)* }
+        )
+    };
+}
+#[cfg(test)]
+pub(crate) use golden;

@@ -2,3 +2,6 @@
 
 mod worker;
 mod check;
+//! Integration tests of the `leakloop` command line: one module per subcommand.
+
+mod report;

@@ -1,0 +1,59 @@
+//! Atomic file writes: an artifact is written to a temporary file in the same folder, synced, and
+//! renamed over its final name, so a crash or a kill never leaves half a report behind.
+
+use std::io::Write;
+use std::path::Path;
+
+use crate::report::ReportError;
+
+/// Writes `contents` to `path` atomically (the folder must exist).
+pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ReportError> {
+    let error = |source| ReportError::Write {
+        path: path.to_owned(),
+        source,
+    };
+    let dir = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut temp = tempfile::Builder::new()
+        .prefix(&format!(".{file_name}."))
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(error)?;
+    temp.write_all(contents).map_err(error)?;
+    temp.as_file().sync_all().map_err(error)?;
+    temp.persist(path).map_err(|e| error(e.error))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replaces_the_file_and_leaves_no_temporary_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("summary.md");
+        write_atomic(&path, b"first").unwrap();
+        write_atomic(&path, b"second").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "second");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["summary.md"]);
+    }
+
+    #[test]
+    fn a_missing_folder_is_an_error_that_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("missing").join("report.json");
+        let err = write_atomic(&path, b"{}").unwrap_err();
+        assert!(err.to_string().contains("missing/report.json"), "{err}");
+    }
+}

@@ -1,0 +1,90 @@
+//! The one error type of the report module: every failure names the file it concerns.
+
+use std::path::PathBuf;
+
+/// Why a report could not be written or read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// Writing an artifact (or creating its folder) failed.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// The file or folder being written.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// Reading a file failed.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file being read.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A file is not the JSON it should be; `field` is the path of the offending field.
+    #[error("{}: line {line}, column {column}{}: {message}", path.display(), field_suffix(field))]
+    Parse {
+        /// The file being read.
+        path: PathBuf,
+        /// 1-based line of the error.
+        line: usize,
+        /// 1-based column of the error.
+        column: usize,
+        /// Path of the field that did not fit, e.g. `record.samples[3].turn`, when known.
+        field: Option<String>,
+        /// What was wrong.
+        message: String,
+    },
+    /// report.json lacks `format_version`, or has one this build does not understand.
+    #[error("{}: {message}", path.display())]
+    FormatVersion {
+        /// The report file.
+        path: PathBuf,
+        /// What is wrong with the version and what to do about it.
+        message: String,
+    },
+    /// The folder holds neither a report.json nor a samples.jsonl.
+    #[error("{} holds no report.json and no samples.jsonl: is it a `leakloop run --out` folder?", dir.display())]
+    NothingToReport {
+        /// The folder.
+        dir: PathBuf,
+    },
+    /// Rendering an artifact failed (e.g. the plot).
+    #[error("cannot render {artifact}: {message}")]
+    Render {
+        /// Which artifact.
+        artifact: &'static str,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+fn field_suffix(field: &Option<String>) -> String {
+    match field {
+        Some(f) if !f.is_empty() && f != "." => format!(", field `{f}`"),
+        _ => String::new(),
+    }
+}
+
+impl ReportError {
+    /// A parse error from serde_json, with the field path when one is known.
+    pub(crate) fn parse(
+        path: impl Into<PathBuf>,
+        field: Option<String>,
+        e: &serde_json::Error,
+    ) -> Self {
+        // serde_json appends " at line L column C" to its message; the fields carry those.
+        let full = e.to_string();
+        let message = match full.rfind(" at line ") {
+            Some(i) => full[..i].to_owned(),
+            None => full,
+        };
+        ReportError::Parse {
+            path: path.into(),
+            line: e.line(),
+            column: e.column(),
+            field,
+            message,
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! Facts that several renderers state the same way: which metrics to show, whether a metric's
+//! expectations held, how an engine error and the verdict read in one line.
+
+use crate::analyze::{Verdict, VerdictStatus};
+use crate::engine::{EngineError, EngineErrorKind};
+use crate::runner::{RunOutcome, RunRecord};
+
+/// Whether the expectations on `metric` held: `None` when it has none.
+pub(crate) fn metric_passed(verdict: &Verdict, metric: &str) -> Option<bool> {
+    let prefix = format!("{metric}.");
+    let mut results = verdict
+        .expectations
+        .iter()
+        .filter(|e| e.name.starts_with(&prefix))
+        .map(|e| e.passed)
+        .peekable();
+    results.peek()?;
+    Some(results.all(|passed| passed))
+}
+
+/// `pass`, `FAIL` or `-` for a metric's expectations.
+pub(crate) fn metric_result_word(verdict: &Verdict, metric: &str) -> &'static str {
+    match metric_passed(verdict, metric) {
+        Some(true) => "pass",
+        Some(false) => "FAIL",
+        None => "-",
+    }
+}
+
+/// An engine error in words, e.g. `crashed (signal 9 (SIGKILL)): the worker died`.
+pub(crate) fn engine_error_text(error: &EngineError) -> String {
+    let kind = match &error.kind {
+        EngineErrorKind::Unavailable => "unavailable".to_owned(),
+        EngineErrorKind::Load => "load failed".to_owned(),
+        EngineErrorKind::Open => "open failed".to_owned(),
+        EngineErrorKind::Send => "send failed".to_owned(),
+        EngineErrorKind::Generate => "generate failed".to_owned(),
+        EngineErrorKind::Close => "close failed".to_owned(),
+        EngineErrorKind::Unload => "unload failed".to_owned(),
+        EngineErrorKind::Crashed { how } => format!("crashed ({how})"),
+        EngineErrorKind::Hung { waited_ms } => format!("hung (no answer after {waited_ms} ms)"),
+        EngineErrorKind::Protocol => "protocol error".to_owned(),
+    };
+    if error.message.is_empty() {
+        kind
+    } else {
+        format!("{kind}: {}", error.message)
+    }
+}
+
+/// The short name of an engine error's kind, as JUnit's error type.
+pub(crate) fn engine_error_kind_name(kind: &EngineErrorKind) -> &'static str {
+    match kind {
+        EngineErrorKind::Unavailable => "unavailable",
+        EngineErrorKind::Load => "load",
+        EngineErrorKind::Open => "open",
+        EngineErrorKind::Send => "send",
+        EngineErrorKind::Generate => "generate",
+        EngineErrorKind::Close => "close",
+        EngineErrorKind::Unload => "unload",
+        EngineErrorKind::Crashed { .. } => "crashed",
+        EngineErrorKind::Hung { .. } => "hung",
+        EngineErrorKind::Protocol => "protocol",
+    }
+}
+
+/// `sim sim-backend 0.1.0 (profile)`: the backend and its version.
+pub(crate) fn backend_line(record: &RunRecord) -> String {
+    format!("{} {}", record.backend.backend, record.backend.version)
+}
+
+/// How many turns ran, e.g. `9 of 9 turns (1 warm-up)`.
+pub(crate) fn turns_line(record: &RunRecord) -> String {
+    let total = record.scenario.total_turns();
+    let warmup = match record.scenario.warmup_turns {
+        0 => String::new(),
+        w => format!(" ({w} warm-up)"),
+    };
+    format!("{} of {total} turns{warmup}", record.turns_completed)
+}
+
+/// The one-line verdict: `PASS`, `FAIL` or `ENGINE FAILED`, with what it rests on.
+pub(crate) fn verdict_line(record: &RunRecord, verdict: &Verdict) -> (VerdictStatus, String) {
+    let failed = verdict.expectations.iter().filter(|e| !e.passed).count();
+    let total = verdict.expectations.len();
+    let text = match (&verdict.status, &record.outcome) {
+        (VerdictStatus::EngineFailed, RunOutcome::EngineFailed { turn, step, error }) => format!(
+            "ENGINE FAILED in turn {turn} ({step}): {}",
+            engine_error_text(error)
+        ),
+        (VerdictStatus::EngineFailed, RunOutcome::Completed) => {
+            "ENGINE FAILED (the run record says it completed)".to_owned()
+        }
+        (VerdictStatus::Fail, _) => format!("FAIL: {failed} of {total} expectations failed"),
+        (VerdictStatus::Pass, _) if total == 0 => "PASS: no expectations to check".to_owned(),
+        (VerdictStatus::Pass, _) => format!("PASS: all {total} expectations held"),
+    };
+    (verdict.status, text)
+}
+
+/// The status word used in summary.md and JUnit properties.
+pub(crate) fn status_word(status: VerdictStatus) -> &'static str {
+    match status {
+        VerdictStatus::Pass => "pass",
+        VerdictStatus::Fail => "fail",
+        VerdictStatus::EngineFailed => "engine failed",
+    }
+}

@@ -1,0 +1,239 @@
+//! report.json: the versioned, machine-readable record of one run (see docs/report-format.md and
+//! docs/report.schema.json). Writing borrows the record; reading checks `format_version` before
+//! anything else so that a report from a newer leakloop fails with a clear message.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::analyze::Verdict;
+use crate::report::ReportError;
+use crate::runner::RunRecord;
+
+/// The report.json layout this build writes and reads. Bump it on any change that an older
+/// reader would misread (a removed or renamed field, a changed meaning); adding a field is not
+/// such a change.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The leakloop version written into every report.
+pub const LEAKLOOP_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// A parsed report.json.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReportFile {
+    /// Layout version ([`FORMAT_VERSION`]).
+    pub format_version: u32,
+    /// The leakloop version that wrote it.
+    pub leakloop_version: String,
+    /// Everything the run measured.
+    pub record: RunRecord,
+    /// The analyzer's verdict.
+    pub verdict: Verdict,
+}
+
+#[derive(Serialize)]
+struct ReportRef<'a> {
+    format_version: u32,
+    leakloop_version: &'a str,
+    record: &'a RunRecord,
+    verdict: &'a Verdict,
+}
+
+/// Renders report.json (pretty-printed, with a trailing newline).
+pub fn render_report_json(record: &RunRecord, verdict: &Verdict) -> Result<String, ReportError> {
+    let report = ReportRef {
+        format_version: FORMAT_VERSION,
+        leakloop_version: LEAKLOOP_VERSION,
+        record,
+        verdict,
+    };
+    let mut text = serde_json::to_string_pretty(&report).map_err(|e| ReportError::Render {
+        artifact: "report.json",
+        message: e.to_string(),
+    })?;
+    text.push('\n');
+    Ok(text)
+}
+
+/// Reads and checks a report.json file.
+pub fn read_report(path: &Path) -> Result<ReportFile, ReportError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    parse_report(path, &text)
+}
+
+/// Parses report.json text; `path` is only used in error messages.
+pub fn parse_report(path: &Path, text: &str) -> Result<ReportFile, ReportError> {
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| ReportError::parse(path, None, &e))?;
+    check_format_version(path, &value)?;
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
+        let field = e.path().to_string();
+        ReportError::parse(path, Some(field), e.inner())
+    })
+}
+
+fn check_format_version(path: &Path, value: &serde_json::Value) -> Result<(), ReportError> {
+    let error = |message: String| ReportError::FormatVersion {
+        path: path.to_owned(),
+        message,
+    };
+    let Some(object) = value.as_object() else {
+        return Err(error(
+            "not a leakloop report: the top level is not a JSON object".to_owned(),
+        ));
+    };
+    match object.get("format_version") {
+        None => Err(error(
+            "not a leakloop report: no `format_version` field".to_owned(),
+        )),
+        Some(v) => match v.as_u64() {
+            Some(n) if n == u64::from(FORMAT_VERSION) => Ok(()),
+            Some(n) if n > u64::from(FORMAT_VERSION) => {
+                let writer = object
+                    .get("leakloop_version")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("an unknown version");
+                Err(error(format!(
+                    "report format_version {n} was written by leakloop {writer}; this leakloop \
+                     ({LEAKLOOP_VERSION}) reads format_version {FORMAT_VERSION}: upgrade leakloop"
+                )))
+            }
+            _ => Err(error(format!(
+                "unsupported `format_version` {v}: this leakloop ({LEAKLOOP_VERSION}) reads \
+                 format_version {FORMAT_VERSION}"
+            ))),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::examples::{clean_run as clean_record, leak_run as leak_record};
+
+    #[test]
+    fn a_rendered_report_reads_back_identically() {
+        let (record, verdict) = leak_record();
+        let text = render_report_json(&record, &verdict).unwrap();
+        let back = parse_report(Path::new("report.json"), &text).unwrap();
+        assert_eq!(back.format_version, FORMAT_VERSION);
+        assert_eq!(back.leakloop_version, LEAKLOOP_VERSION);
+        assert_eq!(back.record, record);
+        assert_eq!(back.verdict, verdict);
+    }
+
+    #[test]
+    fn the_top_level_has_the_contract_keys_in_order() {
+        let (record, verdict) = clean_record();
+        let text = render_report_json(&record, &verdict).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let keys: Vec<&str> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            ["format_version", "leakloop_version", "record", "verdict"]
+        );
+    }
+
+    /// docs/report.schema.json, compiled.
+    fn schema() -> jsonschema::Validator {
+        let text = include_str!("../../../docs/report.schema.json");
+        let schema: serde_json::Value = serde_json::from_str(text).unwrap();
+        jsonschema::validator_for(&schema).unwrap()
+    }
+
+    fn schema_errors(value: &serde_json::Value) -> Vec<String> {
+        schema()
+            .iter_errors(value)
+            .map(|e| format!("{} at {}", e, e.instance_path()))
+            .collect()
+    }
+
+    #[rstest::rstest]
+    #[case::leak(crate::report::examples::leak_run())]
+    #[case::clean(crate::report::examples::clean_run())]
+    #[case::crashed(crate::report::examples::crashed_run())]
+    fn rendered_reports_match_the_published_schema(#[case] run: (RunRecord, Verdict)) {
+        let text = render_report_json(&run.0, &run.1).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let errors = schema_errors(&value);
+        assert!(errors.is_empty(), "{errors:#?}");
+    }
+
+    #[rstest::rstest]
+    #[case::unknown_phase("/record/samples/0/phase", "bogus".into())]
+    #[case::newer_format("/format_version", 2.into())]
+    #[case::unknown_classification("/verdict/metrics/native_heap/classification", "leaky".into())]
+    #[case::negative_bytes("/record/samples/1/metrics/native_heap", (-5).into())]
+    #[case::fractional_turn("/record/samples/1/turn", 1.5.into())]
+    #[case::unknown_outcome("/record/outcome/status", "aborted".into())]
+    fn the_schema_rejects_what_readers_would_misread(
+        #[case] pointer: &str,
+        #[case] replacement: serde_json::Value,
+    ) {
+        let text = rewrite(|v| *v.pointer_mut(pointer).unwrap() = replacement);
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert!(
+            !schema_errors(&value).is_empty(),
+            "{pointer} should be rejected"
+        );
+    }
+
+    fn rewrite(mutate: impl FnOnce(&mut serde_json::Value)) -> String {
+        let (record, verdict) = clean_record();
+        let mut value: serde_json::Value =
+            serde_json::from_str(&render_report_json(&record, &verdict).unwrap()).unwrap();
+        mutate(&mut value);
+        serde_json::to_string_pretty(&value).unwrap()
+    }
+
+    #[test]
+    fn a_newer_format_version_asks_for_an_upgrade() {
+        let text = rewrite(|v| v["format_version"] = 2.into());
+        let err = parse_report(Path::new("out/report.json"), &text).unwrap_err();
+        insta::assert_snapshot!(
+            err.to_string().replace(LEAKLOOP_VERSION, "[version]"),
+            @"out/report.json: report format_version 2 was written by leakloop [version]; this leakloop ([version]) reads format_version 1: upgrade leakloop"
+        );
+    }
+
+    #[test]
+    fn a_missing_format_version_is_not_a_report() {
+        let text = rewrite(|v| {
+            v.as_object_mut().unwrap().remove("format_version");
+        });
+        let err = parse_report(Path::new("report.json"), &text).unwrap_err();
+        assert!(
+            err.to_string().contains("no `format_version` field"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_bad_field_is_named_with_its_path_and_line() {
+        let text = rewrite(|v| v["record"]["samples"][1]["turn"] = "one".into());
+        let err = parse_report(Path::new("report.json"), &text).unwrap_err();
+        let ReportError::Parse { field, line, .. } = &err else {
+            panic!("expected a parse error, got {err}");
+        };
+        assert_eq!(field.as_deref(), Some("record.samples[1].turn"));
+        assert!(*line > 1);
+        assert!(err.to_string().contains("invalid type"), "{err}");
+    }
+
+    #[test]
+    fn truncated_json_is_a_parse_error_not_a_panic() {
+        let (record, verdict) = clean_record();
+        let text = render_report_json(&record, &verdict).unwrap();
+        let err = parse_report(Path::new("report.json"), &text[..text.len() / 2]).unwrap_err();
+        assert!(matches!(err, ReportError::Parse { .. }), "{err}");
+    }
+}

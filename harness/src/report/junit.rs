@@ -1,0 +1,172 @@
+//! junit.xml: one test suite per scenario, one test case per checked expectation, so that CI
+//! systems and device farms list leak regressions as ordinary test failures. The run itself is a
+//! test case named `engine`: it errors when the engine failed.
+
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
+
+use crate::analyze::Verdict;
+use crate::report::facts::{
+    backend_line, engine_error_kind_name, engine_error_text, status_word, turns_line,
+};
+use crate::report::ReportError;
+use crate::runner::{RunOutcome, RunRecord};
+
+/// The name of the JUnit report (`<testsuites name=...>`).
+const REPORT_NAME: &str = "leakloop";
+
+/// The test suite of one run: its expectations and the engine test case.
+pub fn junit_suite(record: &RunRecord, verdict: &Verdict) -> TestSuite {
+    let scenario = &record.scenario.name;
+    let mut suite = TestSuite::new(scenario.as_str());
+    suite.add_properties([
+        Property::new("backend", record.backend.backend.as_str()),
+        Property::new("backend_version", record.backend.version.as_str()),
+        Property::new("turns", turns_line(record)),
+        Property::new("seed", record.scenario.seed.to_string()),
+        Property::new("verdict", status_word(verdict.status)),
+    ]);
+    suite.add_test_case(engine_case(record));
+    for expectation in &verdict.expectations {
+        let status = if expectation.passed {
+            TestCaseStatus::success()
+        } else {
+            let turn = expectation
+                .turn
+                .map_or(String::new(), |t| format!(" (turn {t})"));
+            let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            status
+                .set_type("expectation")
+                .set_message(format!(
+                    "expected {}; measured {}{turn}",
+                    expectation.expected, expectation.measured
+                ))
+                .set_description(format!(
+                    "expectation: {}\nexpected: {}\nmeasured: {}\nturn: {}\n",
+                    expectation.name,
+                    expectation.expected,
+                    expectation.measured,
+                    expectation.turn.map_or("-".to_owned(), |t| t.to_string())
+                ));
+            status
+        };
+        let mut case = TestCase::new(expectation.name.as_str(), status);
+        case.set_classname(scenario.as_str());
+        suite.add_test_case(case);
+    }
+    if !record.engine_errors.is_empty() {
+        let survived: Vec<String> = record
+            .engine_errors
+            .iter()
+            .map(|(turn, step, e)| format!("turn {turn} ({step}): {}", engine_error_text(e)))
+            .collect();
+        suite.set_system_err(format!(
+            "engine errors the run survived:\n{}\n",
+            survived.join("\n")
+        ));
+    }
+    suite
+}
+
+fn engine_case(record: &RunRecord) -> TestCase {
+    let status = match &record.outcome {
+        RunOutcome::Completed => TestCaseStatus::success(),
+        RunOutcome::EngineFailed { turn, step, error } => {
+            let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+            status
+                .set_type(engine_error_kind_name(&error.kind))
+                .set_message(format!(
+                    "turn {turn} ({step}): {}",
+                    engine_error_text(error)
+                ))
+                .set_description(format!(
+                    "the engine failed in turn {turn} during {step}; {} completed\n",
+                    turns_line(record)
+                ));
+            status
+        }
+    };
+    let mut case = TestCase::new("engine", status);
+    case.set_classname(record.scenario.name.as_str());
+    case.set_system_out(format!(
+        "{}; {}\n",
+        backend_line(record),
+        turns_line(record)
+    ));
+    case
+}
+
+/// Renders junit.xml for several runs, one suite each.
+pub fn render_junit_suites<'a>(
+    runs: impl IntoIterator<Item = (&'a RunRecord, &'a Verdict)>,
+) -> Result<String, ReportError> {
+    let mut report = Report::new(REPORT_NAME);
+    for (record, verdict) in runs {
+        report.add_test_suite(junit_suite(record, verdict));
+    }
+    report.to_string().map_err(|e| ReportError::Render {
+        artifact: "junit.xml",
+        message: e.to_string(),
+    })
+}
+
+/// Renders junit.xml for one run.
+pub fn render_junit(record: &RunRecord, verdict: &Verdict) -> Result<String, ReportError> {
+    render_junit_suites([(record, verdict)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::examples::{clean_run, crashed_run, leak_run};
+    use crate::report::redact::Redactor;
+
+    fn redacted_junit(record: &RunRecord, verdict: &Verdict) -> String {
+        let redactor = Redactor::for_record(record);
+        let (record, verdict) = redactor.redact_run(record, verdict);
+        redactor.redact_text(&render_junit(&record, &verdict).unwrap())
+    }
+
+    #[test]
+    fn leak_run_junit() {
+        let (record, verdict) = leak_run();
+        let xml = redacted_junit(&record, &verdict);
+        assert!(xml.contains(r#"failures="3""#), "{xml}");
+        assert!(xml.contains(r#"errors="0""#), "{xml}");
+        crate::report::golden!(insta::assert_snapshot!("junit_leak", xml));
+    }
+
+    #[test]
+    fn clean_run_junit() {
+        let (record, verdict) = clean_run();
+        let xml = redacted_junit(&record, &verdict);
+        assert!(
+            xml.contains(r#"tests="4" skipped="0" failures="0" errors="0""#),
+            "{xml}"
+        );
+        crate::report::golden!(insta::assert_snapshot!("junit_clean", xml));
+    }
+
+    #[test]
+    fn an_engine_failure_is_an_error_test_case() {
+        let (record, verdict) = crashed_run();
+        let xml = redacted_junit(&record, &verdict);
+        assert!(xml.contains(r#"errors="1""#), "{xml}");
+        assert!(
+            xml.contains(r#"<error message="turn 4 (generate): crashed (signal 9 (SIGKILL))"#),
+            "{xml}"
+        );
+        assert!(xml.contains("engine errors the run survived"), "{xml}");
+    }
+
+    #[test]
+    fn several_runs_become_several_suites() {
+        let (a, va) = leak_run();
+        let (b, vb) = clean_run();
+        let xml = render_junit_suites([(&a, &va), (&b, &vb)]).unwrap();
+        assert_eq!(xml.matches("<testsuite ").count(), 2);
+        assert!(
+            xml.contains(r#"<testsuites name="leakloop" tests="9" skipped="0" failures="3""#),
+            "{xml}"
+        );
+    }
+}

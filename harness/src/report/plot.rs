@@ -1,0 +1,432 @@
+//! plot.svg: memory per turn, one panel per watched metric. The post-close series is the line the
+//! analyzer judges; other sampling points (the generate peak, open, idle) are faint points; the
+//! baseline is dashed; the band the expectations allow (tolerance plus warm-up budget) is shaded
+//! green, the warm-up turns grey; reloads are red vertical lines between turns.
+//!
+//! Only plotters' SVG backend is used: text is written as SVG `<text>` elements, so no system
+//! font library is needed.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::analyze::Verdict;
+use crate::report::units::axis_unit;
+use crate::report::ReportError;
+use crate::runner::{Phase, RunRecord};
+
+const PANEL_HEIGHT: u32 = 320;
+const WIDTH: u32 = 960;
+const TITLE_HEIGHT: u32 = 40;
+/// Room right of each chart for its legend, so the legend never hides data.
+const LEGEND_WIDTH: u32 = 250;
+
+const CLOSE_COLOR: RGBColor = RGBColor(31, 100, 180);
+const PEAK_COLOR: RGBColor = RGBColor(230, 120, 20);
+const OTHER_COLOR: RGBColor = RGBColor(120, 120, 120);
+const RELOAD_COLOR: RGBColor = RGBColor(200, 30, 30);
+const BAND_COLOR: RGBColor = RGBColor(40, 160, 60);
+
+/// One metric's panel, in plot units (turns on x, the axis unit on y).
+#[derive(Debug)]
+struct Panel {
+    metric: String,
+    caption: String,
+    unit: &'static str,
+    close: Vec<(f64, f64)>,
+    peaks: Vec<(f64, f64)>,
+    others: Vec<(f64, f64)>,
+    reload_points: Vec<(f64, f64)>,
+    baseline: Option<f64>,
+    band: Option<(f64, f64)>,
+    x_range: (f64, f64),
+    y_range: (f64, f64),
+}
+
+/// Where within a turn each phase is drawn, so the points of one turn do not overlap.
+fn x_of(turn: u32, phase: Phase) -> f64 {
+    let t = f64::from(turn);
+    match phase {
+        Phase::Load | Phase::Close => t,
+        Phase::Open => t - 0.6,
+        Phase::Generate => t - 0.35,
+        Phase::Idle => t - 0.15,
+        Phase::Reload => t + 0.5,
+    }
+}
+
+/// The metrics that get a panel: the watched ones that were sampled, else every analysed one,
+/// else every sampled one.
+fn plotted_metrics(record: &RunRecord, verdict: &Verdict) -> Vec<String> {
+    let sampled = record.metric_names();
+    let watched: Vec<String> = record
+        .scenario
+        .watched_metrics()
+        .into_iter()
+        .filter(|m| sampled.contains(m))
+        .collect();
+    if !watched.is_empty() {
+        return watched;
+    }
+    let analysed: Vec<String> = verdict
+        .metrics
+        .keys()
+        .filter(|m| sampled.contains(m))
+        .cloned()
+        .collect();
+    if !analysed.is_empty() {
+        return analysed;
+    }
+    sampled
+}
+
+fn build_panel(record: &RunRecord, verdict: &Verdict, metric: &str) -> Panel {
+    let analysis = verdict.metrics.get(metric);
+    let values = record
+        .samples
+        .iter()
+        .filter_map(|s| s.metrics.get(metric).map(|v| (s, *v)));
+    let baseline = analysis
+        .map(|a| a.baseline)
+        .or_else(|| record.post_close_series(metric).first().map(|(_, v)| *v));
+    let band = baseline.and_then(|b| {
+        let expect = record.scenario.expect.metrics.get(metric)?;
+        if expect.tolerance.is_none() && expect.warmup_budget.is_none() {
+            return None;
+        }
+        let tolerance = expect.tolerance.map_or(0, |t| t.bytes_for(b));
+        let budget = expect.warmup_budget.unwrap_or(0);
+        Some((b.saturating_sub(tolerance), b + budget + tolerance))
+    });
+    let max = values
+        .clone()
+        .map(|(_, v)| v)
+        .chain(baseline)
+        .chain(band.map(|(_, high)| high))
+        .max()
+        .unwrap_or(0);
+    let min = values
+        .clone()
+        .map(|(_, v)| v)
+        .chain(baseline)
+        .chain(band.map(|(low, _)| low))
+        .min()
+        .unwrap_or(0);
+    let (divisor, unit) = axis_unit(max);
+    let scale = |v: u64| v as f64 / divisor;
+    let mut panel = Panel {
+        metric: metric.to_owned(),
+        caption: match analysis {
+            Some(a) => format!("{metric}: {}", a.classification.as_str()),
+            None => format!("{metric}: not analysed"),
+        },
+        unit,
+        close: Vec::new(),
+        peaks: Vec::new(),
+        others: Vec::new(),
+        reload_points: Vec::new(),
+        baseline: baseline.map(scale),
+        band: band.map(|(l, h)| (scale(l), scale(h))),
+        x_range: (-0.8, f64::from(record.scenario.total_turns().max(1)) + 0.8),
+        y_range: (0.0, 1.0),
+    };
+    let mut last_turn = 0;
+    for (sample, value) in values {
+        last_turn = last_turn.max(sample.turn);
+        let point = (x_of(sample.turn, sample.phase), scale(value));
+        match sample.phase {
+            Phase::Load | Phase::Close => panel.close.push(point),
+            Phase::Generate => panel.peaks.push(point),
+            Phase::Reload => panel.reload_points.push(point),
+            Phase::Open | Phase::Idle => panel.others.push(point),
+        }
+    }
+    panel.x_range.1 = panel.x_range.1.max(f64::from(last_turn) + 0.8);
+    // Start at zero unless the data sit far above it, so that a small drift is not blown up into
+    // a cliff but a flat series near 1 GiB is still readable.
+    let (low, high) = (scale(min), scale(max));
+    let span = (high - low).max(high * 0.02).max(1e-9);
+    let bottom = if low > 0.5 * high {
+        low - 0.15 * span
+    } else {
+        0.0
+    };
+    panel.y_range = (bottom.max(0.0), high + 0.15 * span);
+    panel
+}
+
+fn render_error<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> ReportError {
+    ReportError::Render {
+        artifact: "plot.svg",
+        message: e.to_string(),
+    }
+}
+
+/// How a legend entry is marked.
+#[derive(Debug, Clone, Copy)]
+enum Mark {
+    Shade(RGBAColor),
+    Line(RGBColor, u32),
+    Dashed,
+    Vertical(RGBColor),
+    Dot(RGBAColor),
+}
+
+/// Draws the legend in its own area right of the chart, so it never hides data.
+fn draw_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    entries: &[(&str, Mark)],
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let font = ("sans-serif", 13).into_font().color(&BLACK);
+    for (i, (label, mark)) in entries.iter().enumerate() {
+        let y = 48 + 20 * i as i32;
+        let (x0, x1) = (4, 26);
+        match *mark {
+            Mark::Shade(color) => {
+                area.draw(&Rectangle::new([(x0, y - 6), (x1, y + 6)], color.filled()))?
+            }
+            Mark::Line(color, width) => area.draw(&PathElement::new(
+                [(x0, y), (x1, y)],
+                color.stroke_width(width),
+            ))?,
+            Mark::Dashed => {
+                area.draw(&PathElement::new([(x0, y), (x0 + 8, y)], BLACK))?;
+                area.draw(&PathElement::new([(x0 + 13, y), (x1, y)], BLACK))?;
+            }
+            Mark::Vertical(color) => {
+                area.draw(&PathElement::new([(15, y - 7), (15, y + 7)], color))?
+            }
+            Mark::Dot(color) => area.draw(&Circle::new((15, y), 3, color.filled()))?,
+        }
+        area.draw(&Text::new(label.to_string(), (x1 + 8, y - 7), font.clone()))?;
+    }
+    Ok(())
+}
+
+fn draw_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    panel: &Panel,
+    warmup_turns: u32,
+    reload_turns: &[u32],
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let (chart_area, legend_area) = area.split_horizontally(WIDTH - LEGEND_WIDTH);
+    let mut legend: Vec<(&str, Mark)> = Vec::new();
+    let (y0, y1) = panel.y_range;
+    let mut chart = ChartBuilder::on(&chart_area)
+        .caption(&panel.caption, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(72)
+        .build_cartesian_2d(panel.x_range.0..panel.x_range.1, y0..y1)?;
+    chart
+        .configure_mesh()
+        .x_desc("turn")
+        .y_desc(format!("{} ({})", panel.metric, panel.unit))
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_label_formatter(&|y| format!("{y:.1}"))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()?;
+
+    if warmup_turns > 0 {
+        let shade = BLACK.mix(0.07);
+        chart.draw_series(std::iter::once(Rectangle::new(
+            [(0.5, y0), (f64::from(warmup_turns) + 0.5, y1)],
+            shade.filled(),
+        )))?;
+        legend.push(("warm-up turns", Mark::Shade(BLACK.mix(0.12))));
+    }
+    if let Some((low, high)) = panel.band {
+        chart.draw_series(std::iter::once(Rectangle::new(
+            [(panel.x_range.0, low), (panel.x_range.1, high)],
+            BAND_COLOR.mix(0.12).filled(),
+        )))?;
+        legend.push((
+            "allowed: tolerance + warm-up budget",
+            Mark::Shade(BAND_COLOR.mix(0.25)),
+        ));
+    }
+    if let Some(baseline) = panel.baseline {
+        chart.draw_series(DashedLineSeries::new(
+            [(panel.x_range.0, baseline), (panel.x_range.1, baseline)],
+            6,
+            4,
+            BLACK.stroke_width(1),
+        ))?;
+        legend.push(("baseline (after load)", Mark::Dashed));
+    }
+    for turn in reload_turns {
+        let x = x_of(*turn, Phase::Reload);
+        chart.draw_series(LineSeries::new(
+            [(x, y0), (x, y1)],
+            RELOAD_COLOR.mix(0.7).stroke_width(1),
+        ))?;
+    }
+    if !reload_turns.is_empty() {
+        legend.push(("reload (unload + load)", Mark::Vertical(RELOAD_COLOR)));
+    }
+    if !panel.reload_points.is_empty() {
+        chart.draw_series(
+            panel
+                .reload_points
+                .iter()
+                .map(|p| Circle::new(*p, 4, RELOAD_COLOR.mix(0.8).stroke_width(1))),
+        )?;
+    }
+    if !panel.others.is_empty() {
+        let color = OTHER_COLOR.mix(0.35);
+        chart.draw_series(
+            panel
+                .others
+                .iter()
+                .map(|p| Circle::new(*p, 3, color.filled())),
+        )?;
+        legend.push(("after open / idle", Mark::Dot(color)));
+    }
+    if !panel.peaks.is_empty() {
+        let color = PEAK_COLOR.mix(0.45);
+        chart.draw_series(
+            panel
+                .peaks
+                .iter()
+                .map(|p| Circle::new(*p, 3, color.filled())),
+        )?;
+        legend.push(("after generate (turn peak)", Mark::Dot(color)));
+    }
+    chart.draw_series(LineSeries::new(
+        panel.close.iter().copied(),
+        CLOSE_COLOR.stroke_width(2),
+    ))?;
+    chart.draw_series(
+        panel
+            .close
+            .iter()
+            .map(|p| Circle::new(*p, 3, CLOSE_COLOR.filled())),
+    )?;
+    legend.push(("after close (judged)", Mark::Line(CLOSE_COLOR, 2)));
+    draw_legend(&legend_area, &legend)
+}
+
+/// Renders plot.svg.
+pub fn render_plot_svg(record: &RunRecord, verdict: &Verdict) -> Result<String, ReportError> {
+    let metrics = plotted_metrics(record, verdict);
+    let panels: Vec<Panel> = metrics
+        .iter()
+        .map(|m| build_panel(record, verdict, m))
+        .collect();
+    let mut reload_turns: Vec<u32> = record
+        .samples
+        .iter()
+        .filter(|s| s.phase == Phase::Reload)
+        .map(|s| s.turn)
+        .collect();
+    reload_turns.dedup();
+    let height = TITLE_HEIGHT + PANEL_HEIGHT * (panels.len().max(1) as u32);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(render_error)?;
+        let title = format!(
+            "{}: memory per turn ({} {})",
+            record.scenario.name, record.backend.backend, record.backend.version
+        );
+        let (title_area, body) = root.split_vertically(TITLE_HEIGHT);
+        title_area
+            .titled(&title, ("sans-serif", 20))
+            .map_err(render_error)?;
+        if panels.is_empty() {
+            body.titled("no samples were taken", ("sans-serif", 16))
+                .map_err(render_error)?;
+        }
+        for (area, panel) in body
+            .split_evenly((panels.len().max(1), 1))
+            .iter()
+            .zip(&panels)
+        {
+            draw_panel(area, panel, record.scenario.warmup_turns, &reload_turns)
+                .map_err(render_error)?;
+        }
+        root.present().map_err(render_error)?;
+    }
+    Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::examples::{clean_run, crashed_run, leak_run};
+
+    /// The contents of every SVG `<text>` element.
+    fn texts(svg: &str) -> Vec<String> {
+        let re = regex::Regex::new(r"<text[^>]*>\s*([^<]*?)\s*</text>").unwrap();
+        re.captures_iter(svg).map(|c| c[1].to_owned()).collect()
+    }
+
+    #[test]
+    fn one_panel_per_watched_metric_with_captions_as_text() {
+        let (record, verdict) = leak_run();
+        let svg = render_plot_svg(&record, &verdict).unwrap();
+        if let Ok(path) = std::env::var("LEAKLOOP_PLOT_DUMP") {
+            std::fs::write(path, &svg).unwrap();
+        }
+        assert!(svg.starts_with("<svg"), "{}", &svg[..80]);
+        let texts = texts(&svg);
+        for expected in [
+            "gpu: plateau",
+            "gpu (GiB)",
+            "native_heap: growth",
+            "native_heap (MiB)",
+            "warm-up turns",
+            "reload (unload + load)",
+            "allowed: tolerance + warm-up budget",
+            "after close (judged)",
+            "after generate (turn peak)",
+        ] {
+            assert!(
+                texts.iter().any(|t| t == expected),
+                "{expected} in {texts:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_heap_panel_climbs_and_the_gpu_panel_steps_once() {
+        let (record, verdict) = leak_run();
+        let heap = build_panel(&record, &verdict, "native_heap");
+        let ys: Vec<f64> = heap.close.iter().map(|p| p.1).collect();
+        assert!(ys.windows(2).all(|w| w[1] > w[0]), "ratchet: {ys:?}");
+        let gpu = build_panel(&record, &verdict, "gpu");
+        let ys: Vec<f64> = gpu.close.iter().map(|p| p.1).collect();
+        assert!(ys[1] > 10.0 * ys[0], "one-time step: {ys:?}");
+        assert!(
+            ys[1..].windows(2).all(|w| w[0] == w[1]),
+            "flat after the step: {ys:?}"
+        );
+        assert_eq!(gpu.reload_points, vec![(5.5, 60.0 / 1024.0)]);
+        assert_eq!(gpu.peaks.len(), 9);
+    }
+
+    #[test]
+    fn the_band_spans_tolerance_and_warmup_budget() {
+        let (record, verdict) = leak_run();
+        let gpu = build_panel(&record, &verdict, "gpu");
+        let (low, high) = gpu.band.unwrap();
+        let base = 60.0 / 1024.0;
+        assert!((low - base * 0.98).abs() < 1e-9);
+        assert!((high - (base * 1.02 + 2.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn clean_and_crashed_runs_render() {
+        for (record, verdict) in [clean_run(), crashed_run()] {
+            let svg = render_plot_svg(&record, &verdict).unwrap();
+            assert!(svg.trim_end().ends_with("</svg>"));
+        }
+    }
+
+    #[test]
+    fn a_run_without_samples_still_renders_a_page() {
+        let (mut record, verdict) = crashed_run();
+        record.samples.clear();
+        let svg = render_plot_svg(&record, &verdict).unwrap();
+        assert!(svg.contains("no samples were taken"));
+    }
+}

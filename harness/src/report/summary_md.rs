@@ -1,0 +1,151 @@
+//! summary.md: a short Markdown summary of one run, sized for a pull-request comment.
+
+use crate::analyze::{Verdict, VerdictStatus};
+use crate::report::facts::{backend_line, metric_passed, turns_line, verdict_line};
+use crate::report::units::{format_bytes, format_rate_with_interval};
+use crate::runner::RunRecord;
+
+/// Renders summary.md.
+pub fn render_summary_md(record: &RunRecord, verdict: &Verdict) -> String {
+    let (status, line) = verdict_line(record, verdict);
+    let mark = status_mark(status);
+    let mut out = format!("### leakloop: `{}` {mark}\n\n", record.scenario.name);
+    out.push_str("| scenario | backend | turns | verdict |\n| --- | --- | --- | --- |\n");
+    out.push_str(&format!(
+        "| `{}` | {} | {} | {mark} {} |\n\n",
+        record.scenario.name,
+        cell(&backend_line(record)),
+        turns_line(record),
+        cell(&line)
+    ));
+    out.push_str(&metrics_table(verdict));
+    out.push_str(&ledger_line(record));
+    let failed: Vec<_> = verdict.expectations.iter().filter(|e| !e.passed).collect();
+    if !failed.is_empty() {
+        out.push_str("\n**Failed expectations**\n\n");
+        for e in failed {
+            let turn = e.turn.map_or(String::new(), |t| format!(" (turn {t})"));
+            out.push_str(&format!(
+                "- `{}`: expected {}; measured {}{turn}\n",
+                e.name, e.expected, e.measured
+            ));
+        }
+    }
+    out
+}
+
+fn status_mark(status: VerdictStatus) -> &'static str {
+    match status {
+        VerdictStatus::Pass => "✅",
+        VerdictStatus::Fail => "❌",
+        VerdictStatus::EngineFailed => "💥",
+    }
+}
+
+/// Escapes what would break a table cell.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}
+
+fn metrics_table(verdict: &Verdict) -> String {
+    if verdict.metrics.is_empty() {
+        return "_No metrics were analysed._\n\n".to_owned();
+    }
+    let confidence = verdict
+        .metrics
+        .values()
+        .next()
+        .map_or(0.95, |m| m.confidence);
+    let mut out = format!(
+        "| metric | baseline | after warm-up | last | growth/turn [{:.0}% CI] | class | result |\n\
+         | --- | ---: | ---: | ---: | ---: | --- | --- |\n",
+        confidence * 100.0
+    );
+    for (name, m) in &verdict.metrics {
+        let result = match metric_passed(verdict, name) {
+            Some(true) => "✅ pass",
+            Some(false) => "❌ fail",
+            None => "-",
+        };
+        out.push_str(&format!(
+            "| `{name}` | {} | {} | {} | {} | {} | {result} |\n",
+            format_bytes(m.baseline),
+            m.after_warmup.map_or("-".to_owned(), format_bytes),
+            format_bytes(m.last),
+            format_rate_with_interval(m.slope_bytes_per_turn, m.slope_interval),
+            m.classification.as_str(),
+        ));
+    }
+    out.push('\n');
+    out
+}
+
+fn ledger_line(record: &RunRecord) -> String {
+    let totals = &record.ledger.totals;
+    let imbalances = record.ledger.imbalances();
+    if totals.is_empty() {
+        return "**Ledger:** nothing was counted.\n".to_owned();
+    }
+    if imbalances.is_empty() {
+        return format!("**Ledger:** balanced ({} kinds).\n", totals.len());
+    }
+    let mut out = format!(
+        "**Ledger:** {} of {} kinds unbalanced:\n\n",
+        imbalances.len(),
+        totals.len()
+    );
+    for i in imbalances {
+        let since = i
+            .first_turn
+            .map_or(String::new(), |t| format!(", since turn {t}"));
+        out.push_str(&format!(
+            "- `{}`: {} created, {} deleted{since}\n",
+            i.kind, i.created, i.deleted
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::examples::{clean_run, crashed_run, leak_run};
+    use crate::report::redact::Redactor;
+
+    fn redacted(record: &RunRecord, verdict: &Verdict) -> String {
+        let redactor = Redactor::for_record(record);
+        let (record, verdict) = redactor.redact_run(record, verdict);
+        redactor.redact_text(&render_summary_md(&record, &verdict))
+    }
+
+    #[test]
+    fn leak_run_summary() {
+        let (record, verdict) = leak_run();
+        let md = redacted(&record, &verdict);
+        assert!(
+            md.contains("`sim/scratch_buffer`: 9 created, 0 deleted, since turn 1"),
+            "{md}"
+        );
+        crate::report::golden!(insta::assert_snapshot!("summary_leak", md));
+    }
+
+    #[test]
+    fn clean_run_summary() {
+        let (record, verdict) = clean_run();
+        let md = redacted(&record, &verdict);
+        assert!(md.contains("**Ledger:** balanced (3 kinds)."), "{md}");
+        crate::report::golden!(insta::assert_snapshot!("summary_clean", md));
+    }
+
+    #[test]
+    fn crashed_run_summary_names_the_failure() {
+        let (record, verdict) = crashed_run();
+        let md = redacted(&record, &verdict);
+        assert!(md.contains("💥 ENGINE FAILED in turn 4 (generate)"), "{md}");
+    }
+
+    #[test]
+    fn a_pipe_in_a_cell_does_not_break_the_table() {
+        assert_eq!(cell("a|b\nc"), "a\\|b c");
+    }
+}

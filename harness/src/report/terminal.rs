@@ -1,0 +1,244 @@
+//! The terminal output of a run: a compact per-metric table, the ledger balance, each failed
+//! expectation and the verdict line. It is rendered with ANSI styles; [`print_terminal`] writes
+//! through `anstream`, which drops them when stdout is not a terminal or `NO_COLOR` is set.
+
+use std::io::Write;
+
+use anstyle::{AnsiColor, Style};
+
+use crate::analyze::{Classification, Verdict, VerdictStatus};
+use crate::report::facts::{
+    backend_line, engine_error_text, metric_passed, metric_result_word, turns_line, verdict_line,
+};
+use crate::report::table::{render_table, Cell};
+use crate::report::units::{format_bytes, format_rate_with_interval};
+use crate::runner::RunRecord;
+
+const HEADER: Style = Style::new().bold();
+const DIM: Style = Style::new().dimmed();
+const GOOD: Style = Style::new().fg_color(Some(anstyle::Color::Ansi(AnsiColor::Green)));
+const BAD: Style = Style::new()
+    .fg_color(Some(anstyle::Color::Ansi(AnsiColor::Red)))
+    .bold();
+const WARN: Style = Style::new().fg_color(Some(anstyle::Color::Ansi(AnsiColor::Yellow)));
+
+fn classification_style(class: Classification) -> Style {
+    match class {
+        Classification::Clean => GOOD,
+        Classification::Plateau => WARN,
+        Classification::Growth => BAD,
+        Classification::Inconclusive => DIM,
+    }
+}
+
+fn pass_style(passed: Option<bool>) -> Style {
+    match passed {
+        Some(true) => GOOD,
+        Some(false) => BAD,
+        None => DIM,
+    }
+}
+
+/// Renders the terminal report, with ANSI styles (strip them with `anstream` for plain text).
+pub fn render_terminal(record: &RunRecord, verdict: &Verdict) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "{HEADER}{}{HEADER:#}  {}  {}\n",
+        record.scenario.name,
+        backend_line(record),
+        turns_line(record)
+    ));
+    out.push('\n');
+    out.push_str(&metrics_table(verdict));
+    out.push('\n');
+    out.push_str(&ledger_section(record));
+    out.push_str(&errors_section(record));
+    out.push_str(&failures_section(verdict));
+    let (status, line) = verdict_line(record, verdict);
+    let style = if status == VerdictStatus::Pass {
+        GOOD.bold()
+    } else {
+        BAD
+    };
+    out.push_str(&format!("{style}{line}{style:#}\n"));
+    out
+}
+
+/// Writes the terminal report to stdout, honouring `NO_COLOR`, `CLICOLOR_FORCE` and whether stdout
+/// is a terminal.
+pub fn print_terminal(record: &RunRecord, verdict: &Verdict) -> std::io::Result<()> {
+    let mut stdout = anstream::stdout().lock();
+    stdout.write_all(render_terminal(record, verdict).as_bytes())?;
+    stdout.flush()
+}
+
+fn metrics_table(verdict: &Verdict) -> String {
+    if verdict.metrics.is_empty() {
+        return format!("{DIM}no metrics were analysed{DIM:#}\n");
+    }
+    let confidence = verdict
+        .metrics
+        .values()
+        .next()
+        .map_or(0.95, |m| m.confidence);
+    let growth = format!("growth/turn [{:.0}% CI]", confidence * 100.0);
+    let mut rows = vec![[
+        "metric",
+        "baseline",
+        "after warm-up",
+        "last",
+        growth.as_str(),
+        "class",
+        "result",
+    ]
+    .map(|h| Cell::styled(h, HEADER))
+    .to_vec()];
+    for (name, m) in &verdict.metrics {
+        let passed = metric_passed(verdict, name);
+        rows.push(vec![
+            Cell::plain(name),
+            Cell::plain(format_bytes(m.baseline)),
+            Cell::plain(m.after_warmup.map_or("-".to_owned(), format_bytes)),
+            Cell::plain(format_bytes(m.last)),
+            Cell::plain(format_rate_with_interval(
+                m.slope_bytes_per_turn,
+                m.slope_interval,
+            )),
+            Cell::styled(
+                m.classification.as_str(),
+                classification_style(m.classification),
+            ),
+            Cell::styled(metric_result_word(verdict, name), pass_style(passed)),
+        ]);
+    }
+    render_table(&rows, "")
+}
+
+fn ledger_section(record: &RunRecord) -> String {
+    let totals = &record.ledger.totals;
+    if totals.is_empty() {
+        return format!("{HEADER}ledger{HEADER:#}: nothing was counted\n\n");
+    }
+    let imbalances = record.ledger.imbalances();
+    let summary = if imbalances.is_empty() {
+        format!("{GOOD}balanced{GOOD:#}")
+    } else {
+        format!(
+            "{BAD}{} of {} kinds unbalanced{BAD:#}",
+            imbalances.len(),
+            totals.len()
+        )
+    };
+    let mut out = format!("{HEADER}ledger{HEADER:#}: {summary}\n");
+    let mut rows = Vec::new();
+    for (kind, counts) in totals {
+        let imbalance = imbalances.iter().find(|i| &i.kind == kind);
+        let note = match imbalance {
+            None => Cell::plain(""),
+            Some(i) => Cell::styled(
+                match i.first_turn {
+                    Some(turn) => format!("{:+} live, since turn {turn}", counts.live()),
+                    None => format!("{:+} live", counts.live()),
+                },
+                BAD,
+            ),
+        };
+        rows.push(vec![
+            Cell::plain(kind),
+            Cell::plain(format!("{} created", counts.created)),
+            Cell::plain(format!("{} deleted", counts.deleted)),
+            note,
+        ]);
+    }
+    out.push_str(&render_table(&rows, "  "));
+    out.push('\n');
+    out
+}
+
+fn errors_section(record: &RunRecord) -> String {
+    if record.engine_errors.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("{HEADER}engine errors the run survived{HEADER:#}\n");
+    for (turn, step, error) in &record.engine_errors {
+        out.push_str(&format!(
+            "  turn {turn} ({step}): {}\n",
+            engine_error_text(error)
+        ));
+    }
+    out.push('\n');
+    out
+}
+
+fn failures_section(verdict: &Verdict) -> String {
+    let failed: Vec<_> = verdict.expectations.iter().filter(|e| !e.passed).collect();
+    if failed.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("{HEADER}failed expectations{HEADER:#}\n");
+    for e in failed {
+        let turn = e.turn.map_or(String::new(), |t| format!(" (turn {t})"));
+        out.push_str(&format!(
+            "  {BAD}✗ {}{BAD:#}: expected {}; measured {}{turn}\n",
+            e.name, e.expected, e.measured
+        ));
+    }
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::examples::{clean_run, crashed_run, leak_run};
+    use crate::report::redact::Redactor;
+
+    fn plain(record: &RunRecord, verdict: &Verdict) -> String {
+        let text = anstream::adapter::strip_str(&render_terminal(record, verdict)).to_string();
+        Redactor::for_record(record).redact_text(&text)
+    }
+
+    #[test]
+    fn leak_run_terminal() {
+        let (record, verdict) = leak_run();
+        let text = plain(&record, &verdict);
+        assert!(text.contains("FAIL: 3 of 4 expectations failed"), "{text}");
+        crate::report::golden!(insta::assert_snapshot!("terminal_leak", text));
+    }
+
+    #[test]
+    fn clean_run_terminal() {
+        let (record, verdict) = clean_run();
+        let text = plain(&record, &verdict);
+        assert!(text.contains("PASS: all 3 expectations held"), "{text}");
+        assert!(!text.contains("failed expectations"), "{text}");
+        crate::report::golden!(insta::assert_snapshot!("terminal_clean", text));
+    }
+
+    #[test]
+    fn crashed_run_terminal() {
+        let (record, verdict) = crashed_run();
+        let text = plain(&record, &verdict);
+        assert!(
+            text.contains("ENGINE FAILED in turn 4 (generate): crashed"),
+            "{text}"
+        );
+        crate::report::golden!(insta::assert_snapshot!("terminal_crashed", text));
+    }
+
+    #[test]
+    fn colour_marks_growth_red_and_clean_green() {
+        let (record, verdict) = leak_run();
+        let text = render_terminal(&record, &verdict);
+        assert!(
+            text.contains(&format!("{BAD}growth")),
+            "growth is styled as bad"
+        );
+        let (record, verdict) = clean_run();
+        let text = render_terminal(&record, &verdict);
+        assert!(
+            text.contains(&format!("{GOOD}clean")),
+            "clean is styled as good"
+        );
+    }
+}

@@ -1,0 +1,293 @@
+//! The LiteRT-LM C API as a table of function pointers, resolved at run time with `libloading`
+//! (nothing is linked at build time, so leakloop builds and runs where the library is absent).
+//!
+//! Only the calls leakloop drives are bound. Signatures follow LiteRT-LM's `c/engine.h`; every
+//! handle type is opaque and only ever passed back to the library that made it.
+
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+macro_rules! opaque {
+    ($($(#[$doc:meta])* $name:ident;)*) => {$(
+        $(#[$doc])*
+        #[repr(C)]
+        pub(crate) struct $name {
+            _private: [u8; 0],
+            _not_send: std::marker::PhantomData<(*mut u8, std::marker::PhantomPinned)>,
+        }
+    )*};
+}
+
+opaque! {
+    /// `LiteRtLmEngineSettings`.
+    RawSettings;
+    /// `LiteRtLmEngine`.
+    RawEngine;
+    /// `LiteRtLmSamplerParams`.
+    RawSamplerParams;
+    /// `LiteRtLmSessionConfig`.
+    RawSessionConfig;
+    /// `LiteRtLmConversationConfig`.
+    RawConversationConfig;
+    /// `LiteRtLmConversation`.
+    RawConversation;
+    /// `LiteRtLmConversationOptionalArgs`.
+    RawOptionalArgs;
+    /// `LiteRtLmJsonResponse`.
+    RawJsonResponse;
+    /// `LiteRtLmTokenizeResult`.
+    RawTokenizeResult;
+    /// `LiteRtLmStreamChunk` (owned by the library, valid during a callback only).
+    RawStreamChunk;
+}
+
+/// `LiteRtLmStreamCallback`: called from a library thread for every streamed chunk.
+pub(crate) type StreamCallback =
+    unsafe extern "C" fn(callback_data: *mut c_void, chunk: *const RawStreamChunk);
+
+/// `LiteRtLmSamplerType`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
+pub(crate) enum SamplerType {
+    TopK = 1,
+    TopP = 2,
+}
+
+/// `kLiteRtLmLogSeverityError`: the library logs warnings and info to stderr otherwise.
+pub(crate) const LOG_SEVERITY_ERROR: c_int = 4;
+
+/// The resolved functions of one loaded `liblitert-lm.so`.
+pub(crate) struct Api {
+    pub path: PathBuf,
+    pub set_min_log_level: unsafe extern "C" fn(c_int),
+    /// Absent in old releases.
+    pub get_last_error_message: Option<unsafe extern "C" fn() -> *const c_char>,
+
+    pub engine_settings_create: unsafe extern "C" fn(
+        *const c_char,
+        *const c_char,
+        *const c_char,
+        *const c_char,
+    ) -> *mut RawSettings,
+    pub engine_settings_delete: unsafe extern "C" fn(*mut RawSettings),
+    pub engine_settings_set_max_num_tokens: unsafe extern "C" fn(*mut RawSettings, c_int),
+    pub engine_settings_set_cache_dir: unsafe extern "C" fn(*mut RawSettings, *const c_char),
+
+    pub engine_create: unsafe extern "C" fn(*const RawSettings) -> *mut RawEngine,
+    pub engine_delete: unsafe extern "C" fn(*mut RawEngine),
+    pub engine_tokenize:
+        unsafe extern "C" fn(*mut RawEngine, *const c_char) -> *mut RawTokenizeResult,
+    pub tokenize_result_get_num_tokens: unsafe extern "C" fn(*const RawTokenizeResult) -> usize,
+    pub tokenize_result_delete: unsafe extern "C" fn(*mut RawTokenizeResult),
+
+    pub sampler_params_create: unsafe extern "C" fn(SamplerType) -> *mut RawSamplerParams,
+    pub sampler_params_delete: unsafe extern "C" fn(*mut RawSamplerParams),
+    pub sampler_params_set_top_k: unsafe extern "C" fn(*mut RawSamplerParams, i32),
+    pub sampler_params_set_top_p: unsafe extern "C" fn(*mut RawSamplerParams, f32),
+    pub sampler_params_set_temperature: unsafe extern "C" fn(*mut RawSamplerParams, f32),
+    pub sampler_params_set_seed: unsafe extern "C" fn(*mut RawSamplerParams, i32),
+
+    pub session_config_create: unsafe extern "C" fn() -> *mut RawSessionConfig,
+    pub session_config_delete: unsafe extern "C" fn(*mut RawSessionConfig),
+    pub session_config_set_max_output_tokens: unsafe extern "C" fn(*mut RawSessionConfig, c_int),
+    pub session_config_set_sampler_params:
+        unsafe extern "C" fn(*mut RawSessionConfig, *const RawSamplerParams),
+
+    pub conversation_config_create: unsafe extern "C" fn() -> *mut RawConversationConfig,
+    pub conversation_config_delete: unsafe extern "C" fn(*mut RawConversationConfig),
+    pub conversation_config_set_session_config:
+        unsafe extern "C" fn(*mut RawConversationConfig, *const RawSessionConfig),
+
+    pub conversation_create:
+        unsafe extern "C" fn(*mut RawEngine, *mut RawConversationConfig) -> *mut RawConversation,
+    pub conversation_delete: unsafe extern "C" fn(*mut RawConversation),
+    pub conversation_send_message: unsafe extern "C" fn(
+        *mut RawConversation,
+        *const c_char,
+        *const c_char,
+        *const RawOptionalArgs,
+    ) -> *mut RawJsonResponse,
+    pub conversation_send_message_stream: unsafe extern "C" fn(
+        *mut RawConversation,
+        *const c_char,
+        *const c_char,
+        *const RawOptionalArgs,
+        StreamCallback,
+        *mut c_void,
+    ) -> c_int,
+    pub conversation_cancel_process: unsafe extern "C" fn(*mut RawConversation),
+
+    pub optional_args_create: unsafe extern "C" fn() -> *mut RawOptionalArgs,
+    pub optional_args_delete: unsafe extern "C" fn(*mut RawOptionalArgs),
+    pub optional_args_set_max_output_tokens: unsafe extern "C" fn(*mut RawOptionalArgs, c_int),
+
+    pub json_response_get_string: unsafe extern "C" fn(*const RawJsonResponse) -> *const c_char,
+    pub json_response_delete: unsafe extern "C" fn(*mut RawJsonResponse),
+
+    pub stream_chunk_get_text: unsafe extern "C" fn(*const RawStreamChunk) -> *const c_char,
+    pub stream_chunk_is_final: unsafe extern "C" fn(*const RawStreamChunk) -> bool,
+    pub stream_chunk_get_error: unsafe extern "C" fn(*const RawStreamChunk) -> *const c_char,
+}
+
+impl std::fmt::Debug for Api {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Api").field("path", &self.path).finish()
+    }
+}
+
+/// The library could not be opened or lacks a function leakloop needs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot use LiteRT-LM library {path}: {cause}")]
+pub struct LoadLibraryError {
+    /// The library.
+    pub path: PathBuf,
+    /// Why.
+    pub cause: String,
+}
+
+impl Api {
+    /// Opens the library at `path` once per process and resolves every function.
+    ///
+    /// The library stays loaded until the process ends: unloading a C++ library that started
+    /// threads is not safe, and a run loads each library only once anyway.
+    pub(crate) fn load(path: &Path) -> Result<&'static Api, LoadLibraryError> {
+        static LOADED: OnceLock<Mutex<HashMap<PathBuf, &'static Api>>> = OnceLock::new();
+        let key = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        let mut loaded = LOADED
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(api) = loaded.get(&key) {
+            return Ok(api);
+        }
+        let err = |cause: String| LoadLibraryError {
+            path: path.to_path_buf(),
+            cause,
+        };
+        // SAFETY: loading runs the library's initialisers; liblitert-lm.so is a plain C/C++
+        // library whose initialisers have no preconditions on the loading process.
+        let library = unsafe { libloading::Library::new(&key) }.map_err(|e| err(e.to_string()))?;
+        let library: &'static libloading::Library = Box::leak(Box::new(library));
+        let api = Self::resolve(library, &key).map_err(err)?;
+        // SAFETY: a plain setter with an in-range severity.
+        unsafe { (api.set_min_log_level)(LOG_SEVERITY_ERROR) };
+        let api: &'static Api = Box::leak(Box::new(api));
+        loaded.insert(key, api);
+        Ok(api)
+    }
+
+    fn resolve(lib: &'static libloading::Library, path: &Path) -> Result<Api, String> {
+        macro_rules! sym {
+            ($name:literal) => {{
+                // SAFETY: the field's type spells the C signature from engine.h for this name.
+                let symbol = unsafe { lib.get(concat!($name, "\0").as_bytes()) }
+                    .map_err(|e| format!("missing function `{}`: {e}", $name))?;
+                *symbol
+            }};
+        }
+        macro_rules! optional_sym {
+            ($name:literal) => {{
+                // SAFETY: as above.
+                unsafe { lib.get(concat!($name, "\0").as_bytes()) }
+                    .ok()
+                    .map(|s| *s)
+            }};
+        }
+        Ok(Api {
+            path: path.to_path_buf(),
+            set_min_log_level: sym!("litert_lm_set_min_log_level"),
+            get_last_error_message: optional_sym!("litert_lm_get_last_error_message"),
+            engine_settings_create: sym!("litert_lm_engine_settings_create"),
+            engine_settings_delete: sym!("litert_lm_engine_settings_delete"),
+            engine_settings_set_max_num_tokens: sym!(
+                "litert_lm_engine_settings_set_max_num_tokens"
+            ),
+            engine_settings_set_cache_dir: sym!("litert_lm_engine_settings_set_cache_dir"),
+            engine_create: sym!("litert_lm_engine_create"),
+            engine_delete: sym!("litert_lm_engine_delete"),
+            engine_tokenize: sym!("litert_lm_engine_tokenize"),
+            tokenize_result_get_num_tokens: sym!("litert_lm_tokenize_result_get_num_tokens"),
+            tokenize_result_delete: sym!("litert_lm_tokenize_result_delete"),
+            sampler_params_create: sym!("litert_lm_sampler_params_create"),
+            sampler_params_delete: sym!("litert_lm_sampler_params_delete"),
+            sampler_params_set_top_k: sym!("litert_lm_sampler_params_set_top_k"),
+            sampler_params_set_top_p: sym!("litert_lm_sampler_params_set_top_p"),
+            sampler_params_set_temperature: sym!("litert_lm_sampler_params_set_temperature"),
+            sampler_params_set_seed: sym!("litert_lm_sampler_params_set_seed"),
+            session_config_create: sym!("litert_lm_session_config_create"),
+            session_config_delete: sym!("litert_lm_session_config_delete"),
+            session_config_set_max_output_tokens: sym!(
+                "litert_lm_session_config_set_max_output_tokens"
+            ),
+            session_config_set_sampler_params: sym!("litert_lm_session_config_set_sampler_params"),
+            conversation_config_create: sym!("litert_lm_conversation_config_create"),
+            conversation_config_delete: sym!("litert_lm_conversation_config_delete"),
+            conversation_config_set_session_config: sym!(
+                "litert_lm_conversation_config_set_session_config"
+            ),
+            conversation_create: sym!("litert_lm_conversation_create"),
+            conversation_delete: sym!("litert_lm_conversation_delete"),
+            conversation_send_message: sym!("litert_lm_conversation_send_message"),
+            conversation_send_message_stream: sym!("litert_lm_conversation_send_message_stream"),
+            conversation_cancel_process: sym!("litert_lm_conversation_cancel_process"),
+            optional_args_create: sym!("litert_lm_conversation_optional_args_create"),
+            optional_args_delete: sym!("litert_lm_conversation_optional_args_delete"),
+            optional_args_set_max_output_tokens: sym!(
+                "litert_lm_conversation_optional_args_set_max_output_tokens"
+            ),
+            json_response_get_string: sym!("litert_lm_json_response_get_string"),
+            json_response_delete: sym!("litert_lm_json_response_delete"),
+            stream_chunk_get_text: sym!("litert_lm_stream_chunk_get_text"),
+            stream_chunk_is_final: sym!("litert_lm_stream_chunk_is_final"),
+            stream_chunk_get_error: sym!("litert_lm_stream_chunk_get_error"),
+        })
+    }
+
+    /// The library's message for the last failed call on this thread, if it offers one.
+    pub(crate) fn last_error(&self) -> Option<String> {
+        let get = self.get_last_error_message?;
+        // SAFETY: returns NULL or a NUL-terminated string owned by the library, valid until the
+        // next call on this thread; it is copied at once.
+        let text = unsafe { opt_str(get()) }?;
+        (!text.is_empty()).then_some(text)
+    }
+}
+
+/// Copies a C string the library owns; `None` for NULL.
+///
+/// # Safety
+/// `ptr` is NULL or points to a NUL-terminated string valid for the duration of this call.
+pub(crate) unsafe fn opt_str(ptr: *const c_char) -> Option<String> {
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY: non-null and NUL-terminated per this function's contract.
+    Some(
+        unsafe { CStr::from_ptr(ptr) }
+            .to_string_lossy()
+            .into_owned(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_that_is_not_a_library_is_a_clear_error() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fake = tmp.path().join("liblitert-lm.so");
+        std::fs::write(&fake, b"not an ELF file").unwrap();
+        let err = Api::load(&fake).expect_err("loading garbage must fail");
+        assert!(err.to_string().contains("liblitert-lm.so"), "{err}");
+    }
+
+    #[test]
+    fn a_library_without_the_functions_is_named_with_the_first_missing_one() {
+        // libc is loaded everywhere and has none of LiteRT-LM's functions.
+        let err = Api::load(Path::new("libc.so.6")).expect_err("libc is no LiteRT-LM");
+        assert!(err.cause.contains("litert_lm_set_min_log_level"), "{err}");
+    }
+}

@@ -213,6 +213,9 @@ impl Engine for LitertLmEngine {
             ("model".to_owned(), self.model.display().to_string()),
             ("max_tokens".to_owned(), self.max_tokens.to_string()),
         ]);
+        if let Some(handles) = &self.handles {
+            details.insert("c_api".to_owned(), handles.api().abi.as_str().to_owned());
+        }
         if let Ok(meta) = std::fs::metadata(&self.model) {
             details.insert("model_bytes".to_owned(), meta.len().to_string());
         }

@@ -58,57 +58,147 @@ pub(crate) enum SamplerType {
 /// `kLiteRtLmLogSeverityError`: the library logs warnings and info to stderr otherwise.
 pub(crate) const LOG_SEVERITY_ERROR: c_int = 4;
 
+/// The two generations of LiteRT-LM's C API. Releases up to 0.18 return handles and values
+/// directly (NULL on failure); the 0.19 nightlies return a status code (0 = OK) from every call
+/// and hand results back through a trailing out-parameter, under the same function names. Calling
+/// one with the other's signature crashes, so the generation is detected when the library loads:
+/// only the status generation exports `litert_lm_get_api_version`.
+///
+/// Setters and deleters that gained a status return keep one binding: a `void` call of a function
+/// that returns an `int` is sound in the C calling conventions leakloop runs on; only the status
+/// is dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Abi {
+    /// Handles and values returned directly (0.18 and earlier).
+    Handle,
+    /// A status code returned, results through out-parameters (0.19 nightlies).
+    Status,
+}
+
+impl Abi {
+    /// A short word for reports.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Abi::Handle => "handle-returning",
+            Abi::Status => "status-returning",
+        }
+    }
+}
+
+/// One function in its two generations.
+#[derive(Clone, Copy)]
+enum Dual<H, S> {
+    Handle(H),
+    Status(S),
+}
+
+/// Runs a status-returning call with one out-parameter; `empty` when the status is not OK.
+///
+/// # Safety
+/// `call` must be a C-API call whose only out-parameter is the pointer it is given.
+unsafe fn out_param<T: Copy>(empty: T, call: impl FnOnce(*mut T) -> c_int) -> T {
+    let mut value = empty;
+    if call(&mut value) == 0 {
+        value
+    } else {
+        empty
+    }
+}
+
 /// The resolved functions of one loaded `liblitert-lm.so`.
 pub(crate) struct Api {
     pub path: PathBuf,
+    /// Which generation of the C API the library speaks.
+    pub abi: Abi,
     pub set_min_log_level: unsafe extern "C" fn(c_int),
     /// Absent in old releases.
     pub get_last_error_message: Option<unsafe extern "C" fn() -> *const c_char>,
 
-    pub engine_settings_create: unsafe extern "C" fn(
-        *const c_char,
-        *const c_char,
-        *const c_char,
-        *const c_char,
-    ) -> *mut RawSettings,
+    engine_settings_create_fn: Dual<
+        unsafe extern "C" fn(
+            *const c_char,
+            *const c_char,
+            *const c_char,
+            *const c_char,
+        ) -> *mut RawSettings,
+        unsafe extern "C" fn(
+            *const c_char,
+            *const c_char,
+            *const c_char,
+            *const c_char,
+            *mut *mut RawSettings,
+        ) -> c_int,
+    >,
     pub engine_settings_delete: unsafe extern "C" fn(*mut RawSettings),
     pub engine_settings_set_max_num_tokens: unsafe extern "C" fn(*mut RawSettings, c_int),
     pub engine_settings_set_cache_dir: unsafe extern "C" fn(*mut RawSettings, *const c_char),
 
-    pub engine_create: unsafe extern "C" fn(*const RawSettings) -> *mut RawEngine,
+    engine_create_fn: Dual<
+        unsafe extern "C" fn(*const RawSettings) -> *mut RawEngine,
+        unsafe extern "C" fn(*const RawSettings, *mut *mut RawEngine) -> c_int,
+    >,
     pub engine_delete: unsafe extern "C" fn(*mut RawEngine),
-    pub engine_tokenize:
+    engine_tokenize_fn: Dual<
         unsafe extern "C" fn(*mut RawEngine, *const c_char) -> *mut RawTokenizeResult,
-    pub tokenize_result_get_num_tokens: unsafe extern "C" fn(*const RawTokenizeResult) -> usize,
+        unsafe extern "C" fn(*mut RawEngine, *const c_char, *mut *mut RawTokenizeResult) -> c_int,
+    >,
+    tokenize_result_get_num_tokens_fn: Dual<
+        unsafe extern "C" fn(*const RawTokenizeResult) -> usize,
+        unsafe extern "C" fn(*const RawTokenizeResult, *mut usize) -> c_int,
+    >,
     pub tokenize_result_delete: unsafe extern "C" fn(*mut RawTokenizeResult),
 
-    pub sampler_params_create: unsafe extern "C" fn(SamplerType) -> *mut RawSamplerParams,
+    sampler_params_create_fn: Dual<
+        unsafe extern "C" fn(SamplerType) -> *mut RawSamplerParams,
+        unsafe extern "C" fn(SamplerType, *mut *mut RawSamplerParams) -> c_int,
+    >,
     pub sampler_params_delete: unsafe extern "C" fn(*mut RawSamplerParams),
     pub sampler_params_set_top_k: unsafe extern "C" fn(*mut RawSamplerParams, i32),
     pub sampler_params_set_top_p: unsafe extern "C" fn(*mut RawSamplerParams, f32),
     pub sampler_params_set_temperature: unsafe extern "C" fn(*mut RawSamplerParams, f32),
     pub sampler_params_set_seed: unsafe extern "C" fn(*mut RawSamplerParams, i32),
 
-    pub session_config_create: unsafe extern "C" fn() -> *mut RawSessionConfig,
+    session_config_create_fn: Dual<
+        unsafe extern "C" fn() -> *mut RawSessionConfig,
+        unsafe extern "C" fn(*mut *mut RawSessionConfig) -> c_int,
+    >,
     pub session_config_delete: unsafe extern "C" fn(*mut RawSessionConfig),
     pub session_config_set_max_output_tokens: unsafe extern "C" fn(*mut RawSessionConfig, c_int),
     pub session_config_set_sampler_params:
         unsafe extern "C" fn(*mut RawSessionConfig, *const RawSamplerParams),
 
-    pub conversation_config_create: unsafe extern "C" fn() -> *mut RawConversationConfig,
+    conversation_config_create_fn: Dual<
+        unsafe extern "C" fn() -> *mut RawConversationConfig,
+        unsafe extern "C" fn(*mut *mut RawConversationConfig) -> c_int,
+    >,
     pub conversation_config_delete: unsafe extern "C" fn(*mut RawConversationConfig),
     pub conversation_config_set_session_config:
         unsafe extern "C" fn(*mut RawConversationConfig, *const RawSessionConfig),
 
-    pub conversation_create:
+    conversation_create_fn: Dual<
         unsafe extern "C" fn(*mut RawEngine, *mut RawConversationConfig) -> *mut RawConversation,
+        unsafe extern "C" fn(
+            *mut RawEngine,
+            *mut RawConversationConfig,
+            *mut *mut RawConversation,
+        ) -> c_int,
+    >,
     pub conversation_delete: unsafe extern "C" fn(*mut RawConversation),
-    pub conversation_send_message: unsafe extern "C" fn(
-        *mut RawConversation,
-        *const c_char,
-        *const c_char,
-        *const RawOptionalArgs,
-    ) -> *mut RawJsonResponse,
+    conversation_send_message_fn: Dual<
+        unsafe extern "C" fn(
+            *mut RawConversation,
+            *const c_char,
+            *const c_char,
+            *const RawOptionalArgs,
+        ) -> *mut RawJsonResponse,
+        unsafe extern "C" fn(
+            *mut RawConversation,
+            *const c_char,
+            *const c_char,
+            *const RawOptionalArgs,
+            *mut *mut RawJsonResponse,
+        ) -> c_int,
+    >,
     pub conversation_send_message_stream: unsafe extern "C" fn(
         *mut RawConversation,
         *const c_char,
@@ -119,21 +209,39 @@ pub(crate) struct Api {
     ) -> c_int,
     pub conversation_cancel_process: unsafe extern "C" fn(*mut RawConversation),
 
-    pub optional_args_create: unsafe extern "C" fn() -> *mut RawOptionalArgs,
+    optional_args_create_fn: Dual<
+        unsafe extern "C" fn() -> *mut RawOptionalArgs,
+        unsafe extern "C" fn(*mut *mut RawOptionalArgs) -> c_int,
+    >,
     pub optional_args_delete: unsafe extern "C" fn(*mut RawOptionalArgs),
     pub optional_args_set_max_output_tokens: unsafe extern "C" fn(*mut RawOptionalArgs, c_int),
 
-    pub json_response_get_string: unsafe extern "C" fn(*const RawJsonResponse) -> *const c_char,
+    json_response_get_string_fn: Dual<
+        unsafe extern "C" fn(*const RawJsonResponse) -> *const c_char,
+        unsafe extern "C" fn(*const RawJsonResponse, *mut *const c_char) -> c_int,
+    >,
     pub json_response_delete: unsafe extern "C" fn(*mut RawJsonResponse),
 
-    pub stream_chunk_get_text: unsafe extern "C" fn(*const RawStreamChunk) -> *const c_char,
-    pub stream_chunk_is_final: unsafe extern "C" fn(*const RawStreamChunk) -> bool,
-    pub stream_chunk_get_error: unsafe extern "C" fn(*const RawStreamChunk) -> *const c_char,
+    stream_chunk_get_text_fn: Dual<
+        unsafe extern "C" fn(*const RawStreamChunk) -> *const c_char,
+        unsafe extern "C" fn(*const RawStreamChunk, *mut *const c_char) -> c_int,
+    >,
+    stream_chunk_is_final_fn: Dual<
+        unsafe extern "C" fn(*const RawStreamChunk) -> bool,
+        unsafe extern "C" fn(*const RawStreamChunk, *mut bool) -> c_int,
+    >,
+    stream_chunk_get_error_fn: Dual<
+        unsafe extern "C" fn(*const RawStreamChunk) -> *const c_char,
+        unsafe extern "C" fn(*const RawStreamChunk, *mut *const c_char) -> c_int,
+    >,
 }
 
 impl std::fmt::Debug for Api {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Api").field("path", &self.path).finish()
+        f.debug_struct("Api")
+            .field("path", &self.path)
+            .field("abi", &self.abi)
+            .finish()
     }
 }
 
@@ -195,54 +303,284 @@ impl Api {
                     .map(|s| *s)
             }};
         }
+        let abi = if optional_sym!("litert_lm_get_api_version")
+            .map(|f: unsafe extern "C" fn() -> c_int| f)
+            .is_some()
+        {
+            Abi::Status
+        } else {
+            Abi::Handle
+        };
+        macro_rules! dual {
+            ($name:literal) => {
+                match abi {
+                    Abi::Handle => Dual::Handle(sym!($name)),
+                    Abi::Status => Dual::Status(sym!($name)),
+                }
+            };
+        }
         Ok(Api {
+            abi,
             path: path.to_path_buf(),
             set_min_log_level: sym!("litert_lm_set_min_log_level"),
             get_last_error_message: optional_sym!("litert_lm_get_last_error_message"),
-            engine_settings_create: sym!("litert_lm_engine_settings_create"),
+            engine_settings_create_fn: dual!("litert_lm_engine_settings_create"),
             engine_settings_delete: sym!("litert_lm_engine_settings_delete"),
             engine_settings_set_max_num_tokens: sym!(
                 "litert_lm_engine_settings_set_max_num_tokens"
             ),
             engine_settings_set_cache_dir: sym!("litert_lm_engine_settings_set_cache_dir"),
-            engine_create: sym!("litert_lm_engine_create"),
+            engine_create_fn: dual!("litert_lm_engine_create"),
             engine_delete: sym!("litert_lm_engine_delete"),
-            engine_tokenize: sym!("litert_lm_engine_tokenize"),
-            tokenize_result_get_num_tokens: sym!("litert_lm_tokenize_result_get_num_tokens"),
+            engine_tokenize_fn: dual!("litert_lm_engine_tokenize"),
+            tokenize_result_get_num_tokens_fn: dual!("litert_lm_tokenize_result_get_num_tokens"),
             tokenize_result_delete: sym!("litert_lm_tokenize_result_delete"),
-            sampler_params_create: sym!("litert_lm_sampler_params_create"),
+            sampler_params_create_fn: dual!("litert_lm_sampler_params_create"),
             sampler_params_delete: sym!("litert_lm_sampler_params_delete"),
             sampler_params_set_top_k: sym!("litert_lm_sampler_params_set_top_k"),
             sampler_params_set_top_p: sym!("litert_lm_sampler_params_set_top_p"),
             sampler_params_set_temperature: sym!("litert_lm_sampler_params_set_temperature"),
             sampler_params_set_seed: sym!("litert_lm_sampler_params_set_seed"),
-            session_config_create: sym!("litert_lm_session_config_create"),
+            session_config_create_fn: dual!("litert_lm_session_config_create"),
             session_config_delete: sym!("litert_lm_session_config_delete"),
             session_config_set_max_output_tokens: sym!(
                 "litert_lm_session_config_set_max_output_tokens"
             ),
             session_config_set_sampler_params: sym!("litert_lm_session_config_set_sampler_params"),
-            conversation_config_create: sym!("litert_lm_conversation_config_create"),
+            conversation_config_create_fn: dual!("litert_lm_conversation_config_create"),
             conversation_config_delete: sym!("litert_lm_conversation_config_delete"),
             conversation_config_set_session_config: sym!(
                 "litert_lm_conversation_config_set_session_config"
             ),
-            conversation_create: sym!("litert_lm_conversation_create"),
+            conversation_create_fn: dual!("litert_lm_conversation_create"),
             conversation_delete: sym!("litert_lm_conversation_delete"),
-            conversation_send_message: sym!("litert_lm_conversation_send_message"),
+            conversation_send_message_fn: dual!("litert_lm_conversation_send_message"),
             conversation_send_message_stream: sym!("litert_lm_conversation_send_message_stream"),
             conversation_cancel_process: sym!("litert_lm_conversation_cancel_process"),
-            optional_args_create: sym!("litert_lm_conversation_optional_args_create"),
+            optional_args_create_fn: dual!("litert_lm_conversation_optional_args_create"),
             optional_args_delete: sym!("litert_lm_conversation_optional_args_delete"),
             optional_args_set_max_output_tokens: sym!(
                 "litert_lm_conversation_optional_args_set_max_output_tokens"
             ),
-            json_response_get_string: sym!("litert_lm_json_response_get_string"),
+            json_response_get_string_fn: dual!("litert_lm_json_response_get_string"),
             json_response_delete: sym!("litert_lm_json_response_delete"),
-            stream_chunk_get_text: sym!("litert_lm_stream_chunk_get_text"),
-            stream_chunk_is_final: sym!("litert_lm_stream_chunk_is_final"),
-            stream_chunk_get_error: sym!("litert_lm_stream_chunk_get_error"),
+            stream_chunk_get_text_fn: dual!("litert_lm_stream_chunk_get_text"),
+            stream_chunk_is_final_fn: dual!("litert_lm_stream_chunk_is_final"),
+            stream_chunk_get_error_fn: dual!("litert_lm_stream_chunk_get_error"),
         })
+    }
+
+    /// `litert_lm_engine_settings_create(model, backend, NULL, NULL)`; NULL on failure.
+    ///
+    /// # Safety
+    /// Valid C strings.
+    pub(crate) unsafe fn engine_settings_create(
+        &self,
+        model: *const c_char,
+        backend: *const c_char,
+    ) -> *mut RawSettings {
+        let none = std::ptr::null();
+        // SAFETY: per this function's contract; NULL vision/audio backends mean "not set".
+        unsafe {
+            match self.engine_settings_create_fn {
+                Dual::Handle(f) => f(model, backend, none, none),
+                Dual::Status(f) => {
+                    out_param(std::ptr::null_mut(), |o| f(model, backend, none, none, o))
+                }
+            }
+        }
+    }
+
+    /// `litert_lm_engine_create`; NULL on failure.
+    ///
+    /// # Safety
+    /// A live settings handle.
+    pub(crate) unsafe fn engine_create(&self, settings: *const RawSettings) -> *mut RawEngine {
+        // SAFETY: per this function's contract.
+        unsafe {
+            match self.engine_create_fn {
+                Dual::Handle(f) => f(settings),
+                Dual::Status(f) => out_param(std::ptr::null_mut(), |o| f(settings, o)),
+            }
+        }
+    }
+
+    /// `litert_lm_engine_tokenize`; NULL on failure.
+    ///
+    /// # Safety
+    /// A live engine and a C string.
+    pub(crate) unsafe fn engine_tokenize(
+        &self,
+        engine: *mut RawEngine,
+        text: *const c_char,
+    ) -> *mut RawTokenizeResult {
+        // SAFETY: per this function's contract.
+        unsafe {
+            match self.engine_tokenize_fn {
+                Dual::Handle(f) => f(engine, text),
+                Dual::Status(f) => out_param(std::ptr::null_mut(), |o| f(engine, text, o)),
+            }
+        }
+    }
+
+    /// `litert_lm_tokenize_result_get_num_tokens`.
+    ///
+    /// # Safety
+    /// A live tokenize result.
+    pub(crate) unsafe fn tokenize_result_num_tokens(
+        &self,
+        result: *const RawTokenizeResult,
+    ) -> usize {
+        // SAFETY: per this function's contract.
+        unsafe {
+            match self.tokenize_result_get_num_tokens_fn {
+                Dual::Handle(f) => f(result),
+                Dual::Status(f) => out_param(0, |o| f(result, o)),
+            }
+        }
+    }
+
+    /// `litert_lm_sampler_params_create`; NULL on failure.
+    pub(crate) fn sampler_params_create(&self, kind: SamplerType) -> *mut RawSamplerParams {
+        // SAFETY: a valid sampler type and an out-parameter of the right type.
+        unsafe {
+            match self.sampler_params_create_fn {
+                Dual::Handle(f) => f(kind),
+                Dual::Status(f) => out_param(std::ptr::null_mut(), |o| f(kind, o)),
+            }
+        }
+    }
+
+    /// `litert_lm_session_config_create`; NULL on failure.
+    pub(crate) fn session_config_create(&self) -> *mut RawSessionConfig {
+        // SAFETY: no arguments besides the out-parameter.
+        unsafe {
+            match self.session_config_create_fn {
+                Dual::Handle(f) => f(),
+                Dual::Status(f) => out_param(std::ptr::null_mut(), |o| f(o)),
+            }
+        }
+    }
+
+    /// `litert_lm_conversation_config_create`; NULL on failure.
+    pub(crate) fn conversation_config_create(&self) -> *mut RawConversationConfig {
+        // SAFETY: no arguments besides the out-parameter.
+        unsafe {
+            match self.conversation_config_create_fn {
+                Dual::Handle(f) => f(),
+                Dual::Status(f) => out_param(std::ptr::null_mut(), |o| f(o)),
+            }
+        }
+    }
+
+    /// `litert_lm_conversation_create`; NULL on failure.
+    ///
+    /// # Safety
+    /// A live engine and conversation config.
+    pub(crate) unsafe fn conversation_create(
+        &self,
+        engine: *mut RawEngine,
+        config: *mut RawConversationConfig,
+    ) -> *mut RawConversation {
+        // SAFETY: per this function's contract.
+        unsafe {
+            match self.conversation_create_fn {
+                Dual::Handle(f) => f(engine, config),
+                Dual::Status(f) => out_param(std::ptr::null_mut(), |o| f(engine, config, o)),
+            }
+        }
+    }
+
+    /// The blocking `litert_lm_conversation_send_message`; NULL on failure.
+    ///
+    /// # Safety
+    /// A live conversation, C strings and live optional args.
+    pub(crate) unsafe fn conversation_send_message(
+        &self,
+        conversation: *mut RawConversation,
+        message: *const c_char,
+        context: *const c_char,
+        args: *const RawOptionalArgs,
+    ) -> *mut RawJsonResponse {
+        // SAFETY: per this function's contract.
+        unsafe {
+            match self.conversation_send_message_fn {
+                Dual::Handle(f) => f(conversation, message, context, args),
+                Dual::Status(f) => out_param(std::ptr::null_mut(), |o| {
+                    f(conversation, message, context, args, o)
+                }),
+            }
+        }
+    }
+
+    /// `litert_lm_conversation_optional_args_create`; NULL on failure.
+    pub(crate) fn optional_args_create(&self) -> *mut RawOptionalArgs {
+        // SAFETY: no arguments besides the out-parameter.
+        unsafe {
+            match self.optional_args_create_fn {
+                Dual::Handle(f) => f(),
+                Dual::Status(f) => out_param(std::ptr::null_mut(), |o| f(o)),
+            }
+        }
+    }
+
+    /// `litert_lm_json_response_get_string`: a string owned by the response, or NULL.
+    ///
+    /// # Safety
+    /// A live response.
+    pub(crate) unsafe fn json_response_string(
+        &self,
+        response: *const RawJsonResponse,
+    ) -> *const c_char {
+        // SAFETY: per this function's contract.
+        unsafe {
+            match self.json_response_get_string_fn {
+                Dual::Handle(f) => f(response),
+                Dual::Status(f) => out_param(std::ptr::null(), |o| f(response, o)),
+            }
+        }
+    }
+
+    /// `litert_lm_stream_chunk_get_text`: a string owned by the chunk, or NULL.
+    ///
+    /// # Safety
+    /// A chunk inside its callback.
+    pub(crate) unsafe fn chunk_text(&self, chunk: *const RawStreamChunk) -> *const c_char {
+        // SAFETY: per this function's contract.
+        unsafe {
+            match self.stream_chunk_get_text_fn {
+                Dual::Handle(f) => f(chunk),
+                Dual::Status(f) => out_param(std::ptr::null(), |o| f(chunk, o)),
+            }
+        }
+    }
+
+    /// `litert_lm_stream_chunk_is_final`.
+    ///
+    /// # Safety
+    /// A chunk inside its callback.
+    pub(crate) unsafe fn chunk_is_final(&self, chunk: *const RawStreamChunk) -> bool {
+        // SAFETY: per this function's contract.
+        unsafe {
+            match self.stream_chunk_is_final_fn {
+                Dual::Handle(f) => f(chunk),
+                Dual::Status(f) => out_param(false, |o| f(chunk, o)),
+            }
+        }
+    }
+
+    /// `litert_lm_stream_chunk_get_error`: a string owned by the chunk, or NULL.
+    ///
+    /// # Safety
+    /// A chunk inside its callback.
+    pub(crate) unsafe fn chunk_error(&self, chunk: *const RawStreamChunk) -> *const c_char {
+        // SAFETY: per this function's contract.
+        unsafe {
+            match self.stream_chunk_get_error_fn {
+                Dual::Handle(f) => f(chunk),
+                Dual::Status(f) => out_param(std::ptr::null(), |o| f(chunk, o)),
+            }
+        }
     }
 
     /// The library's message for the last failed call on this thread, if it offers one.

@@ -146,6 +146,11 @@ impl Handles {
         Self { api, counts }
     }
 
+    /// The library these handles come from.
+    pub(crate) fn api(&self) -> &'static Api {
+        self.api
+    }
+
     /// `litert_lm_engine_settings_create(model, backend, NULL, NULL)`.
     pub(crate) fn settings(&self, model: &Path, backend: &str) -> Result<Settings, CallError> {
         const CALL: &str = "litert_lm_engine_settings_create";
@@ -153,12 +158,8 @@ impl Handles {
         let backend = c_string(CALL, backend)?;
         // SAFETY: two valid C strings; NULL vision/audio backends mean "not set".
         let ptr = unsafe {
-            (self.api.engine_settings_create)(
-                model.as_ptr(),
-                backend.as_ptr(),
-                std::ptr::null(),
-                std::ptr::null(),
-            )
+            self.api
+                .engine_settings_create(model.as_ptr(), backend.as_ptr())
         };
         Owned::adopt(self.api, &self.counts, ptr, CALL).map(Settings)
     }
@@ -167,14 +168,13 @@ impl Handles {
     pub(crate) fn engine(&self, settings: &Settings) -> Result<Arc<LmEngine>, CallError> {
         const CALL: &str = "litert_lm_engine_create";
         // SAFETY: a live settings handle; the engine copies what it needs from it.
-        let ptr = unsafe { (self.api.engine_create)(settings.0.as_ptr()) };
+        let ptr = unsafe { self.api.engine_create(settings.0.as_ptr()) };
         Owned::adopt(self.api, &self.counts, ptr, CALL).map(|o| Arc::new(LmEngine(o)))
     }
 
     /// `litert_lm_sampler_params_create(type)`.
     pub(crate) fn sampler_params(&self, kind: SamplerType) -> Result<SamplerParams, CallError> {
-        // SAFETY: a valid sampler type.
-        let ptr = unsafe { (self.api.sampler_params_create)(kind) };
+        let ptr = self.api.sampler_params_create(kind);
         Owned::adopt(
             self.api,
             &self.counts,
@@ -186,8 +186,7 @@ impl Handles {
 
     /// `litert_lm_session_config_create()`.
     pub(crate) fn session_config(&self) -> Result<SessionConfig, CallError> {
-        // SAFETY: no arguments.
-        let ptr = unsafe { (self.api.session_config_create)() };
+        let ptr = self.api.session_config_create();
         Owned::adopt(
             self.api,
             &self.counts,
@@ -199,8 +198,7 @@ impl Handles {
 
     /// `litert_lm_conversation_config_create()`.
     pub(crate) fn conversation_config(&self) -> Result<ConversationConfig, CallError> {
-        // SAFETY: no arguments.
-        let ptr = unsafe { (self.api.conversation_config_create)() };
+        let ptr = self.api.conversation_config_create();
         Owned::adopt(
             self.api,
             &self.counts,
@@ -217,7 +215,10 @@ impl Handles {
         config: &ConversationConfig,
     ) -> Result<Conversation, CallError> {
         // SAFETY: a live engine and config; the conversation copies the config.
-        let ptr = unsafe { (self.api.conversation_create)(engine.0.as_ptr(), config.0.as_ptr()) };
+        let ptr = unsafe {
+            self.api
+                .conversation_create(engine.0.as_ptr(), config.0.as_ptr())
+        };
         let raw = Owned::adopt(self.api, &self.counts, ptr, "litert_lm_conversation_create")?;
         Ok(Conversation {
             raw,
@@ -229,8 +230,7 @@ impl Handles {
     pub(crate) fn optional_args(&self, max_output_tokens: u32) -> Result<OptionalArgs, CallError> {
         const CALL: &str = "litert_lm_conversation_optional_args_create";
         let max = c_int(CALL, max_output_tokens)?;
-        // SAFETY: no arguments.
-        let ptr = unsafe { (self.api.optional_args_create)() };
+        let ptr = self.api.optional_args_create();
         let args = Owned::adopt(self.api, &self.counts, ptr, CALL)?;
         // SAFETY: a live optional-args handle.
         unsafe { (self.api.optional_args_set_max_output_tokens)(args.as_ptr(), max) };
@@ -277,10 +277,10 @@ impl LmEngine {
         const CALL: &str = "litert_lm_engine_tokenize";
         let text = c_string(CALL, text)?;
         // SAFETY: a live engine and a C string.
-        let ptr = unsafe { (handles.api.engine_tokenize)(self.0.as_ptr(), text.as_ptr()) };
+        let ptr = unsafe { handles.api.engine_tokenize(self.0.as_ptr(), text.as_ptr()) };
         let result = Owned::adopt(handles.api, &handles.counts, ptr, CALL)?;
         // SAFETY: a live tokenize result.
-        let n = unsafe { (handles.api.tokenize_result_get_num_tokens)(result.as_ptr()) };
+        let n = unsafe { handles.api.tokenize_result_num_tokens(result.as_ptr()) };
         Ok(u32::try_from(n).unwrap_or(u32::MAX))
     }
 }
@@ -396,7 +396,7 @@ impl Conversation {
         // SAFETY: a live conversation, two C strings and live optional args, all outliving the
         // blocking call.
         let ptr = unsafe {
-            (handles.api.conversation_send_message)(
+            handles.api.conversation_send_message(
                 self.raw.as_ptr(),
                 message.as_ptr(),
                 context.as_ptr(),
@@ -415,7 +415,6 @@ impl JsonResponse {
     /// The reply as a JSON string.
     pub(crate) fn text(&self) -> String {
         // SAFETY: the string is owned by the live response and copied at once.
-        unsafe { opt_str((self.0.api.json_response_get_string)(self.0.as_ptr())) }
-            .unwrap_or_default()
+        unsafe { opt_str(self.0.api.json_response_string(self.0.as_ptr())) }.unwrap_or_default()
     }
 }

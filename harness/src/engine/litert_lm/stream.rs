@@ -2,18 +2,20 @@
 //! `litert_lm_conversation_cancel_process`).
 //!
 //! The library calls back from its own thread, once per decoded chunk, and ends the stream with a
-//! final chunk or an error chunk (a cancel ends it with a `CANCELLED` error). The callback only
-//! forwards what it read to a channel; the calling thread counts chunks, asks for the cancel after
-//! K of them and waits for the end of the stream, because the callback state must outlive every
+//! final chunk or an error chunk (a cancel ends it with a `CANCELLED` error). The callback counts
+//! the chunks and requests the cancel itself when the K-th arrives: the tiny models decode faster
+//! than a round trip to the calling thread, which would let the generation finish first. The
+//! calling thread waits for the end of the stream, because the callback state must outlive every
 //! callback. If the stream never ends within the timeout that state is leaked on purpose: freeing
 //! it while the library may still call back would be a use-after-free.
 
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::engine::litert_lm::error::CallError;
-use crate::engine::litert_lm::ffi::{opt_str, Api, RawStreamChunk};
+use crate::engine::litert_lm::ffi::{opt_str, Api, RawConversation, RawStreamChunk};
 use crate::engine::litert_lm::handles::{Conversation, OptionalArgs};
 
 /// What a streamed generation produced.
@@ -37,6 +39,10 @@ enum Event {
 struct Sink {
     api: &'static Api,
     events: mpsc::Sender<Event>,
+    conversation: *mut RawConversation,
+    cancel_after: Option<u32>,
+    chunks: AtomicU32,
+    cancel_requested: AtomicBool,
 }
 
 /// The `LiteRtLmStreamCallback` leakloop registers.
@@ -48,9 +54,9 @@ unsafe extern "C" fn on_chunk(data: *mut c_void, chunk: *const RawStreamChunk) {
     // SAFETY: `chunk` is valid for the duration of this callback; strings are copied at once.
     let (error, text, last) = unsafe {
         (
-            opt_str((api.stream_chunk_get_error)(chunk)),
-            opt_str((api.stream_chunk_get_text)(chunk)),
-            (api.stream_chunk_is_final)(chunk),
+            opt_str(api.chunk_error(chunk)),
+            opt_str(api.chunk_text(chunk)),
+            api.chunk_is_final(chunk),
         )
     };
     // The receiver may be gone after a timeout: nothing left to tell then.
@@ -59,6 +65,14 @@ unsafe extern "C" fn on_chunk(data: *mut c_void, chunk: *const RawStreamChunk) {
         return;
     }
     if text.is_some_and(|t| !t.is_empty()) {
+        let n = sink.chunks.fetch_add(1, Ordering::SeqCst) + 1;
+        if sink.cancel_after.is_some_and(|k| n >= k)
+            && !sink.cancel_requested.swap(true, Ordering::SeqCst)
+        {
+            // SAFETY: the conversation outlives the stream (`stream_message` holds it borrowed
+            // until the stream has ended); cancelling only sets a flag the decode loop checks.
+            unsafe { (api.conversation_cancel_process)(sink.conversation) };
+        }
         let _ = sink.events.send(Event::Text);
     }
     if last {
@@ -79,7 +93,14 @@ pub(crate) fn stream_message(
     let message = std::ffi::CString::new(message_json)
         .map_err(|_| CallError::new(CALL, "message contains a NUL byte"))?;
     let (tx, rx) = mpsc::channel();
-    let sink = Box::into_raw(Box::new(Sink { api, events: tx }));
+    let sink = Box::into_raw(Box::new(Sink {
+        api,
+        events: tx,
+        conversation: conversation.as_ptr(),
+        cancel_after,
+        chunks: AtomicU32::new(0),
+        cancel_requested: AtomicBool::new(false),
+    }));
     // SAFETY: a live conversation, C strings and optional args that outlive the call (the library
     // copies the message before returning), and a callback whose state stays valid until the
     // stream ends.
@@ -102,24 +123,19 @@ pub(crate) fn stream_message(
 
     let deadline = Instant::now() + timeout;
     let mut tokens = 0u32;
-    let mut cancel_requested = false;
+
     let end = loop {
         let left = deadline.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
-            Ok(Event::Text) => {
-                tokens += 1;
-                if !cancel_requested && cancel_after.is_some_and(|k| tokens >= k) {
-                    // SAFETY: a live conversation with a stream in flight.
-                    unsafe { (api.conversation_cancel_process)(conversation.as_ptr()) };
-                    cancel_requested = true;
-                }
-            }
+            Ok(Event::Text) => tokens += 1,
             Ok(Event::Final) => break Ok(false),
             Ok(Event::Error(e)) if is_cancellation(&e) => break Ok(true),
             Ok(Event::Error(e)) if is_length_stop(&e) => break Ok(false),
             Ok(Event::Error(e)) => break Err(CallError::new(CALL, e)),
             Err(_) => {
                 // The library may still call back: `sink` must stay valid, so it is leaked.
+                // SAFETY: `sink` is live (leaked from here on); the flag is atomic.
+                let cancel_requested = unsafe { &*sink }.cancel_requested.load(Ordering::SeqCst);
                 return Err(CallError::new(
                     CALL,
                     format!(
@@ -136,7 +152,9 @@ pub(crate) fn stream_message(
         }
     };
     // SAFETY: the stream has ended (final or error chunk): no further callbacks use `sink`.
-    drop(unsafe { Box::from_raw(sink) });
+    let sink = unsafe { Box::from_raw(sink) };
+    let cancel_requested = sink.cancel_requested.load(Ordering::SeqCst);
+    drop(sink);
     end.map(|cancelled| StreamOutcome {
         tokens,
         cancelled: cancelled && cancel_requested,

@@ -3,6 +3,7 @@
 mod analyze;
 mod bench;
 mod check;
+mod compare;
 mod error;
 mod report;
 mod run;
@@ -39,6 +40,8 @@ enum Command {
     Report(report::ReportArgs),
     /// Run benchmarks that print figures (detection power, runner overhead).
     Bench(bench::BenchArgs),
+    /// Run one scenario against two engine libraries and show the results side by side.
+    Compare(compare::CompareArgs),
 }
 
 /// Entry point of the `leakloop` binary.
@@ -60,6 +63,7 @@ pub fn main() -> ExitCode {
         Command::Analyze(args) => analyze::run(args),
         Command::Report(args) => report::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Compare(args) => compare::run(args),
     };
     match result {
         Ok(exit) => ExitCode::from(exit as u8),

@@ -44,7 +44,7 @@ pub(crate) fn run(args: CompareArgs) -> Result<Exit, CliError> {
 }
 
 /// The exit code of a comparison: the worse of the two sides.
-pub(crate) fn compare_exit(a: &Verdict, b: &Verdict) -> Exit {
+pub fn compare_exit(a: &Verdict, b: &Verdict) -> Exit {
     let rank = |v: &Verdict| match v.status {
         VerdictStatus::Pass => 0,
         VerdictStatus::Fail => 1,

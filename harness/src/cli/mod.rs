@@ -12,6 +12,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+pub use compare::{compare_exit, compare_runs};
 pub use error::{CliError, Exit};
 
 /// Catches memory-leak regressions in on-device LLM inference engines.

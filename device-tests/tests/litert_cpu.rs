@@ -301,3 +301,25 @@ mod scenarios {
         assert!(rss_slope(&record) < 64.0 * 1024.0);
     }
 }
+
+#[test]
+fn kv_heavy_model_loads_and_answers() {
+    let model_file = "kv-heavy-qwen2-q8.litertlm";
+    let Some((_, model)) = require_litert("kv_heavy_model_loads_and_answers", model_file) else {
+        return;
+    };
+    let _lock = memory_lock();
+    let mut scenario = chat_scenario("kv-heavy", &model, 3, None);
+    scenario.engine.max_tokens = 4096;
+    let mut engine = LitertLmEngine::from_scenario(&scenario).expect("engine");
+    engine.load().expect("load");
+    let before = rss();
+    for n in 1..=3 {
+        turn(&mut engine, n, None, true);
+    }
+    eprintln!(
+        "kv-heavy: 3 kept conversations cost {} KiB",
+        (rss().saturating_sub(before)) / 1024
+    );
+    assert_eq!(live(&mut engine, "conversation"), 3);
+}

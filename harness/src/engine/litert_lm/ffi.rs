@@ -274,6 +274,7 @@ impl Api {
             path: path.to_path_buf(),
             cause,
         };
+        preload_libm();
         // SAFETY: loading runs the library's initialisers; liblitert-lm.so is a plain C/C++
         // library whose initialisers have no preconditions on the loading process.
         let library = unsafe { libloading::Library::new(&key) }.map_err(|e| err(e.to_string()))?;
@@ -590,6 +591,24 @@ impl Api {
         // next call on this thread; it is copied at once.
         let text = unsafe { opt_str(get()) }?;
         (!text.is_empty()).then_some(text)
+    }
+}
+
+/// Makes libm's symbols global before the engine loads. The GPU path loads graphics drivers
+/// (Mesa's software Vulkan among them) that expect the process itself to provide libm; a program
+/// without it crashed there. A Rust binary does not link libm by itself, and the copy that comes
+/// in as a dependency of the engine library is private to it.
+fn preload_libm() {
+    #[cfg(target_os = "linux")]
+    {
+        static LIBM: OnceLock<()> = OnceLock::new();
+        LIBM.get_or_init(|| {
+            use libloading::os::unix::{Library, RTLD_GLOBAL, RTLD_NOW};
+            // SAFETY: libm has no initialisers with preconditions; it stays loaded for good.
+            if let Ok(lib) = unsafe { Library::open(Some("libm.so.6"), RTLD_NOW | RTLD_GLOBAL) } {
+                std::mem::forget(lib);
+            }
+        });
     }
 }
 

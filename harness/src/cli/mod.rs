@@ -3,6 +3,7 @@
 mod analyze;
 mod bench;
 mod check;
+mod compare;
 mod error;
 mod report;
 mod run;
@@ -12,6 +13,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+pub use compare::{compare_exit, compare_runs};
 pub use error::{CliError, Exit};
 
 /// Catches memory-leak regressions in on-device LLM inference engines.
@@ -43,6 +45,8 @@ enum Command {
     /// Serve an engine to a runner over stdin/stdout (started by the runner itself).
     #[command(hide = true)]
     Worker(worker::WorkerArgs),
+    /// Run one scenario against two engine libraries and show the results side by side.
+    Compare(compare::CompareArgs),
 }
 
 /// Entry point of the `leakloop` binary.
@@ -65,6 +69,7 @@ pub fn main() -> ExitCode {
         Command::Report(args) => report::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Worker(args) => worker::run(args),
+        Command::Compare(args) => compare::run(args),
     };
     match result {
         Ok(exit) => ExitCode::from(exit as u8),

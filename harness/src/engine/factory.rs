@@ -1,7 +1,9 @@
 //! Builds the engine a scenario names: in this process, or in an isolated worker process when
 //! the scenario asks for `engine.isolate`.
 
-use crate::engine::{Engine, EngineError, EngineErrorKind, SimEngine, WorkerEngine};
+use crate::engine::{
+    Engine, EngineError, EngineErrorKind, LitertLmEngine, SimEngine, WorkerEngine,
+};
 use crate::scenario::{BackendKind, Scenario};
 
 /// Builds the engine for `scenario` (its backend, options, faults and seed): in a worker process
@@ -18,6 +20,7 @@ pub fn build_engine(scenario: &Scenario) -> Result<Box<dyn Engine>, EngineError>
 pub fn build_in_process(scenario: &Scenario) -> Result<Box<dyn Engine>, EngineError> {
     match scenario.engine.backend {
         BackendKind::Sim => Ok(Box::new(SimEngine::from_scenario(scenario)?)),
+        BackendKind::LitertLm => Ok(Box::new(LitertLmEngine::from_scenario(scenario)?)),
         other => Err(EngineError::new(
             EngineErrorKind::Unavailable,
             format!(

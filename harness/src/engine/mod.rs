@@ -4,6 +4,7 @@
 mod api;
 mod factory;
 mod ledger;
+pub mod litert_lm;
 mod sim;
 mod worker;
 
@@ -13,6 +14,7 @@ pub use api::{
 };
 pub use factory::{build_engine, build_in_process};
 pub use ledger::{KindCounts, Ledger, LedgerImbalance, TurnLedger};
+pub use litert_lm::LitertLmEngine;
 pub use sim::SimEngine;
 pub(crate) use worker::{serve_stdio, WorkerError};
 pub use worker::{WorkerEngine, WORKER_BIN_ENV};

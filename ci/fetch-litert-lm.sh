@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Fetches LiteRT-LM's Linux C library from its Python wheel and unpacks it into
+# target/litert-lm/<version>/ (outside the source tree; target/ is ignored by git).
+#
+# Usage: ci/fetch-litert-lm.sh [VERSION|nightly]
+#   VERSION  a release of the `litert-lm-api` wheel (default 0.18.1)
+#   nightly  the newest `litert-lm-api-nightly` wheel
+#
+# Prints the folder that holds liblitert-lm.so on its last line. leakloop finds the newest folder
+# under target/litert-lm/ by itself; LITERT_LM_LIB or --lib point it at another one.
+set -euo pipefail
+
+want="${1:-0.18.1}"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+dest_root="${LITERT_LM_DIR:-$root/target/litert-lm}"
+pip="${PIP:-python3 -m pip}"
+
+if [[ "$want" == "nightly" ]]; then
+  spec="litert-lm-api-nightly"
+else
+  spec="litert-lm-api==$want"
+fi
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+# --no-deps: only the wheel itself; the C library inside needs nothing from Python.
+$pip download --quiet --no-deps --dest "$work" "$spec" >&2
+wheel="$(ls "$work"/*.whl | head -n1)"
+[[ -f "$wheel" ]] || { echo "no wheel downloaded for $spec" >&2; exit 1; }
+
+# The version is the wheel's own (a nightly's includes its date), read from its metadata.
+python3 - "$wheel" "$work/unpacked" <<'PY'
+import sys, zipfile
+wheel, out = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(wheel) as z:
+    names = [n for n in z.namelist()
+             if n.endswith("litert_lm/liblitert-lm.so") or n.endswith(".dist-info/METADATA")]
+    z.extractall(out, names)
+PY
+meta="$(ls "$work"/unpacked/*.dist-info/METADATA | head -n1)"
+version="$(sed -n 's/^Version: //p' "$meta" | head -n1)"
+lib="$work/unpacked/litert_lm/liblitert-lm.so"
+[[ -f "$lib" ]] || { echo "$wheel holds no litert_lm/liblitert-lm.so" >&2; exit 1; }
+
+dest="$dest_root/$version"
+mkdir -p "$dest"
+cp "$lib" "$dest/liblitert-lm.so"
+cp "$meta" "$dest/METADATA"
+echo "$(basename "$wheel")" > "$dest/WHEEL"
+echo "fetched LiteRT-LM $version ($(basename "$wheel")) into" >&2
+echo "$dest"

@@ -1,0 +1,344 @@
+//! `leakloop compare SCENARIO --lib A --lib B`: the same scenario against two builds of an engine
+//! library (e.g. LiteRT-LM 0.18.1 and a nightly), side by side with the difference in growth per
+//! turn. This is how a contributor shows that an upstream change fixed (or introduced) a leak.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use bytesize::ByteSize;
+
+use crate::analyze::{Verdict, VerdictStatus};
+use crate::cli::{CliError, Exit};
+use crate::engine::litert_lm::discover_library;
+use crate::runner::{RunOutcome, RunRecord};
+use crate::scenario::load_scenario;
+
+/// Arguments of `leakloop compare`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct CompareArgs {
+    /// The scenario to run against both libraries.
+    pub scenario: PathBuf,
+    /// An engine library (a `liblitert-lm.so` or a folder holding one); give it twice, A then B.
+    #[arg(long = "lib", value_name = "PATH", required = true)]
+    pub libs: Vec<PathBuf>,
+}
+
+pub(crate) fn run(args: CompareArgs) -> Result<Exit, CliError> {
+    let [a, b] = args.libs.as_slice() else {
+        return Err(CliError::bad_input(format!(
+            "compare needs exactly two --lib (A and B), got {}",
+            args.libs.len()
+        )));
+    };
+    let scenario = load_scenario(&args.scenario).map_err(CliError::bad_input)?;
+    for lib in [a, b] {
+        discover_library(Some(lib)).map_err(CliError::bad_input)?;
+    }
+    // Running each side is `runner::run_scenario` on the engine built with that library, then
+    // `analyze::analyze_run`; both arrive with the runner and the analyzer.
+    Err(CliError::bad_input(format!(
+        "`leakloop compare` cannot run `{}` yet: this build has no runner and analyzer",
+        scenario.name
+    )))
+}
+
+/// The exit code of a comparison: the worse of the two sides.
+pub fn compare_exit(a: &Verdict, b: &Verdict) -> Exit {
+    let rank = |v: &Verdict| match v.status {
+        VerdictStatus::Pass => 0,
+        VerdictStatus::Fail => 1,
+        VerdictStatus::EngineFailed => 2,
+    };
+    match rank(a).max(rank(b)) {
+        0 => Exit::Pass,
+        1 => Exit::ExpectationFailed,
+        _ => Exit::EngineFailed,
+    }
+}
+
+fn status_word(v: &Verdict) -> &'static str {
+    match v.status {
+        VerdictStatus::Pass => "PASS",
+        VerdictStatus::Fail => "FAIL",
+        VerdictStatus::EngineFailed => "ENGINE FAILED",
+    }
+}
+
+/// A signed byte count, e.g. `+1.5 MiB` or `-512 B`.
+fn signed_bytes(value: f64) -> String {
+    let sign = if value < 0.0 { "-" } else { "+" };
+    format!(
+        "{sign}{}",
+        ByteSize::b(value.abs().round() as u64).display().iec()
+    )
+}
+
+fn bytes(value: u64) -> String {
+    ByteSize::b(value).display().iec().to_string()
+}
+
+fn side_label(record: &RunRecord) -> String {
+    let lib = record
+        .backend
+        .details
+        .get("library")
+        .map(|l| format!(" ({l})"))
+        .unwrap_or_default();
+    format!("{} {}{lib}", record.backend.backend, record.backend.version)
+}
+
+fn outcome_line(record: &RunRecord) -> String {
+    match &record.outcome {
+        RunOutcome::Completed => format!("completed {} turns", record.turns_completed),
+        RunOutcome::EngineFailed { turn, step, error } => {
+            format!("engine failed at turn {turn} ({step}): {error}")
+        }
+    }
+}
+
+/// Renders two runs of one scenario side by side: per metric the classification, the slope after
+/// warm-up and how much more (or less) B grows per turn than A; then the expectations, the ledger
+/// imbalances and the status of each side.
+pub fn compare_runs(a: (&RunRecord, &Verdict), b: (&RunRecord, &Verdict)) -> String {
+    let (ra, va) = a;
+    let (rb, vb) = b;
+    let mut out = String::new();
+    let _ = writeln!(out, "scenario: {}", ra.scenario.name);
+    let _ = writeln!(out, "  A: {}: {}", side_label(ra), outcome_line(ra));
+    let _ = writeln!(out, "  B: {}: {}", side_label(rb), outcome_line(rb));
+    let _ = writeln!(out);
+
+    let metrics: BTreeSet<&String> = va.metrics.keys().chain(vb.metrics.keys()).collect();
+    let mut rows = vec![[
+        "metric".to_owned(),
+        "A".to_owned(),
+        "A growth/turn".to_owned(),
+        "B".to_owned(),
+        "B growth/turn".to_owned(),
+        "B - A per turn".to_owned(),
+    ]];
+    for metric in metrics {
+        let (ma, mb) = (va.metrics.get(metric), vb.metrics.get(metric));
+        let class = |m: Option<&crate::analyze::MetricAnalysis>| {
+            m.map_or("-".to_owned(), |m| m.classification.as_str().to_owned())
+        };
+        let slope = |m: Option<&crate::analyze::MetricAnalysis>| {
+            m.map_or("-".to_owned(), |m| signed_bytes(m.slope_bytes_per_turn))
+        };
+        let diff = match (ma, mb) {
+            (Some(ma), Some(mb)) => signed_bytes(mb.slope_bytes_per_turn - ma.slope_bytes_per_turn),
+            _ => "-".to_owned(),
+        };
+        rows.push([
+            metric.clone(),
+            class(ma),
+            slope(ma),
+            class(mb),
+            slope(mb),
+            diff,
+        ]);
+    }
+    let widths: Vec<usize> = (0..6)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for row in &rows {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(c, (cell, w))| {
+                if c == 0 {
+                    format!("{cell:<w$}")
+                } else {
+                    format!("{cell:>w$}")
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "{}", line.join("  ").trim_end());
+    }
+
+    for (label, record, verdict) in [("A", ra, va), ("B", rb, vb)] {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "{label}: {}", status_word(verdict));
+        for e in &verdict.expectations {
+            let turn = e.turn.map(|t| format!(" (turn {t})")).unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  [{}] {}: expected {}, measured {}{turn}",
+                if e.passed { "ok" } else { "FAIL" },
+                e.name,
+                e.expected,
+                e.measured
+            );
+        }
+        for imbalance in record.ledger.imbalances() {
+            let since = imbalance
+                .first_turn
+                .map(|t| format!(", since turn {t}"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  ledger: {} created {} deleted {}{since}",
+                imbalance.kind, imbalance.created, imbalance.deleted
+            );
+        }
+        for metric in verdict.metrics.values().filter(|m| m.plateau.is_some()) {
+            if let Some(p) = metric.plateau {
+                let _ = writeln!(
+                    out,
+                    "  one-time rise of {} settled at turn {} (baseline {})",
+                    signed_bytes(p.size_bytes as f64),
+                    p.settled_at_turn,
+                    bytes(metric.baseline)
+                );
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::analyze::{Classification, ExpectationResult, MetricAnalysis};
+    use crate::engine::{BackendInfo, Ledger};
+    use crate::scenario::{
+        BackendKind, Device, EngineSpec, Expectations, SamplePlan, SamplePoint, Scenario, Step,
+    };
+
+    fn record(version: &str, leak: bool) -> RunRecord {
+        let mut ledger = Ledger::new();
+        for turn in 1..=3 {
+            ledger.record_create(turn, "litert-lm/conversation");
+            if !leak || turn == 1 {
+                ledger.record_delete(turn, "litert-lm/conversation");
+            }
+        }
+        RunRecord {
+            scenario: Scenario {
+                name: "litert-cpu-chat".into(),
+                description: None,
+                source: None,
+                engine: EngineSpec {
+                    backend: BackendKind::LitertLm,
+                    profile: None,
+                    inline_profiles: BTreeMap::new(),
+                    model: None,
+                    device: Device::Cpu,
+                    max_tokens: 1024,
+                    lib: None,
+                    call_timeout: Duration::from_secs(60),
+                    isolate: true,
+                },
+                warmup_turns: 0,
+                turns: 3,
+                turn: vec![Step::Close],
+                reload_every: 0,
+                sample: SamplePlan {
+                    after: vec![SamplePoint::Load],
+                    settle: Duration::ZERO,
+                },
+                watch: vec![],
+                faults: vec![],
+                expect: Expectations::default(),
+                seed: 0,
+            },
+            backend: BackendInfo {
+                backend: "litert-lm".into(),
+                version: version.into(),
+                details: BTreeMap::from([(
+                    "library".to_owned(),
+                    format!("target/litert-lm/{version}/liblitert-lm.so"),
+                )]),
+            },
+            samples: vec![],
+            ledger,
+            turns_completed: 3,
+            engine_errors: vec![],
+            outcome: RunOutcome::Completed,
+        }
+    }
+
+    fn analysis(class: Classification, slope: f64, plateau: Option<i64>) -> MetricAnalysis {
+        MetricAnalysis {
+            classification: class,
+            baseline: 64 << 20,
+            after_warmup: None,
+            last: 66 << 20,
+            slope_bytes_per_turn: slope,
+            slope_interval: None,
+            confidence: 0.95,
+            plateau: plateau.map(|size_bytes| crate::analyze::PlateauInfo {
+                size_bytes,
+                settled_at_turn: 1,
+            }),
+            turns_needed: None,
+            points: 31,
+            reason: String::new(),
+        }
+    }
+
+    fn verdict(status: VerdictStatus, rss_slope: f64, passed: bool) -> Verdict {
+        Verdict {
+            status,
+            metrics: BTreeMap::from([
+                (
+                    "rss".to_owned(),
+                    analysis(
+                        if passed {
+                            Classification::Plateau
+                        } else {
+                            Classification::Growth
+                        },
+                        rss_slope,
+                        passed.then_some(1_500_000),
+                    ),
+                ),
+                (
+                    "native_heap".to_owned(),
+                    analysis(Classification::Clean, 12.0, None),
+                ),
+            ]),
+            expectations: vec![ExpectationResult {
+                name: "rss.max_growth_per_turn".into(),
+                passed,
+                expected: "<= 64 KiB/turn".into(),
+                measured: format!("{}/turn", signed_bytes(rss_slope)),
+                turn: (!passed).then_some(2),
+            }],
+        }
+    }
+
+    #[test]
+    fn renders_a_fixed_build_next_to_a_leaking_one() {
+        let (ra, va) = (
+            record("0.18.1", true),
+            verdict(VerdictStatus::Fail, 541_000.0, false),
+        );
+        let (rb, vb) = (
+            record("0.19.0.dev20261026", false),
+            verdict(VerdictStatus::Pass, 1_900.0, true),
+        );
+        let text = compare_runs((&ra, &va), (&rb, &vb));
+        insta::assert_snapshot!(text);
+        assert_eq!(compare_exit(&va, &vb), Exit::ExpectationFailed);
+    }
+
+    #[test]
+    fn the_worse_side_decides_the_exit_code() {
+        let pass = verdict(VerdictStatus::Pass, 0.0, true);
+        let failed = verdict(VerdictStatus::EngineFailed, 0.0, true);
+        assert_eq!(compare_exit(&pass, &pass), Exit::Pass);
+        assert_eq!(compare_exit(&pass, &failed), Exit::EngineFailed);
+    }
+
+    #[test]
+    fn growth_difference_is_signed() {
+        assert_eq!(signed_bytes(-2048.0), "-2.0 KiB");
+        assert_eq!(signed_bytes(512.0), "+512 B");
+    }
+}

@@ -1,0 +1,334 @@
+//! Finding `liblitert-lm.so` and its version.
+//!
+//! The library comes from LiteRT-LM's Python wheel (`ci/fetch-litert-lm.sh` unpacks it into
+//! `target/litert-lm/<version>/`). The order of precedence is: an explicit path (the scenario's
+//! `engine.lib` or `--lib`), then the `LITERT_LM_LIB` environment variable, then the newest
+//! version folder under `target/litert-lm/`. The version that ran goes into every report, so it is
+//! read from the wheel's metadata next to the library where there is one, else from the folder
+//! name.
+
+use std::cmp::Ordering;
+use std::path::{Path, PathBuf};
+
+/// Environment variable that points at a `liblitert-lm.so` (or a folder holding one).
+pub const LIB_ENV: &str = "LITERT_LM_LIB";
+
+/// File name of the library inside a fetched folder or an unpacked wheel.
+pub const LIB_FILE: &str = "liblitert-lm.so";
+
+/// How to get the library, as printed whenever it is missing.
+pub const FETCH_HINT: &str =
+    "fetch it with `ci/fetch-litert-lm.sh [VERSION|nightly]`, or point `--lib`, `engine.lib` or \
+     LITERT_LM_LIB at a liblitert-lm.so";
+
+/// Where a library was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LibrarySource {
+    /// Given explicitly (`--lib` or the scenario's `engine.lib`).
+    Explicit,
+    /// From the `LITERT_LM_LIB` environment variable.
+    Environment,
+    /// The newest folder under `target/litert-lm/`.
+    Fetched,
+}
+
+impl LibrarySource {
+    /// A short word for reports.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            LibrarySource::Explicit => "explicit",
+            LibrarySource::Environment => "env",
+            LibrarySource::Fetched => "fetched",
+        }
+    }
+}
+
+/// A LiteRT-LM library on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LibraryLocation {
+    /// Path of the shared library.
+    pub path: PathBuf,
+    /// Its version (from the wheel's metadata, else the folder name, else `unknown`).
+    pub version: String,
+    /// How it was found.
+    pub source: LibrarySource,
+}
+
+/// The library could not be found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("LiteRT-LM library not found: {reason}; {FETCH_HINT}")]
+pub struct DiscoverError {
+    /// What was looked at and why it did not do.
+    pub reason: String,
+}
+
+/// Finds the library: `explicit` first, then `LITERT_LM_LIB`, then the newest fetched version.
+pub fn discover_library(explicit: Option<&Path>) -> Result<LibraryLocation, DiscoverError> {
+    let env = std::env::var_os(LIB_ENV).map(PathBuf::from);
+    discover_in(explicit, env.as_deref(), &fetch_roots())
+}
+
+/// [`discover_library`] with the environment and the search roots given, for tests.
+pub(crate) fn discover_in(
+    explicit: Option<&Path>,
+    env: Option<&Path>,
+    roots: &[PathBuf],
+) -> Result<LibraryLocation, DiscoverError> {
+    if let Some(path) = explicit {
+        return resolve_given(path, LibrarySource::Explicit, "the given library path");
+    }
+    if let Some(path) = env.filter(|p| !p.as_os_str().is_empty()) {
+        return resolve_given(path, LibrarySource::Environment, LIB_ENV);
+    }
+    let mut looked = Vec::new();
+    for root in roots {
+        looked.push(root.display().to_string());
+        if let Some((path, version)) = newest_in(root) {
+            return Ok(LibraryLocation {
+                path,
+                version,
+                source: LibrarySource::Fetched,
+            });
+        }
+    }
+    Err(DiscoverError {
+        reason: format!(
+            "no --lib, no {LIB_ENV}, and no version folder holding {LIB_FILE} under {}",
+            if looked.is_empty() {
+                "any target/litert-lm/".to_owned()
+            } else {
+                looked.join(", ")
+            }
+        ),
+    })
+}
+
+fn resolve_given(
+    path: &Path,
+    source: LibrarySource,
+    what: &str,
+) -> Result<LibraryLocation, DiscoverError> {
+    let file = if path.is_dir() {
+        path.join(LIB_FILE)
+    } else {
+        path.to_path_buf()
+    };
+    if !file.is_file() {
+        return Err(DiscoverError {
+            reason: format!("{what} `{}` is not a file", file.display()),
+        });
+    }
+    Ok(LibraryLocation {
+        version: version_of(&file),
+        path: file,
+        source,
+    })
+}
+
+/// The folders `ci/fetch-litert-lm.sh` may have filled: `$CARGO_TARGET_DIR/litert-lm`, the
+/// `target/litert-lm` of any folder above the working directory or above the running executable,
+/// and the one of the workspace this crate was built in.
+fn fetch_roots() -> Vec<PathBuf> {
+    let mut roots = Vec::new();
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
+        roots.push(PathBuf::from(dir).join("litert-lm"));
+    }
+    let mut starts = Vec::new();
+    if let Ok(cwd) = std::env::current_dir() {
+        starts.push(cwd);
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        starts.push(exe);
+    }
+    starts.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    for start in starts {
+        for dir in start.ancestors() {
+            let candidate = if dir.file_name().is_some_and(|n| n == "target") {
+                dir.join("litert-lm")
+            } else {
+                dir.join("target").join("litert-lm")
+            };
+            if candidate.is_dir() && !roots.contains(&candidate) {
+                roots.push(candidate);
+            }
+        }
+    }
+    roots
+}
+
+/// The newest version folder under `root` that holds the library.
+fn newest_in(root: &Path) -> Option<(PathBuf, String)> {
+    let entries = std::fs::read_dir(root).ok()?;
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| e.path().join(LIB_FILE).is_file())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .max_by(|a, b| compare_versions(a, b))
+        .map(|name| {
+            let path = root.join(&name).join(LIB_FILE);
+            let version = metadata_version(path.parent()?).unwrap_or(name);
+            Some((path, version))
+        })?
+}
+
+/// The version of a library file: the wheel metadata beside it, else its folder's name when that
+/// looks like a version, else `unknown`.
+fn version_of(file: &Path) -> String {
+    let Some(dir) = file.parent() else {
+        return "unknown".into();
+    };
+    if let Some(v) = metadata_version(dir) {
+        return v;
+    }
+    // An unpacked wheel: <root>/litert_lm/liblitert-lm.so next to <root>/*.dist-info/METADATA.
+    if let Some(v) = dir.parent().and_then(dist_info_version) {
+        return v;
+    }
+    match dir.file_name().and_then(|n| n.to_str()) {
+        Some(name) if name.starts_with(|c: char| c.is_ascii_digit()) => name.to_owned(),
+        _ => "unknown".into(),
+    }
+}
+
+/// `Version:` from a `METADATA` file in `dir` (as the fetch script leaves it).
+fn metadata_version(dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join("METADATA")).ok()?;
+    parse_metadata_version(&text)
+}
+
+fn dist_info_version(root: &Path) -> Option<String> {
+    std::fs::read_dir(root)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with("litert_lm") && n.ends_with(".dist-info"))
+        })
+        .find_map(|e| metadata_version(&e.path()))
+}
+
+pub(crate) fn parse_metadata_version(text: &str) -> Option<String> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("Version:"))
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+}
+
+/// Orders version folder names the way Python versions order: release numbers compared
+/// numerically, a `.devN` build before the release it leads to; names that are not versions sort
+/// first.
+pub(crate) fn compare_versions(a: &str, b: &str) -> Ordering {
+    version_key(a).cmp(&version_key(b))
+}
+
+/// (is a version, release numbers, dev: None sorts after Some).
+fn version_key(name: &str) -> (bool, Vec<u64>, DevRank) {
+    let mut release = Vec::new();
+    let mut dev = DevRank::Release;
+    for part in name.split('.') {
+        if let Ok(n) = part.parse::<u64>() {
+            if dev == DevRank::Release {
+                release.push(n);
+            }
+        } else if let Some(n) = part.strip_prefix("dev") {
+            dev = DevRank::Dev(n.parse().unwrap_or(0));
+        } else {
+            break;
+        }
+    }
+    (!release.is_empty(), release, dev)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum DevRank {
+    Dev(u64),
+    Release,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::numeric_not_lexical("0.9.0", "0.18.1", Ordering::Less)]
+    #[case::nightly_after_older_release("0.19.0.dev20261026", "0.18.1", Ordering::Greater)]
+    #[case::nightly_before_its_release("0.19.0.dev20261026", "0.19.0", Ordering::Less)]
+    #[case::later_nightly("0.19.0.dev20261027", "0.19.0.dev20261026", Ordering::Greater)]
+    #[case::junk_first("notes", "0.1.0", Ordering::Less)]
+    fn versions_order_like_python(#[case] a: &str, #[case] b: &str, #[case] want: Ordering) {
+        assert_eq!(compare_versions(a, b), want);
+    }
+
+    fn fake_lib(dir: &Path, metadata: Option<&str>) -> PathBuf {
+        std::fs::create_dir_all(dir).unwrap();
+        let lib = dir.join(LIB_FILE);
+        std::fs::write(&lib, b"not really elf").unwrap();
+        if let Some(v) = metadata {
+            std::fs::write(dir.join("METADATA"), format!("Name: x\nVersion: {v}\n")).unwrap();
+        }
+        lib
+    }
+
+    #[test]
+    fn picks_the_newest_fetched_folder_and_its_metadata_version() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("litert-lm");
+        fake_lib(&root.join("0.9.0"), None);
+        let want = fake_lib(&root.join("0.18.1"), Some("0.18.1"));
+        std::fs::create_dir_all(root.join("0.99.0")).unwrap(); // no library inside: skipped
+        let found = discover_in(None, None, &[root]).unwrap();
+        assert_eq!(found.path, want);
+        assert_eq!(found.version, "0.18.1");
+        assert_eq!(found.source, LibrarySource::Fetched);
+    }
+
+    #[test]
+    fn explicit_beats_environment_beats_fetched() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("litert-lm");
+        fake_lib(&root.join("0.18.1"), None);
+        let env_lib = fake_lib(&tmp.path().join("env/0.17.0"), None);
+        let explicit = fake_lib(&tmp.path().join("mine"), Some("0.20.0"));
+
+        let found =
+            discover_in(Some(&explicit), Some(&env_lib), std::slice::from_ref(&root)).unwrap();
+        assert_eq!(
+            (found.source, found.version.as_str()),
+            (LibrarySource::Explicit, "0.20.0")
+        );
+
+        let found = discover_in(None, Some(&env_lib), std::slice::from_ref(&root)).unwrap();
+        assert_eq!(
+            (found.source, found.version.as_str()),
+            (LibrarySource::Environment, "0.17.0")
+        );
+
+        // A folder works as well as the file inside it.
+        let found = discover_in(Some(&tmp.path().join("mine")), None, &[root]).unwrap();
+        assert_eq!(found.path, explicit);
+    }
+
+    #[test]
+    fn unpacked_wheel_reports_its_dist_info_version() {
+        let tmp = tempfile::tempdir().unwrap();
+        let lib = fake_lib(&tmp.path().join("litert_lm"), None);
+        let info = tmp.path().join("litert_lm_api-0.18.1.dist-info");
+        std::fs::create_dir_all(&info).unwrap();
+        std::fs::write(info.join("METADATA"), "Version: 0.18.1\n").unwrap();
+        assert_eq!(version_of(&lib), "0.18.1");
+    }
+
+    #[test]
+    fn missing_library_says_how_to_fetch_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let err = discover_in(None, None, &[tmp.path().join("litert-lm")]).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("ci/fetch-litert-lm.sh"), "{text}");
+        assert!(text.contains("LITERT_LM_LIB"), "{text}");
+
+        let err = discover_in(Some(Path::new("/nowhere/lib.so")), None, &[]).unwrap_err();
+        assert!(err.to_string().contains("/nowhere/lib.so"), "{err}");
+    }
+}

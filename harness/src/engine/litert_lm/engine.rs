@@ -1,0 +1,408 @@
+//! [`LitertLmEngine`]: the [`Engine`] lifecycle on LiteRT-LM's C API.
+//!
+//! - load: `engine_settings_create(model, "cpu"|"gpu")` + `set_max_num_tokens` + `set_cache_dir`,
+//!   then `engine_create`; the settings are freed right after.
+//! - open: a session config (output limit, sampler) inside a conversation config, then
+//!   `conversation_create`; both configs are freed once the conversation has copied them.
+//! - send: keeps the prompt; generate sends it as `{"role":"user","content":...}`, blocking
+//!   (`conversation_send_message`, a JSON reply) or streamed when the step cancels after K tokens.
+//! - close: `conversation_delete`; unload: `engine_delete` (deferred while a conversation that
+//!   was never closed still uses the engine).
+//!
+//! The engine writes caches next to its model, so it runs on a copy of the model in a private
+//! temporary folder that also serves as its cache folder; the source tree stays clean.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::engine::litert_lm::discover::{discover_library, LibraryLocation};
+use crate::engine::litert_lm::error::CallError;
+use crate::engine::litert_lm::ffi::{Api, SamplerType};
+use crate::engine::litert_lm::handles::{Conversation, HandleCounts, Handles, LmEngine};
+use crate::engine::litert_lm::stream::stream_message;
+use crate::engine::{
+    BackendInfo, Engine, EngineError, EngineErrorKind, EngineSnapshot, GenerateOutcome,
+    GenerateRequest, Prompt, SessionId,
+};
+use crate::probe::native_heap_bytes;
+use crate::scenario::{Device, Scenario, SessionOptions, Step};
+
+/// Backend name in scenarios, reports and ledger kinds (`litert-lm/conversation`).
+pub const BACKEND_NAME: &str = "litert-lm";
+
+/// LiteRT-LM driven through its C API in this process.
+#[derive(Debug)]
+pub struct LitertLmEngine {
+    library: LibraryLocation,
+    model: PathBuf,
+    device: Device,
+    max_tokens: u32,
+    /// The largest output any step of the scenario asks for: the sessions' own limit.
+    session_max_output: u32,
+    call_timeout: Duration,
+    counts: HandleCounts,
+    handles: Option<Handles>,
+    sessions: BTreeMap<SessionId, OpenConversation>,
+    engine: Option<Arc<LmEngine>>,
+    next_session: u64,
+    /// The model copy and the engine's cache folder; removed after everything else is dropped.
+    workdir: Option<tempfile::TempDir>,
+}
+
+#[derive(Debug)]
+struct OpenConversation {
+    conversation: Conversation,
+    /// Prompts sent since the last generation, joined into one user message.
+    pending: Vec<String>,
+}
+
+impl LitertLmEngine {
+    /// Prepares the engine a scenario describes: finds the library (`engine.lib`,
+    /// `LITERT_LM_LIB`, or the newest fetched version) and checks the model file. Nothing is
+    /// loaded until [`Engine::load`].
+    pub fn from_scenario(scenario: &Scenario) -> Result<Self, EngineError> {
+        Self::with_library(scenario, scenario.engine.lib.as_deref())
+    }
+
+    /// [`LitertLmEngine::from_scenario`] with the library given explicitly (overriding the
+    /// scenario's `engine.lib`), as `leakloop compare --lib A --lib B` does.
+    pub fn with_library(scenario: &Scenario, lib: Option<&Path>) -> Result<Self, EngineError> {
+        let unavailable = |m: String| EngineError::new(EngineErrorKind::Unavailable, m);
+        let library = discover_library(lib).map_err(|e| unavailable(e.to_string()))?;
+        let model = scenario.engine.model.clone().ok_or_else(|| {
+            unavailable(format!(
+                "scenario `{}` names no engine.model (a .litertlm file)",
+                scenario.name
+            ))
+        })?;
+        if !model.is_file() {
+            return Err(unavailable(format!(
+                "model `{}` of scenario `{}` is not a file (the tiny models live in \
+                 fixtures/models/; fixtures/models/build_models.py rebuilds them)",
+                model.display(),
+                scenario.name
+            )));
+        }
+        let session_max_output = scenario
+            .turn
+            .iter()
+            .filter_map(|step| match step {
+                Step::Generate { max_output_tokens }
+                | Step::Cancel {
+                    max_output_tokens, ..
+                } => Some(*max_output_tokens),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(64);
+        Ok(Self {
+            library,
+            model,
+            device: scenario.engine.device,
+            max_tokens: scenario.engine.max_tokens,
+            session_max_output,
+            call_timeout: scenario.engine.call_timeout,
+            counts: HandleCounts::default(),
+            handles: None,
+            sessions: BTreeMap::new(),
+            engine: None,
+            next_session: 1,
+            workdir: None,
+        })
+    }
+
+    /// The library this engine runs on.
+    pub fn library(&self) -> &LibraryLocation {
+        &self.library
+    }
+
+    /// Cumulative create/delete counts per C-API kind.
+    pub fn handle_counts(&self) -> BTreeMap<String, crate::engine::KindCounts> {
+        self.counts.snapshot()
+    }
+
+    fn device_name(&self) -> &'static str {
+        match self.device {
+            Device::Cpu => "cpu",
+            Device::Gpu => "gpu",
+        }
+    }
+
+    fn handles(&mut self) -> Result<Handles, EngineError> {
+        if let Some(h) = &self.handles {
+            return Ok(h.clone());
+        }
+        let api = Api::load(&self.library.path)
+            .map_err(|e| EngineError::new(EngineErrorKind::Unavailable, e.to_string()))?;
+        let handles = Handles::new(api, self.counts.clone());
+        self.handles = Some(handles.clone());
+        Ok(handles)
+    }
+
+    /// The private copy of the model (made on first load) and the cache folder beside it.
+    fn prepare_workdir(&mut self) -> Result<(PathBuf, PathBuf), EngineError> {
+        let load_err = |m: String| EngineError::new(EngineErrorKind::Load, m);
+        if self.workdir.is_none() {
+            let dir = tempfile::Builder::new()
+                .prefix("leakloop-litert-lm-")
+                .tempdir()
+                .map_err(|e| load_err(format!("cannot create a temporary folder: {e}")))?;
+            let name = self.model.file_name().unwrap_or("model.litertlm".as_ref());
+            std::fs::copy(&self.model, dir.path().join(name)).map_err(|e| {
+                load_err(format!("cannot copy model `{}`: {e}", self.model.display()))
+            })?;
+            std::fs::create_dir_all(dir.path().join("cache"))
+                .map_err(|e| load_err(format!("cannot create the cache folder: {e}")))?;
+            self.workdir = Some(dir);
+        }
+        let dir = self.workdir.as_ref().expect("just made").path();
+        let name = self.model.file_name().unwrap_or("model.litertlm".as_ref());
+        Ok((dir.join(name), dir.join("cache")))
+    }
+
+    fn session(
+        &mut self,
+        id: SessionId,
+        kind: EngineErrorKind,
+    ) -> Result<&mut OpenConversation, EngineError> {
+        self.sessions
+            .get_mut(&id)
+            .ok_or_else(|| EngineError::new(kind, format!("no open session {}", id.0)))
+    }
+}
+
+/// The text of a reply in LiteRT-LM's message JSON: `content` as a string or as a list of
+/// `{"type": "text", "text": ...}` parts.
+pub(crate) fn reply_text(json: &str) -> Result<String, String> {
+    let value: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| format!("reply is not JSON ({e}): {json}"))?;
+    match value.get("content") {
+        Some(serde_json::Value::String(s)) => Ok(s.clone()),
+        Some(serde_json::Value::Array(parts)) => Ok(parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(|t| t.as_str()))
+            .collect()),
+        _ => Err(format!("reply has no `content`: {json}")),
+    }
+}
+
+fn sampler_type(options: &SessionOptions) -> Option<SamplerType> {
+    if options.top_p.is_some() {
+        Some(SamplerType::TopP)
+    } else if options.top_k.is_some() || options.temperature.is_some() || options.seed.is_some() {
+        Some(SamplerType::TopK)
+    } else {
+        None
+    }
+}
+
+impl Engine for LitertLmEngine {
+    fn describe(&self) -> BackendInfo {
+        let mut details = BTreeMap::from([
+            (
+                "library".to_owned(),
+                self.library.path.display().to_string(),
+            ),
+            (
+                "library_source".to_owned(),
+                self.library.source.as_str().to_owned(),
+            ),
+            ("device".to_owned(), self.device_name().to_owned()),
+            ("model".to_owned(), self.model.display().to_string()),
+            ("max_tokens".to_owned(), self.max_tokens.to_string()),
+        ]);
+        if let Some(handles) = &self.handles {
+            details.insert("c_api".to_owned(), handles.api().abi.as_str().to_owned());
+        }
+        if let Ok(meta) = std::fs::metadata(&self.model) {
+            details.insert("model_bytes".to_owned(), meta.len().to_string());
+        }
+        BackendInfo {
+            backend: BACKEND_NAME.to_owned(),
+            version: self.library.version.clone(),
+            details,
+        }
+    }
+
+    fn load(&mut self) -> Result<(), EngineError> {
+        if self.engine.is_some() {
+            return Err(EngineError::new(
+                EngineErrorKind::Load,
+                "the engine is already loaded",
+            ));
+        }
+        let handles = self.handles()?;
+        let (model, cache) = self.prepare_workdir()?;
+        let load = |e: CallError| e.into_engine(EngineErrorKind::Load);
+        let mut settings = handles.settings(&model, self.device_name()).map_err(load)?;
+        settings.set_max_num_tokens(self.max_tokens).map_err(load)?;
+        settings.set_cache_dir(&cache).map_err(load)?;
+        self.engine = Some(handles.engine(&settings).map_err(load)?);
+        Ok(())
+    }
+
+    fn open_session(
+        &mut self,
+        _turn: u32,
+        options: &SessionOptions,
+    ) -> Result<SessionId, EngineError> {
+        let open = |e: CallError| e.into_engine(EngineErrorKind::Open);
+        let engine = self
+            .engine
+            .clone()
+            .ok_or_else(|| EngineError::new(EngineErrorKind::Open, "the engine is not loaded"))?;
+        let handles = self.handles()?;
+        let mut session_config = handles.session_config().map_err(open)?;
+        session_config
+            .set_max_output_tokens(self.session_max_output)
+            .map_err(open)?;
+        if let Some(kind) = sampler_type(options) {
+            let mut params = handles.sampler_params(kind).map_err(open)?;
+            if let Some(k) = options.top_k {
+                params.set_top_k(k).map_err(open)?;
+            }
+            if let Some(p) = options.top_p {
+                params.set_top_p(p);
+            }
+            if let Some(t) = options.temperature {
+                params.set_temperature(t);
+            }
+            if let Some(seed) = options.seed {
+                params.set_seed(seed);
+            }
+            session_config.set_sampler_params(&params);
+        }
+        let mut conversation_config = handles.conversation_config().map_err(open)?;
+        conversation_config.set_session_config(&session_config);
+        let conversation = handles
+            .conversation(&engine, &conversation_config)
+            .map_err(open)?;
+        let id = SessionId(self.next_session);
+        self.next_session += 1;
+        self.sessions.insert(
+            id,
+            OpenConversation {
+                conversation,
+                pending: Vec::new(),
+            },
+        );
+        Ok(id)
+    }
+
+    fn send(&mut self, session: SessionId, prompt: &Prompt) -> Result<(), EngineError> {
+        self.session(session, EngineErrorKind::Send)?
+            .pending
+            .push(prompt.text.clone());
+        Ok(())
+    }
+
+    fn generate(
+        &mut self,
+        session: SessionId,
+        request: &GenerateRequest,
+    ) -> Result<GenerateOutcome, EngineError> {
+        let generate = |e: CallError| e.into_engine(EngineErrorKind::Generate);
+        let handles = self.handles()?;
+        let timeout = self.call_timeout;
+        let open = self.session(session, EngineErrorKind::Generate)?;
+        if open.pending.is_empty() {
+            return Err(EngineError::new(
+                EngineErrorKind::Generate,
+                format!(
+                    "session {} has no prompt to answer (no send before generate)",
+                    session.0
+                ),
+            ));
+        }
+        let content = std::mem::take(&mut open.pending).join("\n");
+        let message = serde_json::json!({ "role": "user", "content": content }).to_string();
+        let args = handles
+            .optional_args(request.max_output_tokens)
+            .map_err(generate)?;
+        if request.cancel_after_tokens.is_some() {
+            let outcome = stream_message(
+                &mut open.conversation,
+                &message,
+                &args,
+                request.cancel_after_tokens,
+                timeout,
+            )
+            .map_err(generate)?;
+            return Ok(GenerateOutcome {
+                tokens: outcome.tokens,
+                cancelled: outcome.cancelled,
+            });
+        }
+        let reply = open
+            .conversation
+            .send_message(&handles, &message, &args)
+            .map_err(generate)?;
+        let text = reply_text(&reply.text())
+            .map_err(|m| EngineError::new(EngineErrorKind::Generate, m))?;
+        drop(reply);
+        let tokens = open
+            .conversation
+            .engine()
+            .count_tokens(&handles, &text)
+            .map_err(generate)?;
+        Ok(GenerateOutcome {
+            tokens,
+            cancelled: false,
+        })
+    }
+
+    fn close_session(&mut self, session: SessionId) -> Result<(), EngineError> {
+        self.sessions.remove(&session).map(drop).ok_or_else(|| {
+            EngineError::new(
+                EngineErrorKind::Close,
+                format!("no open session {}", session.0),
+            )
+        })
+    }
+
+    fn unload(&mut self) -> Result<(), EngineError> {
+        self.engine
+            .take()
+            .map(drop)
+            .ok_or_else(|| EngineError::new(EngineErrorKind::Unload, "the engine is not loaded"))
+    }
+
+    fn snapshot(&mut self) -> Result<EngineSnapshot, EngineError> {
+        let mut metrics = BTreeMap::new();
+        if let Some(heap) = native_heap_bytes() {
+            metrics.insert("native_heap".to_owned(), heap);
+        }
+        Ok(EngineSnapshot {
+            ledger: self.counts.snapshot(),
+            metrics,
+        })
+    }
+
+    fn process_id(&self) -> Option<u32> {
+        Some(std::process::id())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::parts(r#"{"role":"assistant","content":[{"type":"text","text":"ab"},{"type":"text","text":"c"}]}"#, "abc")]
+    #[case::plain(r#"{"role":"assistant","content":"hello"}"#, "hello")]
+    #[case::empty_parts(r#"{"role":"assistant","content":[]}"#, "")]
+    fn reads_reply_text(#[case] json: &str, #[case] want: &str) {
+        assert_eq!(reply_text(json).unwrap(), want);
+    }
+
+    #[rstest]
+    #[case::not_json("oops", "not JSON")]
+    #[case::no_content(r#"{"role":"assistant"}"#, "no `content`")]
+    fn bad_replies_are_errors(#[case] json: &str, #[case] want: &str) {
+        let err = reply_text(json).unwrap_err();
+        assert!(err.contains(want), "{err}");
+    }
+}

@@ -1,0 +1,420 @@
+//! Safe owners of LiteRT-LM's C handles.
+//!
+//! Every handle the library returns is adopted by an [`Owned`] at once, freed exactly once in its
+//! `Drop` with the library's matching `*_delete`, and both events are counted per C-API kind in
+//! [`HandleCounts`]. Those counts are the backend's part of the call ledger
+//! (`litert-lm/conversation`, `litert-lm/response`, ...): a binding that forgets a delete shows up
+//! there even when the runner's own calls balance.
+//!
+//! A conversation holds a reference to its engine, so the engine cannot be deleted under a live
+//! conversation: a conversation that is never closed keeps its engine alive, as it would in an
+//! application that leaks one.
+
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::path::Path;
+use std::ptr::NonNull;
+use std::sync::{Arc, Mutex};
+
+use crate::engine::litert_lm::error::CallError;
+use crate::engine::litert_lm::ffi::{
+    opt_str, Api, RawConversation, RawConversationConfig, RawEngine, RawJsonResponse,
+    RawOptionalArgs, RawSamplerParams, RawSessionConfig, RawSettings, RawTokenizeResult,
+    SamplerType,
+};
+use crate::engine::KindCounts;
+
+/// Created/deleted counts per C-API kind, shared by every handle of one engine.
+#[derive(Debug, Clone, Default)]
+pub struct HandleCounts(Arc<Mutex<BTreeMap<&'static str, KindCounts>>>);
+
+impl HandleCounts {
+    fn bump(&self, kind: &'static str, created: bool) {
+        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = map.entry(kind).or_default();
+        if created {
+            entry.created += 1;
+        } else {
+            entry.deleted += 1;
+        }
+    }
+
+    /// Cumulative counts per kind, as `Engine::snapshot` reports them.
+    pub fn snapshot(&self) -> BTreeMap<String, KindCounts> {
+        let map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        map.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
+    }
+}
+
+/// A raw handle type: its ledger kind and the library call that frees it.
+pub(crate) trait RawKind {
+    /// Ledger kind, e.g. `conversation`.
+    const KIND: &'static str;
+    /// The `*_delete` function for this handle type.
+    fn deleter(api: &Api) -> unsafe extern "C" fn(*mut Self);
+}
+
+macro_rules! raw_kind {
+    ($($raw:ty => $kind:literal, $field:ident;)*) => {$(
+        impl RawKind for $raw {
+            const KIND: &'static str = $kind;
+            fn deleter(api: &Api) -> unsafe extern "C" fn(*mut Self) {
+                api.$field
+            }
+        }
+    )*};
+}
+
+raw_kind! {
+    RawSettings => "settings", engine_settings_delete;
+    RawEngine => "engine", engine_delete;
+    RawSamplerParams => "sampler_params", sampler_params_delete;
+    RawSessionConfig => "session_config", session_config_delete;
+    RawConversationConfig => "conversation_config", conversation_config_delete;
+    RawConversation => "conversation", conversation_delete;
+    RawOptionalArgs => "optional_args", optional_args_delete;
+    RawJsonResponse => "response", json_response_delete;
+    RawTokenizeResult => "tokenize_result", tokenize_result_delete;
+}
+
+/// Sole owner of one library handle: deletes it exactly once when dropped.
+pub(crate) struct Owned<T: RawKind> {
+    ptr: NonNull<T>,
+    api: &'static Api,
+    counts: HandleCounts,
+}
+
+// SAFETY: LiteRT-LM's handles are not bound to the thread that made them; leakloop uses each one
+// from one thread at a time (`&mut` access through the engine). Stream callbacks run on library
+// threads but never touch these handles.
+unsafe impl<T: RawKind> Send for Owned<T> {}
+
+impl<T: RawKind> Owned<T> {
+    /// Takes ownership of what `call` returned; NULL becomes an error with the library's message.
+    fn adopt(
+        api: &'static Api,
+        counts: &HandleCounts,
+        ptr: *mut T,
+        call: &'static str,
+    ) -> Result<Self, CallError> {
+        let ptr = NonNull::new(ptr).ok_or_else(|| CallError::from_library(api, call))?;
+        counts.bump(T::KIND, true);
+        Ok(Self {
+            ptr,
+            api,
+            counts: counts.clone(),
+        })
+    }
+
+    pub(crate) fn as_ptr(&self) -> *mut T {
+        self.ptr.as_ptr()
+    }
+}
+
+impl<T: RawKind> Drop for Owned<T> {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` came from the library's matching create call, is owned only here and is
+        // freed only here, once.
+        unsafe { T::deleter(self.api)(self.ptr.as_ptr()) };
+        self.counts.bump(T::KIND, false);
+    }
+}
+
+impl<T: RawKind> std::fmt::Debug for Owned<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}@{:p}", T::KIND, self.ptr)
+    }
+}
+
+fn c_string(what: &'static str, text: &str) -> Result<CString, CallError> {
+    CString::new(text).map_err(|_| CallError::new(what, "argument contains a NUL byte"))
+}
+
+fn c_int(what: &'static str, value: u32) -> Result<i32, CallError> {
+    i32::try_from(value).map_err(|_| CallError::new(what, format!("{value} does not fit a C int")))
+}
+
+/// Makes handles of one library, all counted in the same [`HandleCounts`].
+#[derive(Debug, Clone)]
+pub(crate) struct Handles {
+    api: &'static Api,
+    counts: HandleCounts,
+}
+
+impl Handles {
+    pub(crate) fn new(api: &'static Api, counts: HandleCounts) -> Self {
+        Self { api, counts }
+    }
+
+    /// The library these handles come from.
+    pub(crate) fn api(&self) -> &'static Api {
+        self.api
+    }
+
+    /// `litert_lm_engine_settings_create(model, backend, NULL, NULL)`.
+    pub(crate) fn settings(&self, model: &Path, backend: &str) -> Result<Settings, CallError> {
+        const CALL: &str = "litert_lm_engine_settings_create";
+        let model = c_string(CALL, &model.to_string_lossy())?;
+        let backend = c_string(CALL, backend)?;
+        // SAFETY: two valid C strings; NULL vision/audio backends mean "not set".
+        let ptr = unsafe {
+            self.api
+                .engine_settings_create(model.as_ptr(), backend.as_ptr())
+        };
+        Owned::adopt(self.api, &self.counts, ptr, CALL).map(Settings)
+    }
+
+    /// `litert_lm_engine_create(settings)`.
+    pub(crate) fn engine(&self, settings: &Settings) -> Result<Arc<LmEngine>, CallError> {
+        const CALL: &str = "litert_lm_engine_create";
+        // SAFETY: a live settings handle; the engine copies what it needs from it.
+        let ptr = unsafe { self.api.engine_create(settings.0.as_ptr()) };
+        Owned::adopt(self.api, &self.counts, ptr, CALL).map(|o| Arc::new(LmEngine(o)))
+    }
+
+    /// `litert_lm_sampler_params_create(type)`.
+    pub(crate) fn sampler_params(&self, kind: SamplerType) -> Result<SamplerParams, CallError> {
+        let ptr = self.api.sampler_params_create(kind);
+        Owned::adopt(
+            self.api,
+            &self.counts,
+            ptr,
+            "litert_lm_sampler_params_create",
+        )
+        .map(SamplerParams)
+    }
+
+    /// `litert_lm_session_config_create()`.
+    pub(crate) fn session_config(&self) -> Result<SessionConfig, CallError> {
+        let ptr = self.api.session_config_create();
+        Owned::adopt(
+            self.api,
+            &self.counts,
+            ptr,
+            "litert_lm_session_config_create",
+        )
+        .map(SessionConfig)
+    }
+
+    /// `litert_lm_conversation_config_create()`.
+    pub(crate) fn conversation_config(&self) -> Result<ConversationConfig, CallError> {
+        let ptr = self.api.conversation_config_create();
+        Owned::adopt(
+            self.api,
+            &self.counts,
+            ptr,
+            "litert_lm_conversation_config_create",
+        )
+        .map(ConversationConfig)
+    }
+
+    /// `litert_lm_conversation_create(engine, config)`.
+    pub(crate) fn conversation(
+        &self,
+        engine: &Arc<LmEngine>,
+        config: &ConversationConfig,
+    ) -> Result<Conversation, CallError> {
+        // SAFETY: a live engine and config; the conversation copies the config.
+        let ptr = unsafe {
+            self.api
+                .conversation_create(engine.0.as_ptr(), config.0.as_ptr())
+        };
+        let raw = Owned::adopt(self.api, &self.counts, ptr, "litert_lm_conversation_create")?;
+        Ok(Conversation {
+            raw,
+            engine: Arc::clone(engine),
+        })
+    }
+
+    /// `litert_lm_conversation_optional_args_create()` with the output limit set.
+    pub(crate) fn optional_args(&self, max_output_tokens: u32) -> Result<OptionalArgs, CallError> {
+        const CALL: &str = "litert_lm_conversation_optional_args_create";
+        let max = c_int(CALL, max_output_tokens)?;
+        let ptr = self.api.optional_args_create();
+        let args = Owned::adopt(self.api, &self.counts, ptr, CALL)?;
+        // SAFETY: a live optional-args handle.
+        unsafe { (self.api.optional_args_set_max_output_tokens)(args.as_ptr(), max) };
+        Ok(OptionalArgs(args))
+    }
+}
+
+/// Engine settings (`LiteRtLmEngineSettings`).
+#[derive(Debug)]
+pub(crate) struct Settings(Owned<RawSettings>);
+
+impl Settings {
+    /// The KV-cache size in tokens.
+    pub(crate) fn set_max_num_tokens(&mut self, tokens: u32) -> Result<(), CallError> {
+        let n = c_int("litert_lm_engine_settings_set_max_num_tokens", tokens)?;
+        // SAFETY: a live settings handle.
+        unsafe { (self.0.api.engine_settings_set_max_num_tokens)(self.0.as_ptr(), n) };
+        Ok(())
+    }
+
+    /// Where the engine writes its caches (compiled kernels, tokenizer caches).
+    pub(crate) fn set_cache_dir(&mut self, dir: &Path) -> Result<(), CallError> {
+        let dir = c_string(
+            "litert_lm_engine_settings_set_cache_dir",
+            &dir.to_string_lossy(),
+        )?;
+        // SAFETY: a live settings handle and a C string the library copies.
+        unsafe { (self.0.api.engine_settings_set_cache_dir)(self.0.as_ptr(), dir.as_ptr()) };
+        Ok(())
+    }
+}
+
+/// A loaded engine (`LiteRtLmEngine`), shared with the conversations made from it.
+#[derive(Debug)]
+pub(crate) struct LmEngine(Owned<RawEngine>);
+
+// SAFETY: LiteRT-LM's engine is built to be shared by the conversations made from it; through
+// `&LmEngine` leakloop only tokenizes, and only from the thread that drives the engine.
+unsafe impl Sync for LmEngine {}
+
+impl LmEngine {
+    /// How many tokens the engine's tokenizer makes of `text` (`litert_lm_engine_tokenize`).
+    pub(crate) fn count_tokens(&self, handles: &Handles, text: &str) -> Result<u32, CallError> {
+        const CALL: &str = "litert_lm_engine_tokenize";
+        let text = c_string(CALL, text)?;
+        // SAFETY: a live engine and a C string.
+        let ptr = unsafe { handles.api.engine_tokenize(self.0.as_ptr(), text.as_ptr()) };
+        let result = Owned::adopt(handles.api, &handles.counts, ptr, CALL)?;
+        // SAFETY: a live tokenize result.
+        let n = unsafe { handles.api.tokenize_result_num_tokens(result.as_ptr()) };
+        Ok(u32::try_from(n).unwrap_or(u32::MAX))
+    }
+}
+
+/// Sampler parameters (`LiteRtLmSamplerParams`).
+#[derive(Debug)]
+pub(crate) struct SamplerParams(Owned<RawSamplerParams>);
+
+impl SamplerParams {
+    pub(crate) fn set_top_k(&mut self, k: u32) -> Result<(), CallError> {
+        let k = c_int("litert_lm_sampler_params_set_top_k", k)?;
+        // SAFETY: a live handle.
+        unsafe { (self.0.api.sampler_params_set_top_k)(self.0.as_ptr(), k) };
+        Ok(())
+    }
+
+    pub(crate) fn set_top_p(&mut self, p: f32) {
+        // SAFETY: a live handle.
+        unsafe { (self.0.api.sampler_params_set_top_p)(self.0.as_ptr(), p) };
+    }
+
+    pub(crate) fn set_temperature(&mut self, t: f32) {
+        // SAFETY: a live handle.
+        unsafe { (self.0.api.sampler_params_set_temperature)(self.0.as_ptr(), t) };
+    }
+
+    /// The C API takes a 32-bit seed: larger seeds are folded into it.
+    pub(crate) fn set_seed(&mut self, seed: u64) {
+        let folded = (seed ^ (seed >> 32)) as u32 as i32;
+        // SAFETY: a live handle.
+        unsafe { (self.0.api.sampler_params_set_seed)(self.0.as_ptr(), folded) };
+    }
+}
+
+/// Session configuration (`LiteRtLmSessionConfig`).
+#[derive(Debug)]
+pub(crate) struct SessionConfig(Owned<RawSessionConfig>);
+
+impl SessionConfig {
+    pub(crate) fn set_max_output_tokens(&mut self, tokens: u32) -> Result<(), CallError> {
+        let n = c_int("litert_lm_session_config_set_max_output_tokens", tokens)?;
+        // SAFETY: a live handle.
+        unsafe { (self.0.api.session_config_set_max_output_tokens)(self.0.as_ptr(), n) };
+        Ok(())
+    }
+
+    /// Copies the sampler parameters into the config (the parameters may be dropped after).
+    pub(crate) fn set_sampler_params(&mut self, params: &SamplerParams) {
+        // SAFETY: two live handles; the config copies the parameters.
+        unsafe {
+            (self.0.api.session_config_set_sampler_params)(self.0.as_ptr(), params.0.as_ptr())
+        };
+    }
+}
+
+/// Conversation configuration (`LiteRtLmConversationConfig`).
+#[derive(Debug)]
+pub(crate) struct ConversationConfig(Owned<RawConversationConfig>);
+
+impl ConversationConfig {
+    /// Copies the session config into this config (the session config may be dropped after).
+    pub(crate) fn set_session_config(&mut self, session: &SessionConfig) {
+        // SAFETY: two live handles; the conversation config copies the session config.
+        unsafe {
+            (self.0.api.conversation_config_set_session_config)(self.0.as_ptr(), session.0.as_ptr())
+        };
+    }
+}
+
+/// Per-message options (`LiteRtLmConversationOptionalArgs`).
+#[derive(Debug)]
+pub(crate) struct OptionalArgs(Owned<RawOptionalArgs>);
+
+impl OptionalArgs {
+    pub(crate) fn as_ptr(&self) -> *const RawOptionalArgs {
+        self.0.as_ptr()
+    }
+}
+
+/// An open conversation (`LiteRtLmConversation`); keeps its engine alive.
+#[derive(Debug)]
+pub(crate) struct Conversation {
+    // Dropped before `_engine`: the conversation is deleted before the engine can be.
+    raw: Owned<RawConversation>,
+    engine: Arc<LmEngine>,
+}
+
+impl Conversation {
+    pub(crate) fn as_ptr(&self) -> *mut RawConversation {
+        self.raw.as_ptr()
+    }
+
+    /// The engine this conversation was made from.
+    pub(crate) fn engine(&self) -> &Arc<LmEngine> {
+        &self.engine
+    }
+
+    pub(crate) fn api(&self) -> &'static Api {
+        self.raw.api
+    }
+
+    /// The blocking `litert_lm_conversation_send_message`: sends `message_json` and returns the
+    /// model's reply as JSON.
+    pub(crate) fn send_message(
+        &mut self,
+        handles: &Handles,
+        message_json: &str,
+        args: &OptionalArgs,
+    ) -> Result<JsonResponse, CallError> {
+        const CALL: &str = "litert_lm_conversation_send_message";
+        let message = c_string(CALL, message_json)?;
+        let context = c_string(CALL, "{}")?;
+        // SAFETY: a live conversation, two C strings and live optional args, all outliving the
+        // blocking call.
+        let ptr = unsafe {
+            handles.api.conversation_send_message(
+                self.raw.as_ptr(),
+                message.as_ptr(),
+                context.as_ptr(),
+                args.as_ptr(),
+            )
+        };
+        Owned::adopt(handles.api, &handles.counts, ptr, CALL).map(JsonResponse)
+    }
+}
+
+/// A reply from the blocking send (`LiteRtLmJsonResponse`).
+#[derive(Debug)]
+pub(crate) struct JsonResponse(Owned<RawJsonResponse>);
+
+impl JsonResponse {
+    /// The reply as a JSON string.
+    pub(crate) fn text(&self) -> String {
+        // SAFETY: the string is owned by the live response and copied at once.
+        unsafe { opt_str(self.0.api.json_response_string(self.0.as_ptr())) }.unwrap_or_default()
+    }
+}

@@ -1,0 +1,17 @@
+//! The `litert-lm` backend: LiteRT-LM's C API (`liblitert-lm.so` from its Python wheel), loaded
+//! at run time, with every handle owned, freed once and counted in the call ledger.
+
+mod discover;
+mod engine;
+mod error;
+mod ffi;
+mod handles;
+mod stream;
+
+pub use discover::{
+    discover_library, DiscoverError, LibraryLocation, LibrarySource, FETCH_HINT, LIB_ENV, LIB_FILE,
+};
+pub use engine::{LitertLmEngine, BACKEND_NAME};
+pub use error::CallError;
+pub use ffi::LoadLibraryError;
+pub use handles::HandleCounts;

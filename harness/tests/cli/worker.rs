@@ -168,7 +168,6 @@ fn the_worker_subcommand_is_hidden_from_help() {
 }
 
 #[test]
-#[ignore = "needs the simulator adapter (engine::build_in_process building `sim`)"]
 fn the_sim_runs_in_a_worker_that_is_probed_from_outside() {
     let mut engine = spawn(&sim_scenario(vec![], Duration::from_secs(30)));
     let pid = engine.process_id().expect("a worker has a process");
@@ -188,7 +187,6 @@ fn the_sim_runs_in_a_worker_that_is_probed_from_outside() {
 }
 
 #[test]
-#[ignore = "needs the simulator adapter (engine::build_in_process building `sim`)"]
 fn a_crash_fault_aborts_the_sim_worker_and_the_runner_survives() {
     let mut engine = spawn(&sim_scenario(
         vec![Fault {
@@ -217,7 +215,6 @@ fn a_crash_fault_aborts_the_sim_worker_and_the_runner_survives() {
 }
 
 #[test]
-#[ignore = "needs the simulator adapter (engine::build_in_process building `sim`)"]
 fn a_hang_fault_in_the_sim_worker_is_hung_after_the_call_timeout() {
     let mut engine = spawn(&sim_scenario(
         vec![Fault {

@@ -72,16 +72,6 @@ fn order_statistic(sorted: &[f64], rank: f64) -> f64 {
     sorted[lo - 1] + frac * (sorted[hi - 1] - sorted[lo - 1])
 }
 
-/// The intercept that goes with a slope: the median of `y - slope * (x - x0)` over all points,
-/// i.e. the robust level of the fitted line at `x0`.
-pub(crate) fn level_at<B: AsRef<[(f64, f64)]>>(blocks: &[B], slope: f64, x0: f64) -> Option<f64> {
-    let residuals: Vec<f64> = blocks
-        .iter()
-        .flat_map(|b| b.as_ref().iter().map(|(x, y)| y - slope * (x - x0)))
-        .collect();
-    super::robust::median(&residuals)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,11 +137,5 @@ mod tests {
         let sen = sen_slope(&blocks, 0.95).unwrap();
         assert_eq!(sen.slope, 5.0);
         assert_eq!(sen.pairs, 45);
-    }
-
-    #[test]
-    fn level_is_the_median_residual() {
-        let points = line(9, 2.0, &[0.0]);
-        assert_eq!(level_at(&[points], 2.0, 4.0), Some(108.0));
     }
 }

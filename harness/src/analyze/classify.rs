@@ -439,8 +439,10 @@ impl Steady {
         analysis.slope_bytes_per_turn = slope;
         analysis.slope_interval = interval;
         analysis.trend_p_value = Some(trend.p_increasing);
-        analysis.after_warmup = Some(level.max(0.0).round() as u64);
-        analysis.rise_bytes = Some(rise);
+        // Reported at the settling turn; decisions use the better-determined centre.
+        let settled_level = level - slope * self.centre();
+        analysis.after_warmup = Some(settled_level.max(0.0).round() as u64);
+        analysis.rise_bytes = Some(settled_level - prepared.baseline as f64);
         analysis.fitted_end_bytes = Some(end);
 
         let Some((lo, hi)) = interval else {

@@ -5,6 +5,8 @@
 //! [`analyze_run`] does so for every watched metric of a run and checks the expectations.
 
 mod classify;
+mod expectations;
+mod run;
 mod series;
 mod stats;
 mod units;
@@ -17,6 +19,7 @@ pub use classify::{
     classify, ClassifyOptions, CONFIDENCE, DEFAULT_TOLERANCE_FLOOR, DEFAULT_TOLERANCE_PERCENT,
     MIN_RANK_INTERVAL_POINTS, MIN_STEADY_POINTS, PLATEAU_DRIFT_FRACTION, SPIKE_SIGMAS, TREND_ALPHA,
 };
+pub use run::analyze_run;
 pub use series::{Epoch, MetricSeries};
 pub use verdict::{
     Classification, ExpectationResult, MetricAnalysis, PlateauInfo, Verdict, VerdictStatus,

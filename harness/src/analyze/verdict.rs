@@ -73,8 +73,8 @@ pub struct MetricAnalysis {
     /// The first turn of the steady part the slope was fitted on (where warm-up ended).
     #[serde(default)]
     pub steady_from_turn: Option<u32>,
-    /// The rise of the steady level above the baseline at `steady_from_turn`, in bytes (negative
-    /// when memory fell).
+    /// The rise of the fitted steady level above the baseline at `steady_from_turn` (the one-time
+    /// rise that warm-up budgets are judged on), in bytes; negative when memory fell.
     #[serde(default)]
     pub rise_bytes: Option<f64>,
     /// The fitted level at the last turn (the highest over load epochs), in bytes.

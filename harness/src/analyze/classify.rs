@@ -514,13 +514,23 @@ impl Steady {
                              alone straddles the tolerance"
                         .to_owned(),
                 };
-                analysis.reason = format!(
-                    "cannot tell a leak from noise: rise {} (+-{}), slope {} ({interval_text}), noise {}; {outlook}",
-                    signed_bytes(rise),
-                    bytes(evidence.rise_margin),
-                    signed_bytes(slope),
-                    bytes(sigma),
-                );
+                analysis.reason = if lo > 0.0 {
+                    format!(
+                        "rises about {} per turn ({interval_text}) but the trend test is not \
+                         significant with {} steady samples (Mann-Kendall p = {:.3}, needs < {TREND_ALPHA}); {outlook}",
+                        signed_bytes(slope),
+                        self.count,
+                        trend.p_increasing,
+                    )
+                } else {
+                    format!(
+                        "cannot tell a leak from noise: rise {} (+-{}), slope {} ({interval_text}), noise {}; {outlook}",
+                        signed_bytes(rise),
+                        bytes(evidence.rise_margin),
+                        signed_bytes(slope),
+                        bytes(sigma),
+                    )
+                };
             }
         }
     }

@@ -9,7 +9,8 @@ mod expectations;
 mod run;
 mod series;
 mod stats;
-mod units;
+mod trace;
+pub(crate) mod units;
 mod verdict;
 
 #[cfg(test)]
@@ -21,6 +22,7 @@ pub use classify::{
 };
 pub use run::analyze_run;
 pub use series::{Epoch, MetricSeries};
+pub use trace::{load_trace, parse_csv, parse_report, Trace, TraceError, TraceErrorKind};
 pub use verdict::{
     Classification, ExpectationResult, MetricAnalysis, PlateauInfo, Verdict, VerdictStatus,
 };

@@ -1,8 +1,28 @@
 //! The analyzer: classifies each metric's post-close series as clean, plateau, growth or
 //! inconclusive, and checks the scenario's expectations against the measurements.
+//!
+//! [`classify`] judges one series (see its module for the method and thresholds);
+//! [`analyze_run`] does so for every watched metric of a run and checks the expectations.
 
+mod classify;
+mod expectations;
+mod run;
+mod series;
+mod stats;
+mod trace;
+pub(crate) mod units;
 mod verdict;
 
+#[cfg(test)]
+pub(crate) mod test_support;
+
+pub use classify::{
+    classify, ClassifyOptions, CONFIDENCE, DEFAULT_TOLERANCE_FLOOR, DEFAULT_TOLERANCE_PERCENT,
+    MIN_RANK_INTERVAL_POINTS, MIN_STEADY_POINTS, PLATEAU_DRIFT_FRACTION, SPIKE_SIGMAS, TREND_ALPHA,
+};
+pub use run::analyze_run;
+pub use series::{Epoch, MetricSeries};
+pub use trace::{load_trace, parse_csv, parse_report, Trace, TraceError, TraceErrorKind};
 pub use verdict::{
     Classification, ExpectationResult, MetricAnalysis, PlateauInfo, Verdict, VerdictStatus,
 };

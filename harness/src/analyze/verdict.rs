@@ -64,6 +64,28 @@ pub struct MetricAnalysis {
     pub points: usize,
     /// A one-line explanation of why this classification was chosen.
     pub reason: String,
+    /// Robust noise scale of one sample (from the MAD of first differences), in bytes.
+    #[serde(default)]
+    pub noise_bytes: f64,
+    /// One-sided Mann-Kendall p-value for an increasing trend after warm-up.
+    #[serde(default)]
+    pub trend_p_value: Option<f64>,
+    /// The first turn of the steady part the slope was fitted on (where warm-up ended).
+    #[serde(default)]
+    pub steady_from_turn: Option<u32>,
+    /// The rise of the fitted steady level above the baseline at `steady_from_turn` (the one-time
+    /// rise that warm-up budgets are judged on), in bytes; negative when memory fell.
+    #[serde(default)]
+    pub rise_bytes: Option<f64>,
+    /// The fitted level at the last turn (the highest over load epochs), in bytes.
+    #[serde(default)]
+    pub fitted_end_bytes: Option<f64>,
+    /// Turns whose sample was an isolated spike and was replaced before fitting.
+    #[serde(default)]
+    pub spike_turns: Vec<u32>,
+    /// Number of load epochs (1 + reloads).
+    #[serde(default)]
+    pub epochs: u32,
 }
 
 /// One checked expectation.

@@ -1,13 +1,218 @@
-//! `leakloop analyze`.
+//! `leakloop analyze`: classifies a memory trace recorded elsewhere (a CSV of post-close samples
+//! or a leakloop `report.json`) and prints a table or JSON.
+//!
+//! Exit codes: 0 when no metric grows, 1 when at least one metric is `growth`, 2 for a malformed
+//! trace or bad arguments.
 
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::analyze::{
+    classify, load_trace, units, Classification, ClassifyOptions, MetricAnalysis, Trace,
+};
 use crate::cli::{CliError, Exit};
+use crate::scenario::Tolerance;
 
 /// Arguments of `leakloop analyze`.
 #[derive(Debug, clap::Args)]
-pub(crate) struct AnalyzeArgs {}
+pub(crate) struct AnalyzeArgs {
+    /// The trace: a CSV (`turn,<metric>,...`, turn 0 = baseline, values in bytes, `#` comments)
+    /// or a leakloop report.json.
+    trace: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+    /// Allowed distance from the baseline: a size (`5MiB`, `2MB`, `1048576`) or a percentage of
+    /// the baseline (`2%`). Default: a report's own expectations, else 1% of the baseline (at
+    /// least 1 MiB).
+    #[arg(long, value_parser = parse_tolerance)]
+    tolerance: Option<Tolerance>,
+    /// Turns after the baseline to treat as warm-up (default: a report's own, else 0; later
+    /// warm-up is found from the data).
+    #[arg(long)]
+    warmup_turns: Option<u32>,
+}
 
-pub(crate) fn run(_args: AnalyzeArgs) -> Result<Exit, CliError> {
-    Err(CliError::bad_input(
-        "`leakloop analyze` is not available in this build yet",
-    ))
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    /// A compact table with one line per metric and the reasons below it.
+    Text,
+    /// `{"trace": ..., "metrics": {"<name>": <analysis>}}`.
+    Json,
+}
+
+/// The JSON output.
+#[derive(Debug, Serialize)]
+struct AnalyzeOutput<'a> {
+    trace: String,
+    metrics: &'a BTreeMap<String, MetricAnalysis>,
+}
+
+pub(crate) fn run(args: AnalyzeArgs) -> Result<Exit, CliError> {
+    let trace = load_trace(&args.trace).map_err(CliError::bad_input)?;
+    let metrics = analyze_trace(&trace, &args);
+    let output = match args.format {
+        Format::Json => {
+            let out = AnalyzeOutput {
+                trace: args.trace.display().to_string(),
+                metrics: &metrics,
+            };
+            serde_json::to_string_pretty(&out).map_err(CliError::bad_input)?
+        }
+        Format::Text => render_table(&metrics),
+    };
+    println!("{output}");
+    let grows = metrics
+        .values()
+        .any(|m| m.classification == Classification::Growth);
+    Ok(if grows {
+        Exit::ExpectationFailed
+    } else {
+        Exit::Pass
+    })
+}
+
+/// Classifies every metric of the trace; a report's own scenario supplies the defaults.
+fn analyze_trace(trace: &Trace, args: &AnalyzeArgs) -> BTreeMap<String, MetricAnalysis> {
+    trace
+        .metrics
+        .iter()
+        .filter(|(_, series)| !series.is_empty())
+        .map(|(name, series)| {
+            let scenario = trace.record.as_ref().map(|r| &r.scenario);
+            let expectation = scenario.and_then(|s| s.expect.metrics.get(name));
+            let options = ClassifyOptions {
+                tolerance: args
+                    .tolerance
+                    .or_else(|| expectation.and_then(|e| e.tolerance)),
+                warmup_turns: args
+                    .warmup_turns
+                    .or(scenario.map(|s| s.warmup_turns))
+                    .unwrap_or(0),
+                max_growth_per_turn: expectation.and_then(|e| e.max_growth_per_turn),
+                reload_every: scenario.map_or(0, |s| s.reload_every),
+                ..ClassifyOptions::default()
+            };
+            (name.clone(), classify(series, &options))
+        })
+        .collect()
+}
+
+/// Parses `5MiB`, `2 MB`, `1048576` or `2%`.
+fn parse_tolerance(text: &str) -> Result<Tolerance, String> {
+    let text = text.trim();
+    if let Some(percent) = text.strip_suffix('%') {
+        return match percent.trim().parse::<f64>() {
+            Ok(p) if p.is_finite() && p >= 0.0 => Ok(Tolerance::Percent(p)),
+            _ => Err(format!("`{text}` is not a percentage (e.g. 2%)")),
+        };
+    }
+    text.parse::<bytesize::ByteSize>()
+        .map(|size| Tolerance::Bytes(size.as_u64()))
+        .map_err(|_| format!("`{text}` is not a size (e.g. 5MiB, 2MB, 1048576) or a percentage"))
+}
+
+fn render_table(metrics: &BTreeMap<String, MetricAnalysis>) -> String {
+    let header = [
+        "metric",
+        "class",
+        "baseline",
+        "last",
+        "slope/turn",
+        "interval",
+        "plateau",
+        "turns",
+    ];
+    let rows: Vec<[String; 8]> = metrics
+        .iter()
+        .map(|(name, m)| {
+            [
+                name.clone(),
+                m.classification.as_str().to_owned(),
+                human(m.baseline as f64, false),
+                human(m.last as f64, false),
+                human(m.slope_bytes_per_turn, true),
+                m.slope_interval.map_or_else(
+                    || "-".to_owned(),
+                    |(lo, hi)| format!("{}..{}", human(lo, true), human(hi, true)),
+                ),
+                m.plateau.map_or_else(
+                    || "-".to_owned(),
+                    |p| {
+                        format!(
+                            "{} @{}",
+                            human(p.size_bytes as f64, true),
+                            p.settled_at_turn
+                        )
+                    },
+                ),
+                m.turns_needed
+                    .map_or_else(|| "-".to_owned(), |n| format!("need {n}")),
+            ]
+        })
+        .collect();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let line = |cells: &[String]| -> String {
+        cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_owned()
+    };
+    let header: Vec<String> = header.iter().map(|h| (*h).to_owned()).collect();
+    let _ = writeln!(out, "{}", line(&header));
+    for row in &rows {
+        let _ = writeln!(out, "{}", line(row));
+    }
+    let _ = writeln!(out);
+    for (name, m) in metrics {
+        let _ = writeln!(out, "{name}: {}", m.reason);
+    }
+    out.trim_end().to_owned()
+}
+
+/// Bytes in binary units, with a `+` on rises when `signed`.
+fn human(value: f64, signed: bool) -> String {
+    if signed {
+        units::signed_bytes(value)
+    } else {
+        units::bytes(value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rstest::rstest;
+
+    use super::*;
+
+    #[rstest]
+    #[case("5MiB", Tolerance::Bytes(5 << 20))]
+    #[case("2 MB", Tolerance::Bytes(2_000_000))]
+    #[case("4096", Tolerance::Bytes(4096))]
+    #[case("2%", Tolerance::Percent(2.0))]
+    fn tolerances(#[case] text: &str, #[case] expected: Tolerance) {
+        assert_eq!(parse_tolerance(text), Ok(expected));
+    }
+
+    #[rstest]
+    #[case("five")]
+    #[case("-2%")]
+    #[case("3 parsecs")]
+    fn bad_tolerances(#[case] text: &str) {
+        assert!(parse_tolerance(text).is_err());
+    }
 }

@@ -1,0 +1,288 @@
+//! Table tests of the classifier on hand-shaped series with seeded Gaussian noise.
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Normal};
+use rstest::rstest;
+
+use super::*;
+use crate::analyze::series::Epoch;
+
+const MIB: f64 = 1024.0 * 1024.0;
+const BASE: f64 = 1024.0 * MIB;
+
+/// `baseline + shape(turn) + noise` for turns `0..=turns`, with seeded Gaussian noise of `sigma`.
+fn shaped(turns: u32, sigma: f64, seed: u64, shape: impl Fn(u32) -> f64) -> Vec<(u32, u64)> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let noise = Normal::new(0.0, sigma).unwrap();
+    (0..=turns)
+        .map(|t| (t, (BASE + shape(t) + noise.sample(&mut rng)).round() as u64))
+        .collect()
+}
+
+fn options(tolerance_mib: u64) -> ClassifyOptions {
+    ClassifyOptions {
+        tolerance: Some(Tolerance::Bytes(tolerance_mib << 20)),
+        ..ClassifyOptions::default()
+    }
+}
+
+fn run(points: &[(u32, u64)], options: &ClassifyOptions) -> MetricAnalysis {
+    classify(&MetricSeries::from_points(points), options)
+}
+
+fn step(at: u32, size: f64) -> impl Fn(u32) -> f64 {
+    move |t| if t >= at { size } else { 0.0 }
+}
+
+#[rstest]
+#[case::flat(0.0, 0.0)]
+#[case::small_rise_within_tolerance(0.0, 1.0 * MIB)]
+#[case::fall_below_baseline(0.0, -40.0 * MIB)]
+fn clean_series(#[case] slope: f64, #[case] rise: f64, #[values(1, 2, 3)] seed: u64) {
+    let points = shaped(20, 0.25 * MIB, seed, |t| {
+        if t >= 1 {
+            rise + slope * f64::from(t)
+        } else {
+            0.0
+        }
+    });
+    let a = run(&points, &options(5));
+    assert_eq!(a.classification, Classification::Clean, "{a:#?}");
+    assert!(a.plateau.is_none());
+}
+
+#[rstest]
+#[case::gpu_context_at_first_turn(1, 1700.0 * MIB)]
+#[case::pool_at_turn_three(3, 64.0 * MIB)]
+fn one_time_step_is_a_plateau(#[case] at: u32, #[case] size: f64, #[values(1, 2, 3)] seed: u64) {
+    let points = shaped(20, 0.5 * MIB, seed, step(at, size));
+    let a = run(&points, &options(5));
+    assert_eq!(a.classification, Classification::Plateau, "{a:#?}");
+    let plateau = a.plateau.unwrap();
+    assert_eq!(plateau.settled_at_turn, at);
+    assert!(
+        (plateau.size_bytes as f64 - size).abs() < 2.0 * MIB,
+        "{plateau:?}"
+    );
+}
+
+#[rstest]
+fn bounded_warmup_that_stops_is_a_plateau(#[values(1, 2, 3, 4)] seed: u64) {
+    // A pool that fills over five turns, then stays.
+    let points = shaped(30, 0.5 * MIB, seed, |t| 20.0 * MIB * f64::from(t.min(5)));
+    let a = run(&points, &options(5));
+    assert_eq!(a.classification, Classification::Plateau, "{a:#?}");
+    let settled = a.plateau.unwrap().settled_at_turn;
+    assert!((4..=6).contains(&settled), "{settled}");
+}
+
+#[rstest]
+#[case::leak_from_the_start(0.0, 2.0 * MIB)]
+#[case::leak_under_a_step(1700.0 * MIB, 2.0 * MIB)]
+#[case::the_field_bug(0.0, 110.0 * MIB)]
+fn per_turn_leak_is_growth(
+    #[case] step_size: f64,
+    #[case] slope: f64,
+    #[values(1, 2, 3)] seed: u64,
+) {
+    let points = shaped(20, 1.0 * MIB, seed, |t| {
+        if t >= 1 {
+            step_size + slope * f64::from(t)
+        } else {
+            0.0
+        }
+    });
+    let a = run(&points, &options(5));
+    assert_eq!(a.classification, Classification::Growth, "{a:#?}");
+    let (lo, hi) = a.slope_interval.unwrap();
+    assert!(lo <= slope && slope <= hi, "{lo} {hi}");
+    assert!(a.trend_p_value.unwrap() < TREND_ALPHA);
+}
+
+#[test]
+fn two_points_are_never_clean() {
+    let a = run(&[(0, 1000), (1, 1000)], &ClassifyOptions::default());
+    assert_eq!(a.classification, Classification::Inconclusive, "{a:#?}");
+    assert!(a.turns_needed.unwrap() >= 3);
+}
+
+#[test]
+fn noise_that_could_hide_a_leak_is_inconclusive() {
+    // Noise of 20 MiB against a 5 MiB tolerance over 8 turns.
+    let points = shaped(8, 20.0 * MIB, 7, |_| 0.0);
+    let a = run(&points, &options(5));
+    assert_eq!(a.classification, Classification::Inconclusive, "{a:#?}");
+    assert!(a.turns_needed.is_none_or(|n| n > 8), "{a:#?}");
+}
+
+#[test]
+fn small_leak_in_noise_gets_a_turn_estimate_that_decides() {
+    let noise = 2.0 * MIB;
+    let points = shaped(6, noise, 11, |t| 0.5 * MIB * f64::from(t));
+    let a = run(&points, &options(5));
+    assert_eq!(a.classification, Classification::Inconclusive, "{a:#?}");
+    let needed = a.turns_needed.unwrap();
+    let longer = shaped(needed * 2, noise, 11, |t| 0.5 * MIB * f64::from(t));
+    let b = run(&longer, &options(5));
+    assert_eq!(b.classification, Classification::Growth, "{needed}: {b:#?}");
+}
+
+#[rstest]
+#[case::up_in_a_flat_series(7, 80.0 * MIB, Classification::Clean, 0.0)]
+#[case::down_in_a_flat_series(12, -80.0 * MIB, Classification::Clean, 0.0)]
+#[case::up_on_a_plateau(9, 300.0 * MIB, Classification::Plateau, 0.0)]
+#[case::up_in_a_leak(15, 300.0 * MIB, Classification::Growth, 2.0 * MIB)]
+fn single_spikes_change_nothing(
+    #[case] at: u32,
+    #[case] spike: f64,
+    #[case] expected: Classification,
+    #[case] slope: f64,
+) {
+    let plateau = if expected == Classification::Plateau {
+        500.0 * MIB
+    } else {
+        0.0
+    };
+    let points = shaped(20, 0.25 * MIB, 5, |t| {
+        let base = if t >= 1 {
+            plateau + slope * f64::from(t)
+        } else {
+            0.0
+        };
+        base + if t == at { spike } else { 0.0 }
+    });
+    let a = run(&points, &options(5));
+    assert_eq!(a.classification, expected, "{a:#?}");
+    assert_eq!(a.spike_turns, vec![at]);
+}
+
+#[test]
+fn declared_warmup_turns_are_excluded() {
+    // Three warm-up turns that rise, then flat: with warmup_turns = 3 the rise is the plateau.
+    let points = shaped(15, 0.25 * MIB, 3, |t| 10.0 * MIB * f64::from(t.min(3)));
+    let opts = ClassifyOptions {
+        warmup_turns: 3,
+        ..options(5)
+    };
+    let a = run(&points, &opts);
+    assert_eq!(a.classification, Classification::Plateau, "{a:#?}");
+    assert!(a.steady_from_turn.unwrap() >= 3);
+}
+
+/// Epochs of `period` turns after a load at turn 0; after every reload memory returns to the
+/// baseline and `shape(offset)` is added again.
+fn reloading(epochs: u32, period: u32, sigma: f64, shape: impl Fn(u32) -> f64) -> MetricSeries {
+    let mut rng = ChaCha8Rng::seed_from_u64(21);
+    let noise = Normal::new(0.0, sigma).unwrap();
+    let mut value = |offset: u32| (BASE + shape(offset) + noise.sample(&mut rng)).round() as u64;
+    MetricSeries {
+        epochs: (0..epochs)
+            .map(|e| {
+                let start = e * period;
+                Epoch {
+                    start_turn: start,
+                    points: (0..=period).map(|k| (start + k, value(k))).collect(),
+                }
+            })
+            .collect(),
+    }
+}
+
+#[test]
+fn growth_inside_reload_epochs_is_reported() {
+    // The workaround from the field: reload every 5 turns; each epoch still leaks 110 MiB/turn.
+    let series = reloading(6, 5, 2.0 * MIB, |k| 110.0 * MIB * f64::from(k));
+    let opts = ClassifyOptions {
+        reload_every: 5,
+        ..options(5)
+    };
+    let a = classify(&series, &opts);
+    assert_eq!(a.classification, Classification::Growth, "{a:#?}");
+    assert_eq!(a.epochs, 6);
+    assert!((a.slope_bytes_per_turn / MIB - 110.0).abs() < 2.0, "{a:#?}");
+}
+
+#[test]
+fn a_step_after_every_reload_is_a_plateau() {
+    let series = reloading(6, 5, 1.0 * MIB, |k| if k >= 1 { 1700.0 * MIB } else { 0.0 });
+    let opts = ClassifyOptions {
+        reload_every: 5,
+        ..options(5)
+    };
+    let a = classify(&series, &opts);
+    assert_eq!(a.classification, Classification::Plateau, "{a:#?}");
+    assert_eq!(a.steady_from_turn, Some(1));
+}
+
+#[test]
+fn max_growth_per_turn_bars_clean_when_the_interval_is_too_wide() {
+    let points = shaped(6, 0.5 * MIB, 4, |_| 0.0);
+    let loose = run(&points, &options(50));
+    assert_eq!(loose.classification, Classification::Clean, "{loose:#?}");
+    let strict = ClassifyOptions {
+        max_growth_per_turn: Some(1024),
+        ..options(50)
+    };
+    let a = run(&points, &strict);
+    assert_eq!(a.classification, Classification::Inconclusive, "{a:#?}");
+}
+
+#[test]
+fn exact_constant_series_is_clean_without_noise() {
+    let points: Vec<(u32, u64)> = (0..=10).map(|t| (t, 4096)).collect();
+    let a = run(&points, &ClassifyOptions::default());
+    assert_eq!(a.classification, Classification::Clean, "{a:#?}");
+    assert_eq!(a.noise_bytes, 0.0);
+}
+
+#[test]
+fn long_runs_are_thinned_and_still_classified() {
+    let points = shaped(20_000, 1.0 * MIB, 9, |t| 64.0 * f64::from(t));
+    let a = run(&points, &options(5));
+    assert_eq!(a.classification, Classification::Growth, "{a:#?}");
+    assert!((a.slope_bytes_per_turn - 64.0).abs() < 16.0, "{a:#?}");
+}
+
+/// The field report's four turns (context: Pixel 4a, OpenCL GPU backend), in bytes.
+const PIXEL_GRAPHICS: [u64; 5] = [61382656, 1809432576, 1812480000, 1812480000, 1812480000];
+const PIXEL_NATIVE_HEAP: [u64; 5] = [130252800, 688574464, 839680000, 1157120000, 1157120000];
+const PIXEL_PSS: [u64; 5] = [721974272, 2944274432, 3758080000, 3768320000, 3768320000];
+
+fn pixel(values: &[u64]) -> MetricAnalysis {
+    let points: Vec<(u32, u64)> = values
+        .iter()
+        .enumerate()
+        .map(|(t, v)| (t as u32, *v))
+        .collect();
+    run(&points, &ClassifyOptions::default())
+}
+
+#[test]
+fn pixel_graphics_is_a_one_time_step_not_growth() {
+    let a = pixel(&PIXEL_GRAPHICS);
+    assert_eq!(a.classification, Classification::Plateau, "{a:#?}");
+    let plateau = a.plateau.unwrap();
+    assert_eq!(plateau.settled_at_turn, 1);
+    assert!(
+        (plateau.size_bytes as f64 / MIB - 1670.0).abs() < 5.0,
+        "{plateau:?}"
+    );
+}
+
+#[test]
+fn pixel_native_heap_over_four_turns_is_inconclusive() {
+    // It rises 0.67 -> 0.82 -> 1.13 -> 1.13 GB, but Mann-Kendall cannot reach p < 0.01 with four
+    // steady samples, and the last two are equal: more turns are needed to call it growth.
+    let a = pixel(&PIXEL_NATIVE_HEAP);
+    assert_eq!(a.classification, Classification::Inconclusive, "{a:#?}");
+    assert!(a.slope_bytes_per_turn > 100.0 * MIB, "{a:#?}");
+    assert!(a.turns_needed.unwrap() > 4, "{a:#?}");
+}
+
+#[test]
+fn pixel_pss_is_not_growth_either() {
+    let a = pixel(&PIXEL_PSS);
+    assert_ne!(a.classification, Classification::Growth, "{a:#?}");
+    assert_ne!(a.classification, Classification::Clean, "{a:#?}");
+}

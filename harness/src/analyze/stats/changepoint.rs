@@ -1,0 +1,157 @@
+//! Where warm-up ends: a penalised search for the first turn from which the series is a straight
+//! line (flat or sloped).
+//!
+//! The model: after every (re)load the engine may need a few turns to settle (a GPU context
+//! allocated on the first inference, a pool filling up); from the settling offset `d` on, each
+//! load epoch follows a straight line plus noise. Every sample before `d` is explained by a free
+//! parameter of its own and costs a fixed penalty; every sample after it costs its squared residual
+//! from the epoch's least-squares line, in units of the noise variance. The search picks the `d`
+//! with the lowest total cost, preferring the earliest on ties:
+//!
+//! `cost(d) = sum over epochs of RSS(line through samples at offset >= d) / sigma^2
+//!            + penalty * (samples dropped before d)`
+//!
+//! With `penalty = 2 ln(n)` a sample is only given up to warm-up when keeping it costs more than
+//! about 2.5 sigma of misfit, so a clean series keeps its samples and a one-time step is cut off
+//! exactly where it happened. This is a two-segment special case of penalised change-point search
+//! (as in PELT) in which only the last segment needs a model. The caller removes spikes first and
+//! bounds `d` so that the steady part keeps enough samples.
+
+/// One load epoch: `(offset, value)` pairs in offset order, offset 0 being the (re)load sample.
+pub(crate) type EpochPoints = Vec<(u32, f64)>;
+
+/// The search's inputs besides the data.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct SettleBounds {
+    /// Samples of the first epoch before this offset are warm-up by declaration.
+    pub first_epoch_min: u32,
+    /// The latest settling offset allowed.
+    pub max_offset: u32,
+    /// Noise scale of one sample (must be positive).
+    pub sigma: f64,
+}
+
+/// The settling offset with the lowest penalised cost.
+pub(crate) fn settle_offset(epochs: &[EpochPoints], bounds: SettleBounds) -> u32 {
+    let total: usize = epochs.iter().map(Vec::len).sum();
+    let penalty = 2.0 * (total.max(2) as f64).ln();
+    let fits: Vec<SuffixFit> = epochs.iter().map(|e| SuffixFit::new(e)).collect();
+    let sigma2 = bounds.sigma * bounds.sigma;
+    let mut best = (f64::INFINITY, 0u32);
+    for d in 0..=bounds.max_offset {
+        let mut cost = 0.0;
+        for (index, (epoch, fit)) in epochs.iter().zip(&fits).enumerate() {
+            let floor = if index == 0 {
+                bounds.first_epoch_min
+            } else {
+                0
+            };
+            let start = epoch.partition_point(|p| p.0 < d.max(floor));
+            let free = epoch.partition_point(|p| p.0 < floor);
+            cost += fit.rss_from(start) / sigma2 + penalty * (start - free) as f64;
+        }
+        if cost < best.0 {
+            best = (cost, d);
+        }
+    }
+    best.1
+}
+
+/// Suffix sums that give the least-squares residual sum of squares of a line through the points
+/// from any index to the end in constant time.
+struct SuffixFit {
+    /// `[n, sx, sy, sxx, sxy, syy]` of points `i..` at index `i`.
+    sums: Vec<[f64; 6]>,
+}
+
+impl SuffixFit {
+    fn new(points: &[(u32, f64)]) -> Self {
+        // Centre the values on the first one to keep the sums small.
+        let origin = points.first().map_or(0.0, |p| p.1);
+        let mut sums = vec![[0.0; 6]; points.len() + 1];
+        for (i, (x, y)) in points.iter().enumerate().rev() {
+            let (x, y) = (f64::from(*x), y - origin);
+            let next = sums[i + 1];
+            sums[i] = [
+                next[0] + 1.0,
+                next[1] + x,
+                next[2] + y,
+                next[3] + x * x,
+                next[4] + x * y,
+                next[5] + y * y,
+            ];
+        }
+        Self { sums }
+    }
+
+    fn rss_from(&self, start: usize) -> f64 {
+        let [n, sx, sy, sxx, sxy, syy] = self.sums[start.min(self.sums.len() - 1)];
+        if n < 3.0 {
+            return 0.0;
+        }
+        let vxx = sxx - sx * sx / n;
+        let vxy = sxy - sx * sy / n;
+        let vyy = syy - sy * sy / n;
+        let explained = if vxx > 0.0 { vxy * vxy / vxx } else { 0.0 };
+        (vyy - explained).max(0.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rstest::rstest;
+
+    use super::*;
+
+    const NOISE: [f64; 8] = [0.4, -0.9, 0.2, 1.1, -0.3, -0.7, 0.8, -0.6];
+
+    fn series(n: u32, shape: impl Fn(u32) -> f64) -> EpochPoints {
+        (0..=n)
+            .map(|t| (t, shape(t) + NOISE[t as usize % NOISE.len()]))
+            .collect()
+    }
+
+    fn bounds(max_offset: u32) -> SettleBounds {
+        SettleBounds {
+            first_epoch_min: 0,
+            max_offset,
+            sigma: 1.0,
+        }
+    }
+
+    #[rstest]
+    #[case::flat(|_| 0.0, 0)]
+    #[case::leak_without_step(|t| 2.0 * f64::from(t), 0)]
+    #[case::step_at_first_turn(|t| if t >= 1 { 50.0 } else { 0.0 }, 1)]
+    #[case::step_then_leak(|t| if t >= 1 { 50.0 + 2.0 * f64::from(t) } else { 0.0 }, 1)]
+    #[case::step_at_turn_four(|t| if t >= 4 { 30.0 } else { 0.0 }, 4)]
+    #[case::linear_warmup_then_flat(|t: u32| 10.0 * f64::from(t.min(5)), 5)]
+    fn finds_where_warmup_ends(#[case] shape: fn(u32) -> f64, #[case] expected: u32) {
+        let points = series(20, shape);
+        assert_eq!(settle_offset(&[points], bounds(10)), expected);
+    }
+
+    #[test]
+    fn declared_warmup_is_never_charged() {
+        let points = series(20, |t| if t >= 1 { 50.0 } else { 0.0 });
+        let b = SettleBounds {
+            first_epoch_min: 2,
+            ..bounds(10)
+        };
+        assert!(settle_offset(&[points], b) <= 2);
+    }
+
+    #[test]
+    fn every_epoch_settles_after_its_reload() {
+        let epochs: Vec<EpochPoints> = (0..4)
+            .map(|_| series(6, |k| if k >= 1 { 40.0 } else { 0.0 }))
+            .collect();
+        assert_eq!(settle_offset(&epochs, bounds(3)), 1);
+    }
+
+    #[test]
+    fn bound_caps_the_search() {
+        let points = series(20, |t| 10.0 * f64::from(t.min(15)));
+        assert_eq!(settle_offset(&[points], bounds(3)), 3);
+    }
+}

@@ -1,0 +1,101 @@
+//! Hand-built scenarios and run records for the analyzer's tests.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::engine::{BackendInfo, Ledger};
+use crate::runner::{Phase, RunOutcome, RunRecord, Sample};
+use crate::scenario::{
+    BackendKind, Device, EngineSpec, Expectations, SamplePlan, SamplePoint, Scenario, Step,
+};
+
+/// A small simulator scenario without expectations.
+pub(crate) fn scenario() -> Scenario {
+    Scenario {
+        name: "analyzer-test".to_owned(),
+        description: None,
+        source: None,
+        engine: EngineSpec {
+            backend: BackendKind::Sim,
+            profile: Some("cpu-flat".to_owned()),
+            inline_profiles: BTreeMap::new(),
+            model: None,
+            device: Device::Cpu,
+            max_tokens: 4096,
+            lib: None,
+            call_timeout: Duration::from_secs(60),
+            isolate: false,
+        },
+        warmup_turns: 0,
+        turns: 10,
+        turn: vec![Step::Close],
+        reload_every: 0,
+        sample: SamplePlan {
+            after: vec![SamplePoint::Load, SamplePoint::Close],
+            settle: Duration::ZERO,
+        },
+        watch: Vec::new(),
+        faults: Vec::new(),
+        expect: Expectations::default(),
+        seed: 0,
+    }
+}
+
+/// A completed run of [`scenario`] with these samples and an empty ledger.
+pub(crate) fn record_with_samples(samples: Vec<Sample>) -> RunRecord {
+    RunRecord {
+        scenario: scenario(),
+        backend: BackendInfo {
+            backend: "sim".to_owned(),
+            version: "test".to_owned(),
+            details: BTreeMap::new(),
+        },
+        turns_completed: samples.iter().map(|s| s.turn).max().unwrap_or(0),
+        samples,
+        ledger: Ledger::new(),
+        engine_errors: Vec::new(),
+        outcome: RunOutcome::Completed,
+    }
+}
+
+/// Samples for a run: per metric a post-close series `values[turn]` (turn 0 = load), with a reload
+/// sample `reload[k]` after every `reload_every` turns when given.
+pub(crate) fn samples(
+    metrics: &[(&str, &[u64])],
+    reload_every: u32,
+    reload_values: &[(&str, u64)],
+) -> Vec<Sample> {
+    let turns = metrics.first().map_or(0, |m| m.1.len()) as u32;
+    let pick = |turn: u32| -> BTreeMap<String, u64> {
+        metrics
+            .iter()
+            .map(|(name, values)| ((*name).to_owned(), values[turn as usize]))
+            .collect()
+    };
+    let mut out = Vec::new();
+    let mut epoch = 1;
+    for turn in 0..turns {
+        let phase = if turn == 0 { Phase::Load } else { Phase::Close };
+        out.push(Sample {
+            turn,
+            phase,
+            epoch,
+            t_ms: f64::from(turn) * 1000.0,
+            metrics: pick(turn),
+        });
+        if turn > 0 && reload_every > 0 && turn % reload_every == 0 && turn + 1 < turns {
+            epoch += 1;
+            out.push(Sample {
+                turn,
+                phase: Phase::Reload,
+                epoch,
+                t_ms: f64::from(turn) * 1000.0 + 500.0,
+                metrics: reload_values
+                    .iter()
+                    .map(|(n, v)| ((*n).to_owned(), *v))
+                    .collect(),
+            });
+        }
+    }
+    out
+}

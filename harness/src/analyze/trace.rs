@@ -1,0 +1,312 @@
+//! Memory traces recorded elsewhere, for `leakloop analyze`: a CSV of post-close samples or a
+//! leakloop `report.json`.
+//!
+//! CSV layout: the first non-comment line is the header; its first column is `turn`, every other
+//! column is a metric in bytes. One row per turn, turns strictly increasing, the first row being
+//! the baseline (normally turn 0, after load). Lines starting with `#` are comments and blank
+//! lines are skipped. Values are non-negative integers or decimal numbers (rounded to bytes).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::runner::RunRecord;
+
+use super::series::MetricSeries;
+
+/// A loaded trace.
+#[derive(Debug, Clone)]
+pub struct Trace {
+    /// Each metric's post-close series.
+    pub metrics: BTreeMap<String, MetricSeries>,
+    /// The run record, when the trace was a leakloop report.
+    pub record: Option<RunRecord>,
+}
+
+/// Why a trace could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {kind}")]
+pub struct TraceError {
+    /// The trace file.
+    pub path: PathBuf,
+    /// What was wrong.
+    pub kind: TraceErrorKind,
+}
+
+/// What was wrong with a trace.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceErrorKind {
+    /// The file could not be read.
+    #[error("cannot read the trace: {0}")]
+    Io(#[from] std::io::Error),
+    /// A CSV problem at a line (1-based), optionally in a named column.
+    #[error("line {line}{}: {message}", column.as_ref().map(|c| format!(", column `{c}`")).unwrap_or_default())]
+    Csv {
+        /// The line in the file.
+        line: u64,
+        /// The column, when one is at fault.
+        column: Option<String>,
+        /// What is wrong.
+        message: String,
+    },
+    /// The file has a header but no data rows.
+    #[error("no data rows: a trace needs at least the baseline row (turn 0)")]
+    Empty,
+    /// A JSON report that does not match the report layout.
+    #[error("not a leakloop report: {0}")]
+    Report(String),
+}
+
+/// Reads a trace: a leakloop `report.json` when the file starts with `{`, a CSV otherwise.
+pub fn load_trace(path: &Path) -> Result<Trace, TraceError> {
+    let error = |kind| TraceError {
+        path: path.to_path_buf(),
+        kind,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| error(TraceErrorKind::Io(e)))?;
+    if text.trim_start().starts_with('{') {
+        let record = parse_report(&text).map_err(error)?;
+        let metrics = record
+            .metric_names()
+            .into_iter()
+            .map(|name| {
+                let series = MetricSeries::from_record(&record, &name);
+                (name, series)
+            })
+            .collect();
+        Ok(Trace {
+            metrics,
+            record: Some(record),
+        })
+    } else {
+        let metrics = parse_csv(&text).map_err(error)?;
+        Ok(Trace {
+            metrics,
+            record: None,
+        })
+    }
+}
+
+/// Parses the run record out of a leakloop report (`{"format_version": 1, "record": ...}`).
+pub fn parse_report(text: &str) -> Result<RunRecord, TraceErrorKind> {
+    let value: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| TraceErrorKind::Report(format!("invalid JSON at line {}: {e}", e.line())))?;
+    match value
+        .get("format_version")
+        .and_then(serde_json::Value::as_u64)
+    {
+        Some(1) => {}
+        Some(other) => {
+            return Err(TraceErrorKind::Report(format!(
+                "format_version {other} is not supported (this build reads 1)"
+            )))
+        }
+        None => {
+            return Err(TraceErrorKind::Report(
+                "missing `format_version`".to_owned(),
+            ))
+        }
+    }
+    let record = value
+        .get("record")
+        .ok_or_else(|| TraceErrorKind::Report("missing `record`".to_owned()))?;
+    serde_path_to_error::deserialize(record)
+        .map_err(|e| TraceErrorKind::Report(format!("at `record.{}`: {}", e.path(), e.inner())))
+}
+
+/// Parses a CSV trace into one series per metric column.
+pub fn parse_csv(text: &str) -> Result<BTreeMap<String, MetricSeries>, TraceErrorKind> {
+    let mut reader = csv::ReaderBuilder::new()
+        .comment(Some(b'#'))
+        .trim(csv::Trim::All)
+        .flexible(true)
+        .has_headers(false)
+        .from_reader(text.as_bytes());
+    let mut records = reader.records();
+    let csv_error = |e: csv::Error| TraceErrorKind::Csv {
+        line: e.position().map_or(0, |p| p.line()),
+        column: None,
+        message: e.to_string(),
+    };
+    let header = match records.next() {
+        Some(record) => record.map_err(csv_error)?,
+        None => {
+            return Err(TraceErrorKind::Csv {
+                line: 1,
+                column: None,
+                message: "no header line: expected `turn,<metric>,...`".to_owned(),
+            })
+        }
+    };
+    let header_line = header.position().map_or(1, |p| p.line());
+    let columns: Vec<String> = header.iter().map(str::to_owned).collect();
+    validate_header(&columns, header_line)?;
+    let metrics = &columns[1..];
+    let mut series: Vec<Vec<(u32, u64)>> = vec![Vec::new(); metrics.len()];
+    let mut previous_turn: Option<u32> = None;
+    for record in records {
+        let record = record.map_err(csv_error)?;
+        let line = record.position().map_or(0, |p| p.line());
+        if record.len() != columns.len() {
+            return Err(TraceErrorKind::Csv {
+                line,
+                column: None,
+                message: format!(
+                    "expected {} fields ({}), found {}",
+                    columns.len(),
+                    columns.join(","),
+                    record.len()
+                ),
+            });
+        }
+        let turn_text = &record[0];
+        let turn: u32 = turn_text.parse().map_err(|_| TraceErrorKind::Csv {
+            line,
+            column: Some("turn".to_owned()),
+            message: format!("`{turn_text}` is not a turn number (a non-negative integer)"),
+        })?;
+        if let Some(previous) = previous_turn.filter(|p| turn <= *p) {
+            return Err(TraceErrorKind::Csv {
+                line,
+                column: Some("turn".to_owned()),
+                message: format!("turn {turn} after turn {previous}: turns must increase"),
+            });
+        }
+        previous_turn = Some(turn);
+        for (index, name) in metrics.iter().enumerate() {
+            let value = parse_bytes(&record[index + 1]).map_err(|message| TraceErrorKind::Csv {
+                line,
+                column: Some(name.clone()),
+                message,
+            })?;
+            series[index].push((turn, value));
+        }
+    }
+    if previous_turn.is_none() {
+        return Err(TraceErrorKind::Empty);
+    }
+    Ok(metrics
+        .iter()
+        .cloned()
+        .zip(
+            series
+                .iter()
+                .map(|points| MetricSeries::from_points(points)),
+        )
+        .collect())
+}
+
+fn validate_header(columns: &[String], line: u64) -> Result<(), TraceErrorKind> {
+    let header_error = |message: String| TraceErrorKind::Csv {
+        line,
+        column: None,
+        message,
+    };
+    if !columns
+        .first()
+        .is_some_and(|c| c.eq_ignore_ascii_case("turn"))
+    {
+        return Err(header_error(format!(
+            "the first column must be `turn`, found `{}`",
+            columns.first().map_or("", String::as_str)
+        )));
+    }
+    if columns.len() < 2 {
+        return Err(header_error("no metric columns after `turn`".to_owned()));
+    }
+    for (i, name) in columns.iter().enumerate().skip(1) {
+        if name.is_empty() {
+            return Err(header_error(format!("column {} has no name", i + 1)));
+        }
+        if columns[..i].contains(name) {
+            return Err(header_error(format!("column `{name}` appears twice")));
+        }
+    }
+    Ok(())
+}
+
+/// A byte count: a non-negative integer, or a finite non-negative decimal rounded to bytes.
+fn parse_bytes(text: &str) -> Result<u64, String> {
+    if text.is_empty() {
+        return Err("empty value (every row needs every metric)".to_owned());
+    }
+    if let Ok(value) = text.parse::<u64>() {
+        return Ok(value);
+    }
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 && v < u64::MAX as f64 => Ok(v.round() as u64),
+        Ok(_) => Err(format!(
+            "`{text}` is not a byte count (negative or too large)"
+        )),
+        Err(_) => Err(format!("`{text}` is not a number of bytes")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rstest::rstest;
+
+    use super::*;
+
+    #[test]
+    fn reads_comments_blank_lines_and_decimals() {
+        let text = "# a trace\n\nturn, rss ,gpu\n0,100,5\n# mid comment\n1,110.4,5\n\n2,1.2e2,6\n";
+        let metrics = parse_csv(text).unwrap();
+        let rss: Vec<(u32, u64)> = metrics["rss"].points().collect();
+        assert_eq!(rss, vec![(0, 100), (1, 110), (2, 120)]);
+        assert_eq!(metrics["gpu"].len(), 3);
+    }
+
+    #[rstest]
+    #[case::first_column(
+        "step,rss\n0,1\n",
+        "line 1: the first column must be `turn`, found `step`"
+    )]
+    #[case::no_metrics("turn\n0\n", "line 1: no metric columns after `turn`")]
+    #[case::duplicate("turn,rss,rss\n0,1,2\n", "line 1: column `rss` appears twice")]
+    #[case::short_row(
+        "turn,rss,gpu\n0,1,2\n1,3\n",
+        "line 3: expected 3 fields (turn,rss,gpu), found 2"
+    )]
+    #[case::bad_turn(
+        "turn,rss\n0,1\nx,2\n",
+        "line 3, column `turn`: `x` is not a turn number (a non-negative integer)"
+    )]
+    #[case::turns_go_back(
+        "turn,rss\n0,1\n2,1\n1,1\n",
+        "line 4, column `turn`: turn 1 after turn 2: turns must increase"
+    )]
+    #[case::bad_value(
+        "# c\nturn,rss\n0,1\n1,12MB\n",
+        "line 4, column `rss`: `12MB` is not a number of bytes"
+    )]
+    #[case::negative(
+        "turn,rss\n0,-5\n",
+        "line 2, column `rss`: `-5` is not a byte count (negative or too large)"
+    )]
+    #[case::empty_value(
+        "turn,rss,gpu\n0,,1\n",
+        "line 2, column `rss`: empty value (every row needs every metric)"
+    )]
+    #[case::no_rows(
+        "# only a header\nturn,rss\n",
+        "no data rows: a trace needs at least the baseline row (turn 0)"
+    )]
+    #[case::nothing("# nothing\n", "line 1: no header line: expected `turn,<metric>,...`")]
+    fn malformed_csv_names_the_line_and_column(#[case] text: &str, #[case] message: &str) {
+        assert_eq!(parse_csv(text).unwrap_err().to_string(), message);
+    }
+
+    #[rstest]
+    #[case::version(
+        r#"{"format_version": 2, "record": {}}"#,
+        "format_version 2 is not supported"
+    )]
+    #[case::no_version(r#"{"record": {}}"#, "missing `format_version`")]
+    #[case::no_record(r#"{"format_version": 1}"#, "missing `record`")]
+    #[case::bad_record(r#"{"format_version": 1, "record": {"samples": 3}}"#, "at `record.")]
+    #[case::bad_json("{", "invalid JSON at line 1")]
+    fn malformed_reports_say_why(#[case] text: &str, #[case] fragment: &str) {
+        let message = parse_report(text).unwrap_err().to_string();
+        assert!(message.contains(fragment), "{message}");
+    }
+}

@@ -1,6 +1,6 @@
 //! Builds the engine a scenario names.
 
-use crate::engine::{Engine, EngineError, EngineErrorKind, SimEngine};
+use crate::engine::{Engine, EngineError, EngineErrorKind, OpenClEngine, SimEngine};
 use crate::scenario::{BackendKind, Scenario};
 
 /// Builds the engine for `scenario` (its backend, options, faults and seed).
@@ -14,6 +14,7 @@ pub fn build_engine(scenario: &Scenario) -> Result<Box<dyn Engine>, EngineError>
                 "simulator pending",
             ))
         }
+        BackendKind::Opencl => Ok(Box::new(OpenClEngine::from_scenario(scenario)?)),
         other => Err(EngineError::new(
             EngineErrorKind::Unavailable,
             format!(

@@ -4,6 +4,7 @@
 mod api;
 mod factory;
 mod ledger;
+pub mod opencl;
 mod sim;
 
 pub use api::{
@@ -12,4 +13,5 @@ pub use api::{
 };
 pub use factory::build_engine;
 pub use ledger::{KindCounts, Ledger, LedgerImbalance, TurnLedger};
+pub use opencl::OpenClEngine;
 pub use sim::SimEngine;

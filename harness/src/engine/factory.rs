@@ -1,8 +1,13 @@
 //! Builds the engine a scenario names: in this process, or in an isolated worker process when
 //! the scenario asks for `engine.isolate`.
+//!
+//! The worker's environment is chosen here: an OpenCL engine in a worker gets the OpenCL call
+//! interposer injected (`OPENCL_DYLIB_PATH`, `LD_PRELOAD`), so its create/release calls are
+//! counted per live object.
 
+use crate::engine::opencl::{find_interposer, interposer_env};
 use crate::engine::{
-    Engine, EngineError, EngineErrorKind, LitertLmEngine, SimEngine, WorkerEngine,
+    Engine, EngineError, EngineErrorKind, LitertLmEngine, OpenClEngine, SimEngine, WorkerEngine,
 };
 use crate::scenario::{BackendKind, Scenario};
 
@@ -10,7 +15,8 @@ use crate::scenario::{BackendKind, Scenario};
 /// (`leakloop worker`) when `engine.isolate` is set, in this process otherwise.
 pub fn build_engine(scenario: &Scenario) -> Result<Box<dyn Engine>, EngineError> {
     if scenario.engine.isolate {
-        return Ok(Box::new(WorkerEngine::spawn(scenario, &[])?));
+        let env = worker_env(scenario)?;
+        return Ok(Box::new(WorkerEngine::spawn(scenario, &env)?));
     }
     build_in_process(scenario)
 }
@@ -21,12 +27,25 @@ pub fn build_in_process(scenario: &Scenario) -> Result<Box<dyn Engine>, EngineEr
     match scenario.engine.backend {
         BackendKind::Sim => Ok(Box::new(SimEngine::from_scenario(scenario)?)),
         BackendKind::LitertLm => Ok(Box::new(LitertLmEngine::from_scenario(scenario)?)),
-        other => Err(EngineError::new(
-            EngineErrorKind::Unavailable,
-            format!(
-                "backend `{}` is not built into this leakloop yet",
-                other.as_str()
-            ),
-        )),
+        BackendKind::Opencl => Ok(Box::new(OpenClEngine::from_scenario(scenario)?)),
+    }
+}
+
+/// Extra environment of the worker process for this scenario's backend.
+fn worker_env(scenario: &Scenario) -> Result<Vec<(String, String)>, EngineError> {
+    match scenario.engine.backend {
+        BackendKind::Opencl => {
+            let interposer = find_interposer().map_err(|why| {
+                EngineError::new(
+                    EngineErrorKind::Unavailable,
+                    format!(
+                        "the OpenCL call interposer is needed to count OpenCL objects: {why} \
+                         (build it with `cargo build -p cl-interposer`)"
+                    ),
+                )
+            })?;
+            Ok(interposer_env(&interposer))
+        }
+        BackendKind::Sim | BackendKind::LitertLm => Ok(Vec::new()),
     }
 }

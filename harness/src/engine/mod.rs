@@ -5,6 +5,7 @@ mod api;
 mod factory;
 mod ledger;
 pub mod litert_lm;
+pub mod opencl;
 mod sim;
 mod worker;
 
@@ -15,6 +16,7 @@ pub use api::{
 pub use factory::{build_engine, build_in_process};
 pub use ledger::{KindCounts, Ledger, LedgerImbalance, TurnLedger};
 pub use litert_lm::LitertLmEngine;
+pub use opencl::OpenClEngine;
 pub use sim::SimEngine;
 pub(crate) use worker::{serve_stdio, WorkerError};
 pub use worker::{WorkerEngine, WORKER_BIN_ENV};

@@ -71,8 +71,8 @@ impl SimEngine {
 
     fn error(&mut self, kind: EngineErrorKind, error: SimError) -> EngineError {
         let kind = match error {
-            SimError::Crashed { .. } => EngineErrorKind::Crashed {
-                how: format!("simulated crash (in-process): {error}"),
+            SimError::Crashed { turn } => EngineErrorKind::Crashed {
+                how: format!("simulated crash in turn {turn} (in-process: no process died)"),
             },
             SimError::Hung { .. } => {
                 // A hung call is given up on after the timeout; that wait is simulated time too.

@@ -425,3 +425,50 @@ fn real_allocation_probe_check() {
     assert!(heap.abs() <= slack, "heap grew {heap} B/turn");
     assert!(rss.abs() <= slack, "rss grew {rss} B/turn");
 }
+
+/// The scenario fixtures, read as plain YAML: the DSL validates them fully; this pins what the
+/// simulator owns in them.
+fn fixtures() -> Vec<(String, serde_yaml::Value, String)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/scenarios");
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let value =
+                serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+            out.push((name, value, text));
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+#[test]
+fn every_sim_fixture_names_a_profile_that_exists_and_says_what_it_expects() {
+    let fixtures = fixtures();
+    assert!(fixtures.len() >= 13, "{} fixtures", fixtures.len());
+    for (file, value, text) in fixtures {
+        if value["engine"]["backend"].as_str() != Some("sim") {
+            continue;
+        }
+        assert_eq!(value["name"].as_str(), Some(file.as_str()), "{file}: name");
+        let header: String = text.lines().take_while(|l| l.starts_with('#')).collect();
+        assert!(
+            ["(exit 0)", "(exit 1)", "(exit 3)"]
+                .iter()
+                .any(|code| header.contains(code)),
+            "{file}: the header comment must state the expected exit code"
+        );
+        let profile = value["engine"]["profile"].as_str().unwrap();
+        match value["profiles"].get(profile) {
+            Some(inline) => {
+                let spec: ProfileSpec = serde_yaml::from_value(inline.clone())
+                    .unwrap_or_else(|e| panic!("{file}: profiles.{profile}: {e}"));
+                sim_backend::Profile::from_spec(profile, spec).unwrap();
+            }
+            None => assert!(SIM_PROFILES.contains(&profile), "{file}: {profile}"),
+        }
+    }
+}

@@ -155,22 +155,37 @@ impl Ledger {
             .collect()
     }
 
-    /// The first turn at whose end the running live count of `kind` exceeded zero and never came
-    /// back to zero afterwards.
+    /// The turn from which the leak accumulated: the first turn after which the live count of
+    /// `kind` stayed above its level after load (turn 0) until the end. Resources that a load
+    /// legitimately holds (weights, contexts) are not blamed on turn 0 that way. When the count
+    /// never rose above that level (a load-time resource that was never released), the first
+    /// turn from which it stayed non-zero.
     fn first_unbalanced_turn(&self, kind: &str) -> Option<u32> {
         let mut live = 0i64;
-        let mut first = None;
-        for turn in &self.turns {
-            if let Some(c) = turn.kinds.get(kind) {
-                live += c.live();
+        let running: Vec<(u32, i64)> = self
+            .turns
+            .iter()
+            .map(|turn| {
+                live += turn.kinds.get(kind).map_or(0, KindCounts::live);
+                (turn.turn, live)
+            })
+            .collect();
+        let after_load = running
+            .first()
+            .filter(|(turn, _)| *turn == 0)
+            .map_or(0, |(_, live)| *live);
+        let first_staying = |above: i64| {
+            let mut first = None;
+            for (turn, live) in &running {
+                match (*live > above, first) {
+                    (true, None) => first = Some(*turn),
+                    (false, Some(_)) => first = None,
+                    _ => {}
+                }
             }
-            match (live != 0, first) {
-                (true, None) => first = Some(turn.turn),
-                (false, Some(_)) => first = None,
-                _ => {}
-            }
-        }
-        first
+            first
+        };
+        first_staying(after_load).or_else(|| first_staying(0))
     }
 }
 
@@ -218,6 +233,25 @@ mod tests {
         assert_eq!((imbalances[0].created, imbalances[0].deleted), (4, 2));
         assert_eq!(imbalances[0].first_turn, Some(3));
         assert_eq!(ledger.turns[3].kinds["sim/conversation"].created, 1);
+    }
+
+    #[test]
+    fn a_resource_held_since_load_does_not_hide_the_turn_the_leak_began() {
+        let mut ledger = Ledger::new();
+        ledger.record_create(0, "cl/cl_mem"); // weights, released at unload
+        ledger.record_create(1, "cl/cl_mem"); // per-turn scratch, never released
+        ledger.record_create(2, "cl/cl_mem");
+        ledger.record_delete(2, "cl/cl_mem"); // the weights, at unload
+        assert_eq!(ledger.imbalances()[0].first_turn, Some(1));
+    }
+
+    #[test]
+    fn a_load_time_resource_never_released_points_at_the_load() {
+        let mut ledger = Ledger::new();
+        ledger.record_create(0, "lib/engine");
+        ledger.record_create(1, "lib/session");
+        ledger.record_delete(1, "lib/session");
+        assert_eq!(ledger.imbalances()[0].first_turn, Some(0));
     }
 
     #[test]

@@ -1,0 +1,117 @@
+//! Every fixture scenario, end to end through the `leakloop` binary.
+//!
+//! Each fixture states the exit code it is written to produce in a header line
+//! `# Expected: ... (exit N)`; simulator fixtures must produce exactly that code, and their
+//! verdict, ledger and per-metric classification are pinned as golden snapshots under
+//! `golden/scenarios/` (a change in detection behaviour shows up as a snapshot diff in review).
+//! Fixtures of real engines (`litert-*`, `*opencl*`) run in `device-tests`, which needs them.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use leakloop::report::{golden_view, read_report, render_summary_md, Redactor};
+use rstest::rstest;
+
+fn expected_exit(text: &str, path: &Path) -> i32 {
+    text.lines()
+        .filter(|l| l.starts_with('#') && l.contains("Expected"))
+        .find_map(|l| {
+            let rest = &l[l.find("(exit ")? + 6..];
+            rest[..rest.find(')')?].trim().parse().ok()
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "{} has no `# Expected: ... (exit N)` header line",
+                path.display()
+            )
+        })
+}
+
+fn is_simulator_fixture(text: &str) -> bool {
+    text.lines().any(|l| {
+        let l = l.trim();
+        l == "backend: sim" || l.contains("backend: sim,") || l.contains("{backend: sim")
+    })
+}
+
+fn run(path: &Path, out: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_leakloop"))
+        .arg("run")
+        .arg(path)
+        .arg("--quiet")
+        .arg("--out")
+        .arg(out)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("leakloop runs")
+}
+
+#[rstest]
+fn simulator_fixture_exits_as_stated_and_matches_its_golden_snapshot(
+    #[files("../fixtures/scenarios/*.yaml")]
+    #[exclude("(litert|opencl)")]
+    path: PathBuf,
+) {
+    let text = std::fs::read_to_string(&path).unwrap();
+    let expected = expected_exit(&text, &path);
+    assert!(
+        is_simulator_fixture(&text),
+        "{}: fixtures of real engines are named litert-* or opencl-* and run in device-tests",
+        path.display()
+    );
+    let out = tempfile::tempdir().unwrap();
+    let output = run(&path, out.path());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(expected),
+        "{}: expected exit {expected}\nstdout:\n{stdout}\nstderr:\n{}",
+        path.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for artifact in [
+        "report.json",
+        "junit.xml",
+        "plot.svg",
+        "summary.md",
+        "samples.jsonl",
+    ] {
+        assert!(
+            out.path().join(artifact).is_file(),
+            "{} did not write {artifact}",
+            path.display()
+        );
+    }
+    let report = read_report(&out.path().join("report.json")).unwrap();
+    let name = path.file_stem().unwrap().to_string_lossy().to_string();
+    let redactor = Redactor::for_record(&report.record);
+    insta::with_settings!({
+        snapshot_path => "../../../golden/scenarios",
+        prepend_module_to_snapshot => false,
+        omit_expression => true,
+    }, {
+        insta::assert_json_snapshot!(name.clone(), golden_view(&report.record, &report.verdict));
+        insta::assert_snapshot!(
+            format!("{name}.summary"),
+            redactor.redact_text(&render_summary_md(&report.record, &report.verdict))
+        );
+    });
+}
+
+#[test]
+fn the_same_seed_gives_byte_identical_reports() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/scenarios/flutter-gemma-opencl-leak.yaml");
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    assert_eq!(run(&path, a.path()).status.code(), Some(1));
+    assert_eq!(run(&path, b.path()).status.code(), Some(1));
+    let read = |dir: &Path| {
+        let report = read_report(&dir.join("report.json")).unwrap();
+        serde_json::to_string(&report.record.samples).unwrap()
+    };
+    assert_eq!(read(a.path()), read(b.path()));
+    assert_eq!(
+        std::fs::read(a.path().join("samples.jsonl")).unwrap(),
+        std::fs::read(b.path().join("samples.jsonl")).unwrap()
+    );
+}

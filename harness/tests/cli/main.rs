@@ -1,0 +1,3 @@
+//! Integration tests of the `leakloop` binary: one module per subcommand.
+
+mod analyze;

@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod analyze;
+pub mod bench;
 pub mod engine;
 pub mod probe;
 pub mod report;

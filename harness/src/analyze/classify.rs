@@ -2,9 +2,12 @@
 //!
 //! # Method
 //!
-//! 1. **Noise.** `sigma` is the MAD of the first differences within each load epoch, scaled to a
-//!    per-sample standard deviation (see [`stats::robust::noise_sigma`]). Differencing removes a
-//!    steady slope; the median ignores a one-time step and single spikes.
+//! 1. **Noise.** `sigma` is the robust scale (`Qn`) of the first differences within each load
+//!    epoch, scaled to a per-sample standard deviation (see `stats::robust::noise_sigma`).
+//!    Differencing removes a steady slope; `Qn` ignores a one-time step and single spikes. Once
+//!    the warm-up is found (step 3), `sigma` is re-estimated from the differences after it (when
+//!    there are at least five) and the search repeated, because a curved warm-up inflates the
+//!    first estimate.
 //! 2. **Spikes.** An excursion of one or two samples beyond both neighbours by more than
 //!    [`SPIKE_SIGMAS`] `* sigma` (the neighbours agreeing with each other) is replaced by the
 //!    line between its neighbours. The baseline and the last sample are never replaced.
@@ -28,7 +31,12 @@
 //! With `T` the tolerance in bytes, `[lo, hi]` the slope interval, `D` the span of the steady part
 //! in turns, `D'` the turns from its centre to its end, `p` the Mann-Kendall p-value:
 //!
-//! - **growth** if `p <` [`TREND_ALPHA`] and `lo > 0`;
+//! - **growth** if `p <` [`TREND_ALPHA`], `lo > 0`, and the rise persists: the Mann-Kendall test
+//!   on the later half of the steady part (of every epoch) also gives `p <`
+//!   [`PERSISTENCE_ALPHA`] and that half's Theil-Sen slope is at least
+//!   [`PERSISTENCE_SLOPE_FRACTION`] of the whole part's. A saturating warm-up whose tail is still settling after the detected
+//!   settle turn rises early and stops; a leak keeps rising. A rise that fails only the
+//!   persistence check is inconclusive (a run twice as long would tell);
 //! - **clean** if the worst case stays within tolerance: `rise_hi + max(hi, 0) * D' <= T`;
 //! - **plateau** if the rise is beyond tolerance even at its lower bound (`rise_lo > T`) and the
 //!   worst-case drift after settling is small: `max(hi, 0) * D <= max(T, `
@@ -56,7 +64,13 @@ use super::verdict::{Classification, MetricAnalysis, PlateauInfo};
 use crate::scenario::{Tolerance, MAX_TURNS};
 
 /// One-sided significance level of the Mann-Kendall test for calling growth.
-pub const TREND_ALPHA: f64 = 0.01;
+pub const TREND_ALPHA: f64 = 0.005;
+/// One-sided significance level the trend must also reach on the later half of the steady part
+/// for growth (persistence check).
+pub const PERSISTENCE_ALPHA: f64 = 0.1;
+/// For growth the later half of the steady part must rise at least this fraction of the slope of
+/// the whole (a warm-up decelerates, a leak does not).
+pub const PERSISTENCE_SLOPE_FRACTION: f64 = 0.5;
 /// Two-sided confidence level of the slope interval (the one-sided bounds on the rise use the
 /// same level one-sided).
 pub const CONFIDENCE: f64 = 0.95;
@@ -80,6 +94,8 @@ const THEIL_SEN_SE_FACTOR: f64 = 1.05;
 const MAX_POINTS_PER_EPOCH: usize = 2000;
 /// Mann-Kendall cannot reach [`TREND_ALPHA`] with fewer samples than this.
 const MIN_GROWTH_POINTS: usize = 6;
+/// The steady part re-estimates the noise only from at least this many differences.
+const MIN_NOISE_DIFFS: usize = 5;
 /// Noise below one byte is treated as one byte (memory is counted in bytes).
 const MIN_SIGMA: f64 = 1.0;
 
@@ -206,8 +222,43 @@ impl<'a> Prepared<'a> {
             spike_turns,
             settle: options.warmup_turns,
         };
-        prepared.settle = prepared.find_settle();
+        // Warm-up differences inflate the first noise estimate; re-estimate it on the steady part
+        // and search again until the settling turn stops moving.
+        for _ in 0..3 {
+            let settle = prepared.find_settle();
+            let steady_sigma = prepared.steady_noise(settle);
+            let moved = settle != prepared.settle;
+            prepared.settle = settle;
+            match steady_sigma {
+                Some((sigma, df)) if sigma != prepared.sigma => {
+                    prepared.sigma = sigma;
+                    prepared.noise_df = df;
+                }
+                _ if !moved => break,
+                _ => {}
+            }
+        }
         prepared
+    }
+
+    /// The noise scale from the cleaned first differences at or after `settle` in every epoch,
+    /// with its degrees of freedom, when there are at least [`MIN_NOISE_DIFFS`] of them.
+    fn steady_noise(&self, settle: u32) -> Option<(f64, usize)> {
+        let diffs: Vec<f64> = self
+            .epochs
+            .iter()
+            .enumerate()
+            .flat_map(|(index, epoch)| {
+                let bound = if index == 0 {
+                    settle.max(self.options.warmup_turns)
+                } else {
+                    settle
+                };
+                let steady: Vec<f64> = epoch.iter().filter(|p| p.0 >= bound).map(|p| p.2).collect();
+                steady.windows(2).map(|w| w[1] - w[0]).collect::<Vec<f64>>()
+            })
+            .collect();
+        (diffs.len() >= MIN_NOISE_DIFFS).then(|| (robust::noise_sigma(&diffs), diffs.len() - 1))
     }
 
     fn find_settle(&self) -> u32 {
@@ -401,6 +452,22 @@ impl Steady {
         (level, end)
     }
 
+    /// On the later half of every block: the one-sided Mann-Kendall p-value and the pooled
+    /// Theil-Sen slope.
+    fn later_half_trend(&self) -> (f64, f64) {
+        let halves: Vec<Vec<(f64, f64)>> = self
+            .blocks
+            .iter()
+            .map(|b| b[b.len() / 2..].to_vec())
+            .collect();
+        let values: Vec<Vec<f64>> = halves
+            .iter()
+            .map(|b| b.iter().map(|p| p.1).collect())
+            .collect();
+        let slope = theil_sen::sen_slope(&halves, CONFIDENCE).map_or(0.0, |s| s.slope);
+        (mann_kendall(&values).p_increasing, slope)
+    }
+
     fn decide(&self, prepared: &Prepared<'_>, analysis: &mut MetricAnalysis) {
         let options = prepared.options;
         let values: Vec<Vec<f64>> = self
@@ -463,12 +530,29 @@ impl Steady {
                 "noise-based"
             }
         );
-        if trend.p_increasing < TREND_ALPHA && lo > 0.0 {
+        let rising = trend.p_increasing < TREND_ALPHA && lo > 0.0;
+        let (late, late_slope) = self.later_half_trend();
+        if rising && late < PERSISTENCE_ALPHA && late_slope >= PERSISTENCE_SLOPE_FRACTION * slope {
             analysis.classification = Classification::Growth;
             analysis.reason = format!(
                 "keeps rising {} per turn from turn {settle} ({interval_text}; Mann-Kendall p = {:.2e})",
                 signed_bytes(slope),
                 trend.p_increasing
+            );
+            return;
+        }
+
+        if rising {
+            analysis.classification = Classification::Inconclusive;
+            analysis.turns_needed =
+                Some((prepared.last_turn * 2).clamp(prepared.last_turn + 1, MAX_TURNS));
+            analysis.reason = format!(
+                "rose {} per turn from turn {settle} ({interval_text}; Mann-Kendall p = {:.2e}) but \
+                 the later half of those turns rises {} per turn (p = {late:.2}): a warm-up still \
+                 settling or a leak too small to show yet; a run twice as long would tell",
+                signed_bytes(slope),
+                trend.p_increasing,
+                signed_bytes(late_slope)
             );
             return;
         }

@@ -137,7 +137,11 @@ pub fn parse_csv(text: &str) -> Result<BTreeMap<String, MetricSeries>, TraceErro
             })
         }
     };
-    let header_line = header.position().map_or(1, |p| p.line());
+    // The reader's position for a first record that follows comments is not its line, so count.
+    let header_line = text
+        .lines()
+        .position(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        .map_or(1, |i| i as u64 + 1);
     let columns: Vec<String> = header.iter().map(str::to_owned).collect();
     validate_header(&columns, header_line)?;
     let metrics = &columns[1..];

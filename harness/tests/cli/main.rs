@@ -1,5 +1,6 @@
 //! Integration tests of the `leakloop` binary: one module per subcommand.
 
+mod analyze;
 mod check;
 mod fixtures;
 mod report;

@@ -30,29 +30,73 @@ pub(crate) fn median_sorted(sorted: &[f64]) -> f64 {
 
 /// The noise scale (standard deviation of one sample) estimated from first differences.
 ///
-/// Differencing removes the level and, because the MAD is taken around the median difference, a
-/// steady per-turn slope as well. A one-time step or a spike only contaminates one or two
-/// differences, which the median ignores. For independent noise of scale `sigma` a difference has
-/// scale `sigma * sqrt(2)`, hence the division.
+/// Differencing removes the level; the scale of the differences is then taken with Rousseeuw and
+/// Croux's `Qn` (a low order statistic of all pairwise distances), which needs no location, so a
+/// steady per-turn slope drops out as well. `Qn` ignores up to half of the differences being wild
+/// (a one-time step, spikes) and, unlike the median absolute deviation, stays reliable on the ten
+/// or twenty differences of a short run (82 % Gaussian efficiency against 37 %). For independent
+/// noise of scale `sigma` a difference has scale `sigma * sqrt(2)`, hence the division. Beyond
+/// [`QN_MAX`] differences the MAD is used (it is accurate there and `Qn` here is quadratic).
 ///
-/// Quantised series (many identical samples) can have a MAD of zero while still moving; then the
+/// Quantised series (many identical samples) can have a scale of zero while still moving; then the
 /// mean absolute deviation of the closest 80 % of differences is used instead, so that a series is
 /// only called noise-free when at least four in five differences equal the median difference.
 pub(crate) fn noise_sigma(diffs: &[f64]) -> f64 {
     let Some(center) = median(diffs) else {
         return 0.0;
     };
+    let scale = if diffs.len() < 2 {
+        0.0
+    } else if diffs.len() <= QN_MAX {
+        qn(diffs)
+    } else {
+        let deviations: Vec<f64> = diffs.iter().map(|d| (d - center).abs()).collect();
+        MAD_TO_SIGMA * median(&deviations).unwrap_or(0.0)
+    };
+    if scale > 0.0 {
+        return scale / std::f64::consts::SQRT_2;
+    }
     let mut deviations: Vec<f64> = diffs.iter().map(|d| (d - center).abs()).collect();
     deviations.sort_by(f64::total_cmp);
-    let raw = median_sorted(&deviations);
-    if raw > 0.0 {
-        return MAD_TO_SIGMA * raw / std::f64::consts::SQRT_2;
-    }
     let keep = ((deviations.len() as f64) * 0.8).ceil() as usize;
     let kept = &deviations[..keep.max(1)];
     let mean_abs = kept.iter().sum::<f64>() / kept.len() as f64;
     // Mean absolute deviation of a Gaussian is sigma * sqrt(2 / pi).
     mean_abs * (std::f64::consts::PI / 2.0).sqrt() / std::f64::consts::SQRT_2
+}
+
+/// Above this many values the noise scale uses the MAD instead of the quadratic `Qn`.
+const QN_MAX: usize = 2000;
+
+/// Rousseeuw and Croux's `Qn` scale estimator with its Gaussian consistency constant and
+/// small-sample correction (Rousseeuw & Croux 1993; Croux & Rousseeuw 1992).
+pub(crate) fn qn(values: &[f64]) -> f64 {
+    let n = values.len();
+    if n < 2 {
+        return 0.0;
+    }
+    let mut distances = Vec::with_capacity(n * (n - 1) / 2);
+    for (i, a) in values.iter().enumerate() {
+        for b in &values[i + 1..] {
+            distances.push((a - b).abs());
+        }
+    }
+    let h = n / 2 + 1;
+    let k = h * (h - 1) / 2;
+    let (_, kth, _) = distances.select_nth_unstable_by(k - 1, f64::total_cmp);
+    let correction = match n {
+        2 => 0.399,
+        3 => 0.994,
+        4 => 0.512,
+        5 => 0.844,
+        6 => 0.611,
+        7 => 0.857,
+        8 => 0.669,
+        9 => 0.872,
+        n if n % 2 == 1 => n as f64 / (n as f64 + 1.4),
+        n => n as f64 / (n as f64 + 3.8),
+    };
+    2.2219 * correction * *kth
 }
 
 /// Replaces isolated spikes with the mean of their neighbours and returns the cleaned values and
@@ -125,8 +169,11 @@ mod tests {
 
     #[test]
     fn noise_from_differences_ignores_slope_and_one_step() {
-        let noise = [0.4, -0.9, 0.2, 1.1, -0.3, -0.7, 0.8, -0.6, 1.3, 0.1, -1.2];
-        let plain: Vec<f64> = (0..40).map(|t| noise[t % noise.len()]).collect();
+        use rand::SeedableRng;
+        use rand_distr::{Distribution, Normal};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+        let normal = Normal::new(0.0, 1.0).unwrap();
+        let plain: Vec<f64> = (0..40).map(|_| normal.sample(&mut rng)).collect();
         // The same noise on a slope of 10 per turn with a step of 500 at turn 20.
         let shaped: Vec<f64> = plain
             .iter()
@@ -136,11 +183,29 @@ mod tests {
         let diffs = |v: &[f64]| v.windows(2).map(|w| w[1] - w[0]).collect::<Vec<f64>>();
         let reference = noise_sigma(&diffs(&plain));
         let sigma = noise_sigma(&diffs(&shaped));
-        assert!(reference > 0.5 && reference < 1.5, "{reference}");
+        assert!(reference > 0.75 && reference < 1.25, "{reference}");
         assert!(
             (sigma / reference - 1.0).abs() < 0.15,
             "{sigma} vs {reference}"
         );
+    }
+
+    #[test]
+    fn qn_of_gaussian_like_values_is_near_their_spread() {
+        // Quantiles of N(0, 1) at (i - 0.5) / 40: a sample with standard deviation ~1.
+        use statrs::distribution::{ContinuousCDF, Normal};
+        let normal = Normal::standard();
+        let values: Vec<f64> = (1..=40)
+            .map(|i| normal.inverse_cdf((i as f64 - 0.5) / 40.0))
+            .collect();
+        let scale = qn(&values);
+        assert!((scale - 1.0).abs() < 0.1, "{scale}");
+        // Half of the values made wild leaves it bounded.
+        let mut wild = values.clone();
+        for v in wild.iter_mut().step_by(3) {
+            *v *= 1000.0;
+        }
+        assert!(qn(&wild) < 3.0, "{}", qn(&wild));
     }
 
     #[test]

@@ -3,17 +3,20 @@
 use std::collections::BTreeMap;
 
 use crate::runner::{RunOutcome, RunRecord};
+use crate::scenario::FaultKind;
 
 use super::classify::{classify, ClassifyOptions};
 use super::expectations::{check_balanced, check_metric};
 use super::series::MetricSeries;
-use super::verdict::{Verdict, VerdictStatus};
+use super::verdict::{ExpectationResult, Verdict, VerdictStatus};
 
 /// The verdict on a run: per-metric classifications and every expectation checked.
 ///
 /// Watched metrics (`Scenario::watched_metrics`) and every metric with an expectation are
 /// analysed. A run that ended in an engine failure gets [`VerdictStatus::EngineFailed`] but its
-/// measurements are still analysed and its expectations still reported.
+/// measurements are still analysed and its expectations still reported. So does a run in which
+/// the engine returned errors the scenario did not script (a `generate_error` fault): the runner
+/// survived them, but a loop whose turns failed did not measure what it was meant to.
 pub fn analyze_run(record: &RunRecord) -> Verdict {
     let scenario = &record.scenario;
     let mut names = scenario.watched_metrics();
@@ -47,8 +50,12 @@ pub fn analyze_run(record: &RunRecord) -> Verdict {
             metrics.insert(name, analysis);
         }
     }
+    let engine_errors = check_engine_errors(record);
+    let unexpected_errors = !engine_errors.passed;
+    expectations.push(engine_errors);
     let status = match record.outcome {
         RunOutcome::EngineFailed { .. } => VerdictStatus::EngineFailed,
+        RunOutcome::Completed if unexpected_errors => VerdictStatus::EngineFailed,
         RunOutcome::Completed if expectations.iter().all(|e| e.passed) => VerdictStatus::Pass,
         RunOutcome::Completed => VerdictStatus::Fail,
     };
@@ -56,6 +63,40 @@ pub fn analyze_run(record: &RunRecord) -> Verdict {
         status,
         metrics,
         expectations,
+    }
+}
+
+/// Every engine error the runner survived must have been scripted by a `generate_error` fault at
+/// that turn's generate step; any other one is reported with its turn, step and cause.
+fn check_engine_errors(record: &RunRecord) -> ExpectationResult {
+    let scripted = |turn: u32, step: &str| {
+        step == "generate"
+            && record
+                .scenario
+                .faults
+                .iter()
+                .any(|f| f.kind == FaultKind::GenerateError && f.at_turn == turn)
+    };
+    let unexpected: Vec<_> = record
+        .engine_errors
+        .iter()
+        .filter(|(turn, step, _)| !scripted(*turn, step))
+        .collect();
+    let scripted_count = record.engine_errors.len() - unexpected.len();
+    let measured = match unexpected.first() {
+        None if scripted_count == 0 => "no engine errors".to_owned(),
+        None => format!("{scripted_count} scripted engine error(s) only"),
+        Some((turn, step, error)) => format!(
+            "{} unexpected engine error(s); first in turn {turn} ({step}): {error}",
+            unexpected.len()
+        ),
+    };
+    ExpectationResult {
+        name: "engine_errors".to_owned(),
+        passed: unexpected.is_empty(),
+        expected: "no engine errors other than scripted faults".to_owned(),
+        measured,
+        turn: unexpected.first().map(|(turn, _, _)| *turn),
     }
 }
 
@@ -210,6 +251,54 @@ mod tests {
             Classification::Growth
         );
         assert!(!verdict.expectations[0].passed);
+    }
+
+    #[rstest]
+    #[case::scripted_fault_passes(Some(4), 4, "generate", VerdictStatus::Pass)]
+    #[case::unscripted_generate_error_is_an_engine_failure(
+        None,
+        4,
+        "generate",
+        VerdictStatus::EngineFailed
+    )]
+    #[case::fault_at_another_turn_does_not_excuse_it(
+        Some(3),
+        4,
+        "generate",
+        VerdictStatus::EngineFailed
+    )]
+    #[case::an_open_error_is_never_scripted(Some(4), 4, "open", VerdictStatus::EngineFailed)]
+    fn engine_errors_the_runner_survived_fail_the_run_unless_scripted(
+        #[case] fault_turn: Option<u32>,
+        #[case] error_turn: u32,
+        #[case] step: &str,
+        #[case] status: VerdictStatus,
+    ) {
+        let mut record = record(&values(8, |_| BASE), expect(None, None, Some(MIB)));
+        record.scenario.faults = fault_turn
+            .map(|at_turn| crate::scenario::Fault {
+                at_turn,
+                kind: FaultKind::GenerateError,
+            })
+            .into_iter()
+            .collect();
+        record.engine_errors = vec![(
+            error_turn,
+            step.to_owned(),
+            EngineError::new(EngineErrorKind::Generate, "sampler not implemented"),
+        )];
+        let verdict = analyze_run(&record);
+        assert_eq!(verdict.status, status);
+        let check = verdict
+            .expectations
+            .iter()
+            .find(|e| e.name == "engine_errors")
+            .unwrap();
+        assert_eq!(check.passed, status == VerdictStatus::Pass, "{check:?}");
+        if !check.passed {
+            assert_eq!(check.turn, Some(error_turn));
+            assert!(check.measured.contains("sampler not implemented"));
+        }
     }
 
     #[test]

@@ -159,6 +159,7 @@ impl WorkerEngine {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        die_with_parent(&mut command);
         let mut child = {
             let _context = runtime.enter();
             command.spawn().map_err(|e| {
@@ -605,6 +606,26 @@ fn choose_worker_binary(
 fn humanize(duration: Duration) -> humantime::FormattedDuration {
     humantime::format_duration(duration)
 }
+
+/// A killed runner (SIGKILL, OOM killer) runs no destructor, so `kill_on_drop` cannot reap its
+/// worker; on Linux the kernel kills the worker when the thread that spawned it goes away, so a
+/// hung worker never outlives an interrupted run.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn die_with_parent(command: &mut Command) {
+    // SAFETY: the closure runs between fork and exec and only calls prctl, which is
+    // async-signal-safe.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn die_with_parent(_command: &mut Command) {}
 
 #[cfg(test)]
 mod tests {

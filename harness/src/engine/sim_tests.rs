@@ -85,15 +85,6 @@ fn within(actual: u64, expected: u64, slack: u64) -> bool {
 }
 
 #[test]
-fn built_in_names_match_the_names_the_dsl_accepts() {
-    let mut dsl: Vec<&str> = SIM_PROFILES.to_vec();
-    let mut sim: Vec<&str> = BUILTIN_PROFILES.to_vec();
-    dsl.sort_unstable();
-    sim.sort_unstable();
-    assert_eq!(dsl, sim);
-}
-
-#[test]
 fn the_factory_builds_the_simulator() {
     let engine = build_engine(&scenario("cpu-flat")).unwrap();
     let info = engine.describe();

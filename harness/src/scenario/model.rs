@@ -56,16 +56,9 @@ impl Scenario {
     }
 }
 
-/// Built-in simulator profiles (`sim-backend` defines them; the DSL validates names against this).
-pub const SIM_PROFILES: &[&str] = &[
-    "android-opencl-leak",
-    "cpu-flat",
-    "metal-flat",
-    "no-generation",
-    "allocator-warmup",
-    "prefix-cache-unbounded",
-    "forgets-delete",
-];
+/// Built-in simulator profiles; the DSL validates profile names against this list, which the
+/// simulator crate owns.
+pub const SIM_PROFILES: &[&str] = sim_backend::BUILTIN_PROFILES;
 
 /// Profiles of the reference OpenCL engine: a clean run and the injected bug classes.
 pub const OPENCL_PROFILES: &[&str] = &["clean", "leak-scratch", "leak-kv", "leak-retain"];

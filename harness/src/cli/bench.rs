@@ -1,6 +1,8 @@
 //! `leakloop bench`: benchmarks that print figures (no pass/fail on timings).
 
-use crate::bench::{render_markdown, run_detection, DetectionConfig};
+use crate::bench::{
+    render_markdown, render_overhead, run_detection, run_overhead, DetectionConfig,
+};
 use crate::cli::{CliError, Exit};
 
 /// Arguments of `leakloop bench`.
@@ -22,6 +24,13 @@ enum BenchCommand {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+    /// The runner's own cost per turn and per engine call, in process and through a worker
+    /// process, on the simulator; prints a Markdown table.
+    Runner {
+        /// Turns per configuration.
+        #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(1..=crate::scenario::MAX_TURNS as i64))]
+        turns: u32,
+    },
 }
 
 pub(crate) fn run(args: BenchArgs) -> Result<Exit, CliError> {
@@ -39,6 +48,11 @@ pub(crate) fn run(args: BenchArgs) -> Result<Exit, CliError> {
                 u64::from(series) * rows.len() as u64,
                 start.elapsed().as_secs_f64()
             );
+            Ok(Exit::Pass)
+        }
+        BenchCommand::Runner { turns } => {
+            let rows = run_overhead(turns).map_err(|e| CliError::Engine(e.into()))?;
+            print!("{}", render_overhead(&rows));
             Ok(Exit::Pass)
         }
     }

@@ -1,6 +1,7 @@
 //! Integration tests of the `leakloop` binary: one module per subcommand.
 
 mod analyze;
+mod bench;
 mod check;
 mod fixtures;
 mod interrupted;

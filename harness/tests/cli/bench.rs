@@ -20,9 +20,18 @@ fn runner_bench_measures_in_process_and_worker_runs() {
     let (code, table) = bench(&["runner", "--turns", "5"]);
     assert_eq!(code, Some(0), "{table}");
     let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("| ")).collect();
-    assert!(rows.iter().any(|l| l.starts_with("| in-process | 5 |")), "{table}");
-    assert!(rows.iter().any(|l| l.starts_with("| worker | 5 |")), "{table}");
-    assert!(rows.iter().all(|l| !l.contains("| 0 |")), "every run took samples: {table}");
+    assert!(
+        rows.iter().any(|l| l.starts_with("| in-process | 5 |")),
+        "{table}"
+    );
+    assert!(
+        rows.iter().any(|l| l.starts_with("| worker | 5 |")),
+        "{table}"
+    );
+    assert!(
+        rows.iter().all(|l| !l.contains("| 0 |")),
+        "every run took samples: {table}"
+    );
 }
 
 #[test]

@@ -115,3 +115,39 @@ fn the_same_seed_gives_byte_identical_reports() {
         std::fs::read(b.path().join("samples.jsonl")).unwrap()
     );
 }
+
+/// A verdict that holds only for the seed a fixture happens to carry proves little: every
+/// simulator fixture must come out the same for the first 20 seeds.
+#[rstest]
+fn simulator_fixture_verdict_does_not_depend_on_the_seed(
+    #[files("../fixtures/scenarios/*.yaml")]
+    #[exclude("(litert|opencl)")]
+    path: PathBuf,
+) {
+    use leakloop::analyze::{analyze_run, VerdictStatus};
+    use leakloop::engine::build_in_process;
+    use leakloop::runner::{run_scenario, NoObserver};
+
+    let text = std::fs::read_to_string(&path).unwrap();
+    let expected = match expected_exit(&text, &path) {
+        0 => VerdictStatus::Pass,
+        1 => VerdictStatus::Fail,
+        _ => VerdictStatus::EngineFailed,
+    };
+    let mut scenario = leakloop::scenario::load_scenario(&path).unwrap();
+    // In process: crash and hang faults are simulated, so no worker is needed here.
+    scenario.engine.isolate = false;
+    let wrong: Vec<u64> = (1..=20)
+        .filter(|&seed| {
+            scenario.seed = seed;
+            let mut engine = build_in_process(&scenario).unwrap();
+            let record = run_scenario(&scenario, engine.as_mut(), &mut NoObserver);
+            analyze_run(&record).status != expected
+        })
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "{}: verdict differs from {expected:?} for seeds {wrong:?}",
+        path.display()
+    );
+}

@@ -2,6 +2,7 @@
 
 mod analyze;
 mod check;
+mod compare;
 mod fixtures;
 mod report;
 mod worker;

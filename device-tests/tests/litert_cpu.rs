@@ -1,4 +1,6 @@
-//! The real LiteRT-LM engine on its CPU backend, driven in this process through the FFI engine.
+//! The real LiteRT-LM engine on its CPU backend: driven in this process through the FFI engine,
+//! and (module `scenarios`) through the committed scenarios in a worker process, as `leakloop run`
+//! runs them.
 //!
 //! Each test needs `liblitert-lm.so` (`ci/fetch-litert-lm.sh`) and a committed tiny model; without
 //! them it prints `SKIPPED: ...`, and fails when `LEAKLOOP_REQUIRE_ENGINE=1`. Tests that measure

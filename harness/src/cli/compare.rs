@@ -232,11 +232,11 @@ pub fn compare_runs(a: (&RunRecord, &Verdict), b: (&RunRecord, &Verdict)) -> Str
                 imbalance.kind, imbalance.created, imbalance.deleted
             );
         }
-        for metric in verdict.metrics.values().filter(|m| m.plateau.is_some()) {
+        for (name, metric) in &verdict.metrics {
             if let Some(p) = metric.plateau {
                 let _ = writeln!(
                     out,
-                    "  one-time rise of {} settled at turn {} (baseline {})",
+                    "  {name}: one-time rise of {} settled at turn {} (baseline {})",
                     signed_bytes(p.size_bytes as f64),
                     p.settled_at_turn,
                     bytes(metric.baseline)

@@ -4,15 +4,16 @@
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use bytesize::ByteSize;
 
 use crate::analyze::{Verdict, VerdictStatus};
+use crate::cli::run::run_and_analyze;
 use crate::cli::{CliError, Exit};
-use crate::engine::litert_lm::discover_library;
+use crate::engine::litert_lm::{discover_library, LibraryLocation};
 use crate::runner::{RunOutcome, RunRecord};
-use crate::scenario::load_scenario;
+use crate::scenario::{load_scenario, BackendKind, Scenario};
 
 /// Arguments of `leakloop compare`.
 #[derive(Debug, clap::Args)]
@@ -22,6 +23,12 @@ pub(crate) struct CompareArgs {
     /// An engine library (a `liblitert-lm.so` or a folder holding one); give it twice, A then B.
     #[arg(long = "lib", value_name = "PATH", required = true)]
     pub libs: Vec<PathBuf>,
+    /// Write each side's reports (report.json, samples.jsonl, ...) to DIR/a and DIR/b.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// No progress bars and no line naming the side that runs.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 pub(crate) fn run(args: CompareArgs) -> Result<Exit, CliError> {
@@ -32,15 +39,57 @@ pub(crate) fn run(args: CompareArgs) -> Result<Exit, CliError> {
         )));
     };
     let scenario = load_scenario(&args.scenario).map_err(CliError::bad_input)?;
-    for lib in [a, b] {
-        discover_library(Some(lib)).map_err(CliError::bad_input)?;
+    if scenario.engine.backend != BackendKind::LitertLm {
+        return Err(CliError::bad_input(format!(
+            "compare swaps the engine library, which only the litert-lm backend loads; {} uses `{}`",
+            args.scenario.display(),
+            scenario.engine.backend.as_str()
+        )));
     }
-    // Running each side is `runner::run_scenario` on the engine built with that library, then
-    // `analyze::analyze_run`; both arrive with the runner and the analyzer.
-    Err(CliError::bad_input(format!(
-        "`leakloop compare` cannot run `{}` yet: this build has no runner and analyzer",
-        scenario.name
-    )))
+    // Both libraries are checked before anything runs, so a typo in B does not cost a run of A.
+    let find = |label: &'static str, lib: &PathBuf| {
+        discover_library(Some(lib))
+            .map_err(|e| CliError::bad_input(format!("--lib for side {label}: {e}")))
+    };
+    let (lib_a, lib_b) = (find("A", a)?, find("B", b)?);
+
+    let out = |folder: &str| args.out.as_ref().map(|dir| dir.join(folder));
+    let (ra, va) = run_side(&scenario, "A", &lib_a, out("a").as_deref(), args.quiet)?;
+    let (rb, vb) = run_side(&scenario, "B", &lib_b, out("b").as_deref(), args.quiet)?;
+    print!("{}", compare_runs((&ra, &va), (&rb, &vb)));
+    if let Some(dir) = &args.out {
+        println!("reports: {} (a/, b/)", dir.display());
+    }
+    Ok(compare_exit(&va, &vb))
+}
+
+/// Runs `scenario` on one library and analyses it; errors say which side failed.
+fn run_side(
+    scenario: &Scenario,
+    label: &str,
+    library: &LibraryLocation,
+    out: Option<&Path>,
+    quiet: bool,
+) -> Result<(RunRecord, Verdict), CliError> {
+    let mut scenario = scenario.clone();
+    // Absolute, so that the worker process finds it whatever its working directory.
+    let path = std::path::absolute(&library.path).unwrap_or_else(|_| library.path.clone());
+    scenario.engine.lib = Some(path.clone());
+    if !quiet {
+        eprintln!(
+            "{label}: {} on LiteRT-LM {} ({})",
+            scenario.name,
+            library.version,
+            path.display()
+        );
+    }
+    run_and_analyze(&scenario, out, quiet).map_err(|e| {
+        let context = format!("side {label} ({})", path.display());
+        match e {
+            CliError::BadInput(e) => CliError::BadInput(e.context(context)),
+            CliError::Engine(e) => CliError::Engine(e.context(context)),
+        }
+    })
 }
 
 /// The exit code of a comparison: the worse of the two sides.
@@ -183,11 +232,11 @@ pub fn compare_runs(a: (&RunRecord, &Verdict), b: (&RunRecord, &Verdict)) -> Str
                 imbalance.kind, imbalance.created, imbalance.deleted
             );
         }
-        for metric in verdict.metrics.values().filter(|m| m.plateau.is_some()) {
+        for (name, metric) in &verdict.metrics {
             if let Some(p) = metric.plateau {
                 let _ = writeln!(
                     out,
-                    "  one-time rise of {} settled at turn {} (baseline {})",
+                    "  {name}: one-time rise of {} settled at turn {} (baseline {})",
                     signed_bytes(p.size_bytes as f64),
                     p.settled_at_turn,
                     bytes(metric.baseline)

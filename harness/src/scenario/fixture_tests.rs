@@ -67,6 +67,12 @@ fn redact(text: &str) -> String {
 #[case::send_two_prompts("send-two-prompts", Kind::Invalid, Some("turn[1].send"))]
 #[case::zero_prompt_tokens("zero-prompt-tokens", Kind::Invalid, Some("turn[1].send.tokens[1]"))]
 #[case::fault_after_last_turn("fault-after-last-turn", Kind::Invalid, Some("faults[0].at_turn"))]
+#[case::crash_in_process("crash-in-process", Kind::Invalid, Some("faults[0].kind"))]
+#[case::generate_error_real_engine(
+    "generate-error-real-engine",
+    Kind::Invalid,
+    Some("faults[0].kind")
+)]
 #[case::expectation_without_limit("expectation-without-limit", Kind::Invalid, Some("expect.gpu"))]
 #[case::expect_without_close_sample(
     "expect-without-close-sample",

@@ -127,12 +127,7 @@ pub(crate) fn validate(raw: RawScenario, cx: &Context<'_>) -> Result<Scenario, S
     let turn = validate_turn(&raw.turn, cx)?;
     let sample = validate_sample(raw.sample, &turn, cx)?;
     let watch = validate_watch(raw.watch.unwrap_or_default(), cx)?;
-    let faults = validate_faults(
-        raw.faults.unwrap_or_default(),
-        engine.backend,
-        total_turns,
-        cx,
-    )?;
+    let faults = validate_faults(raw.faults.unwrap_or_default(), &engine, total_turns, cx)?;
     let expect = validate_expect(raw.expect.unwrap_or_default(), cx)?;
     check_samples_for_expectations(&expect, &sample, cx)?;
     Ok(Scenario {
@@ -534,7 +529,7 @@ fn validate_watch(watch: Vec<String>, cx: &Context<'_>) -> Result<Vec<String>, S
 
 fn validate_faults(
     faults: Vec<crate::scenario::raw::RawFault>,
-    backend: BackendKind,
+    engine: &EngineSpec,
     total_turns: u32,
     cx: &Context<'_>,
 ) -> Result<Vec<Fault>, ScenarioError> {
@@ -547,14 +542,8 @@ fn validate_faults(
                 format!("turn {at_turn} never runs: the scenario has {total_turns} turns (warm-up included)"),
             ));
         }
-        if backend != BackendKind::Sim && f.kind != FaultKind::SkipClose {
-            return Err(cx.invalid(
-                &format!("faults[{i}].kind"),
-                format!(
-                    "only the sim backend can inject this fault; `{}` supports `skip_close`",
-                    backend.as_str()
-                ),
-            ));
+        if let Some(why) = fault_refusal(f.kind, engine) {
+            return Err(cx.invalid(&format!("faults[{i}].kind"), why));
         }
         out.push(Fault {
             at_turn,
@@ -562,6 +551,37 @@ fn validate_faults(
         });
     }
     Ok(out)
+}
+
+/// Why `kind` cannot be injected into `engine`, if it cannot. `skip_close` is harness-side and
+/// works everywhere; `crash` and `hang` are struck by the worker process, so any engine running
+/// isolated can take them (in-process, only the simulator fakes them); `generate_error` is a
+/// simulator fault.
+fn fault_refusal(kind: FaultKind, engine: &EngineSpec) -> Option<String> {
+    let backend = engine.backend.as_str();
+    match kind {
+        FaultKind::SkipClose => None,
+        _ if engine.backend == BackendKind::Sim => None,
+        FaultKind::Crash | FaultKind::Hang if engine.isolate => None,
+        FaultKind::Crash | FaultKind::Hang => Some(format!(
+            "`{}` is struck by the worker process, and this `{backend}` engine runs in-process: \
+             set `engine.isolate: true` (the default for real engines)",
+            fault_name(kind)
+        )),
+        FaultKind::GenerateError => Some(format!(
+            "only the sim backend can inject `generate_error`; `{backend}` supports `skip_close`, \
+             and `crash` and `hang` when isolated"
+        )),
+    }
+}
+
+fn fault_name(kind: FaultKind) -> &'static str {
+    match kind {
+        FaultKind::Crash => "crash",
+        FaultKind::Hang => "hang",
+        FaultKind::GenerateError => "generate_error",
+        FaultKind::SkipClose => "skip_close",
+    }
 }
 
 fn validate_expect(raw: RawExpect, cx: &Context<'_>) -> Result<Expectations, ScenarioError> {
@@ -804,11 +824,43 @@ expect:
         assert_eq!(err.key_path(), Some("profiles.cpu-flat"));
     }
 
-    #[test]
-    fn real_engines_reject_simulator_faults() {
-        let text = "name: o\nengine: {backend: opencl}\nturns: 3\nturn: [open: {}, close: {}]\nfaults: [{at_turn: 1, kind: crash}]\n";
-        let err = parse(text).unwrap_err();
-        assert_eq!(err.key_path(), Some("faults[0].kind"));
+    #[rstest::rstest]
+    #[case::isolated_real_engine_crashes("{backend: opencl}", "crash", None)]
+    #[case::isolated_real_engine_hangs("{backend: litert-lm, model: m.litertlm}", "hang", None)]
+    #[case::in_process_real_engine_cannot_crash(
+        "{backend: opencl, isolate: false}",
+        "crash",
+        Some("struck by the worker process")
+    )]
+    #[case::in_process_real_engine_cannot_hang(
+        "{backend: litert-lm, model: m.litertlm, isolate: false}",
+        "hang",
+        Some("engine.isolate: true")
+    )]
+    #[case::generate_error_is_simulated_only(
+        "{backend: litert-lm, model: m.litertlm}",
+        "generate_error",
+        Some("only the sim backend")
+    )]
+    #[case::skip_close_everywhere("{backend: opencl, isolate: false}", "skip_close", None)]
+    #[case::sim_fakes_a_crash_in_process("{backend: sim, profile: cpu-flat}", "crash", None)]
+    #[case::sim_generate_error("{backend: sim, profile: cpu-flat}", "generate_error", None)]
+    fn faults_a_backend_can_take(
+        #[case] engine: &str,
+        #[case] kind: &str,
+        #[case] refused: Option<&str>,
+    ) {
+        let text = format!(
+            "name: f\nengine: {engine}\nturns: 3\nturn: [open: {{}}, close: {{}}]\nfaults: [{{at_turn: 1, kind: {kind}}}]\n"
+        );
+        match (parse(&text), refused) {
+            (Ok(s), None) => assert_eq!(s.faults.len(), 1),
+            (Err(e), Some(why)) => {
+                assert_eq!(e.key_path(), Some("faults[0].kind"), "{e}");
+                assert!(e.message().contains(why), "{e}");
+            }
+            (result, _) => panic!("{engine} with {kind}: {result:?}"),
+        }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 mod analyze;
 mod bench;
 mod check;
+mod compare;
 mod fixtures;
 mod interrupted;
 mod report;

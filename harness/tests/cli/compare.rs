@@ -1,0 +1,179 @@
+//! `leakloop compare`: one scenario against two LiteRT-LM builds. The real comparison (0.18.1
+//! against a fetched nightly) needs both libraries under `target/litert-lm/`; without them it
+//! prints `SKIPPED: ...`, and fails when `LEAKLOOP_REQUIRE_ENGINE=1`. Bad usage needs no library.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const RELEASE: &str = "0.18.1";
+const SCENARIO: &str = "fixtures/scenarios/litert-cpu-chat.yaml";
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("harness sits in the workspace")
+        .to_owned()
+}
+
+/// Runs `leakloop compare ARGS` from the workspace root.
+fn compare(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_leakloop"))
+        .arg("compare")
+        .args(args)
+        .current_dir(workspace())
+        .output()
+        .expect("the leakloop binary runs")
+}
+
+fn text(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The folder `ci/fetch-litert-lm.sh` fills.
+fn fetched_root() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("target"))
+        .join("litert-lm")
+}
+
+/// The 0.18.1 release and the newest other fetched version (a nightly), as folders holding
+/// `liblitert-lm.so`.
+fn release_and_nightly() -> Result<(PathBuf, PathBuf), String> {
+    let root = fetched_root();
+    let mut versions: Vec<String> = std::fs::read_dir(&root)
+        .map_err(|e| format!("{}: {e}", root.display()))?
+        .filter_map(Result::ok)
+        .filter(|e| e.path().join("liblitert-lm.so").is_file())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    versions.sort();
+    if !versions.iter().any(|v| v == RELEASE) {
+        return Err(format!("no {RELEASE} under {}", root.display()));
+    }
+    let other = versions
+        .iter()
+        .rev()
+        .find(|v| v.as_str() != RELEASE)
+        .ok_or_else(|| format!("no version other than {RELEASE} under {}", root.display()))?;
+    Ok((root.join(RELEASE), root.join(other)))
+}
+
+/// Reports a missing library: `SKIPPED: ...`, or a panic with `LEAKLOOP_REQUIRE_ENGINE=1`.
+fn skip(test: &str, why: &str) {
+    let message = format!(
+        "SKIPPED: {test}: {why} (run ci/fetch-litert-lm.sh and ci/fetch-litert-lm.sh nightly)"
+    );
+    if std::env::var("LEAKLOOP_REQUIRE_ENGINE").is_ok_and(|v| v == "1") {
+        panic!("{message}; LEAKLOOP_REQUIRE_ENGINE=1 forbids skipping");
+    }
+    eprintln!("{message}");
+}
+
+#[test]
+fn release_against_nightly_side_by_side() {
+    let (a, b) = match release_and_nightly() {
+        Ok(pair) => pair,
+        Err(why) => return skip("release_against_nightly_side_by_side", &why),
+    };
+    let version_b = b.file_name().unwrap().to_string_lossy().into_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let out = compare(&[
+        SCENARIO,
+        "--lib",
+        a.to_str().unwrap(),
+        "--lib",
+        b.to_str().unwrap(),
+        "--out",
+        dir.path().to_str().unwrap(),
+        "--quiet",
+    ]);
+    let (stdout, stderr) = text(&out);
+    eprintln!("{stdout}");
+    // The clean chat loop passes on both builds; a build that leaks in it is what this catches.
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.contains(&format!("A: litert-lm {RELEASE}")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("B: litert-lm {version_b}")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("completed 32 turns"), "{stdout}");
+    for metric in ["rss", "anon_rss", "native_heap"] {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(&format!("{metric} "))),
+            "no row for {metric}:\n{stdout}"
+        );
+    }
+    assert!(stdout.contains("\nA: PASS\n") && stdout.contains("\nB: PASS\n"));
+    for (side, version) in [("a", RELEASE), ("b", version_b.as_str())] {
+        let report = std::fs::read_to_string(dir.path().join(side).join("report.json"))
+            .unwrap_or_else(|e| panic!("{side}/report.json: {e}"));
+        let report: serde_json::Value = serde_json::from_str(&report).unwrap();
+        assert_eq!(report["record"]["backend"]["version"], version, "{side}");
+        assert_eq!(report["verdict"]["status"], "pass", "{side}");
+        assert!(dir.path().join(side).join("samples.jsonl").is_file());
+    }
+}
+
+#[test]
+fn one_lib_is_bad_usage() {
+    let out = compare(&[SCENARIO, "--lib", "target/litert-lm/0.18.1"]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("compare needs exactly two --lib (A and B), got 1"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn no_lib_is_bad_usage() {
+    let out = compare(&[SCENARIO]);
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--lib"), "{stderr}");
+}
+
+#[test]
+fn a_missing_library_is_named_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-build");
+    let out = compare(&[
+        SCENARIO,
+        "--lib",
+        missing.to_str().unwrap(),
+        "--lib",
+        missing.to_str().unwrap(),
+        "--out",
+        dir.path().join("out").to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("--lib for side A"), "{stderr}");
+    assert!(stderr.contains("no-such-build"), "{stderr}");
+    assert!(stderr.contains("ci/fetch-litert-lm.sh"), "{stderr}");
+    assert!(!dir.path().join("out").exists(), "nothing may run");
+}
+
+#[test]
+fn a_scenario_without_a_library_to_swap_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let lib = dir.path().join("liblitert-lm.so");
+    std::fs::write(&lib, b"not loaded").unwrap();
+    let out = compare(&[
+        "fixtures/scenarios/flutter-gemma-cpu-flat.yaml",
+        "--lib",
+        lib.to_str().unwrap(),
+        "--lib",
+        lib.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("only the litert-lm backend"), "{stderr}");
+}

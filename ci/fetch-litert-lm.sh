@@ -5,6 +5,7 @@
 # Usage: ci/fetch-litert-lm.sh [VERSION|nightly]
 #   VERSION  a release of the `litert-lm-api` wheel (default 0.18.1)
 #   nightly  the newest `litert-lm-api-nightly` wheel
+#   nightly==VERSION  one given nightly (e.g. nightly==0.19.0.dev20261026), for repeatable CI
 #
 # Prints the folder that holds liblitert-lm.so on its last line. leakloop finds the newest folder
 # under target/litert-lm/ by itself; LITERT_LM_LIB or --lib point it at another one.
@@ -17,6 +18,8 @@ pip="${PIP:-python3 -m pip}"
 
 if [[ "$want" == "nightly" ]]; then
   spec="litert-lm-api-nightly"
+elif [[ "$want" == nightly==* ]]; then
+  spec="litert-lm-api-nightly==${want#nightly==}"
 else
   spec="litert-lm-api==$want"
 fi

@@ -42,6 +42,30 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// A scenario built in code rather than read from YAML: `turns` measured turns of `turn` on
+    /// `engine`, sampled after load and after close, with no warm-up, reloads, faults or
+    /// expectations, and seed 0. Set the other fields with struct update syntax.
+    pub fn new(name: &str, engine: EngineSpec, turns: u32, turn: Vec<Step>) -> Self {
+        Self {
+            name: name.to_owned(),
+            description: None,
+            source: None,
+            engine,
+            warmup_turns: 0,
+            turns,
+            turn,
+            reload_every: 0,
+            sample: SamplePlan {
+                after: vec![SamplePoint::Load, SamplePoint::Close],
+                settle: Duration::ZERO,
+            },
+            watch: Vec::new(),
+            faults: Vec::new(),
+            expect: Expectations::default(),
+            seed: 0,
+        }
+    }
+
     /// Total number of turns: warm-up plus measured.
     pub fn total_turns(&self) -> u32 {
         self.warmup_turns + self.turns
@@ -119,6 +143,34 @@ pub struct EngineSpec {
     /// Run the engine in an isolated worker process (always for real engines by default; opt-in
     /// for the simulator, where it makes `crash` faults real process deaths).
     pub isolate: bool,
+}
+
+impl EngineSpec {
+    /// An engine of `backend` with the DSL's defaults: no profile, model or library, the CPU,
+    /// [`DEFAULT_MAX_TOKENS`](crate::scenario::DEFAULT_MAX_TOKENS) tokens, a
+    /// [`DEFAULT_CALL_TIMEOUT`](crate::scenario::DEFAULT_CALL_TIMEOUT), and a worker process for
+    /// every backend but the simulator.
+    pub fn new(backend: BackendKind) -> Self {
+        Self {
+            backend,
+            profile: None,
+            inline_profiles: BTreeMap::new(),
+            model: None,
+            device: Device::Cpu,
+            max_tokens: crate::scenario::DEFAULT_MAX_TOKENS,
+            lib: None,
+            call_timeout: crate::scenario::DEFAULT_CALL_TIMEOUT,
+            isolate: backend != BackendKind::Sim,
+        }
+    }
+
+    /// The simulator running `profile`, in process.
+    pub fn sim(profile: &str) -> Self {
+        Self {
+            profile: Some(profile.to_owned()),
+            ..Self::new(BackendKind::Sim)
+        }
+    }
 }
 
 /// Sampler options for opening a session.

@@ -57,7 +57,8 @@ export VK_ICD_FILENAMES="$icd"
 
 echo "== LiteRT-LM library"
 if [ -z "${LITERT_LM_LIB:-}" ]; then
-  bash ci/fetch-litert-lm.sh >/dev/null || die "ci/fetch-litert-lm.sh failed"
+  lib_dir="$(bash ci/fetch-litert-lm.sh 2>/dev/null | tail -n1)" || die "ci/fetch-litert-lm.sh failed"
+  echo "   $lib_dir"
 fi
 
 echo "== building leakloop and the OpenCL interposer"

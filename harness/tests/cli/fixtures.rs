@@ -12,7 +12,7 @@ use std::process::Command;
 use leakloop::report::{golden_view, read_report, render_summary_md, Redactor};
 use rstest::rstest;
 
-fn expected_exit(text: &str, path: &Path) -> i32 {
+pub(crate) fn expected_exit(text: &str, path: &Path) -> i32 {
     text.lines()
         .filter(|l| l.starts_with('#') && l.contains("Expected"))
         .find_map(|l| {

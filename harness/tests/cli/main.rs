@@ -3,5 +3,6 @@
 mod analyze;
 mod check;
 mod fixtures;
+mod opencl;
 mod report;
 mod worker;

@@ -141,7 +141,7 @@ read -r rc secs < <(run_case gpu-fp32-crash --model "$fp32_model")
 echo "   exit $rc after ${secs} s (log: $out/gpu-fp32-crash.log)"
 if [ -f "$out/gpu-fp32-crash/report.json" ]; then
   summarize "$out/gpu-fp32-crash/report.json"
-  crashed="$(python3 -c 'import json,sys; o=json.load(open(sys.argv[1]))["record"]["outcome"]; print(o.get("error",{}).get("kind",{}).get("kind",""))' "$out/gpu-fp32-crash/report.json")"
+  crashed="$(python3 -c 'import json,sys; o=json.load(open(sys.argv[1]))["record"]["outcome"]; print(o.get("error",{}).get("kind",{}).get("kind",""))' "$out/gpu-fp32-crash/report.json" || true)"
 else
   echo "   no report.json was written"
   crashed=""

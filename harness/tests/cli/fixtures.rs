@@ -4,7 +4,8 @@
 //! `# Expected: ... (exit N)`; simulator fixtures must produce exactly that code, and their
 //! verdict, ledger and per-metric classification are pinned as golden snapshots under
 //! `golden/scenarios/` (a change in detection behaviour shows up as a snapshot diff in review).
-//! Fixtures of real engines (`litert-*`, `*opencl*`) run in `device-tests`, which needs them.
+//! Fixtures of real engines run elsewhere: `*opencl*` in `opencl.rs` (needs an OpenCL platform),
+//! `litert-*` in `device-tests` and `ci/nightly-litert-gpu.sh`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -12,7 +13,7 @@ use std::process::Command;
 use leakloop::report::{golden_view, read_report, render_summary_md, Redactor};
 use rstest::rstest;
 
-fn expected_exit(text: &str, path: &Path) -> i32 {
+pub(crate) fn expected_exit(text: &str, path: &Path) -> i32 {
     text.lines()
         .filter(|l| l.starts_with('#') && l.contains("Expected"))
         .find_map(|l| {

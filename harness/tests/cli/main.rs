@@ -6,5 +6,6 @@ mod check;
 mod compare;
 mod fixtures;
 mod interrupted;
+mod opencl;
 mod report;
 mod worker;

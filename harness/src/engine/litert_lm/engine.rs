@@ -9,6 +9,10 @@
 //! - close: `conversation_delete`; unload: `engine_delete` (deferred while a conversation that
 //!   was never closed still uses the engine).
 //!
+//! When the OpenCL interposer is loaded in this process (a worker started with it preloaded),
+//! its counts join every snapshot as ledger kinds (`cl_mem`, ...) and `cl_mem_bytes`, so OpenCL
+//! the engine uses behind its C API is balanced like the engine's own handles.
+//!
 //! The engine writes caches next to its model, so it runs on a copy of the model in a private
 //! temporary folder that also serves as its cache folder; the source tree stays clean.
 
@@ -22,6 +26,7 @@ use crate::engine::litert_lm::error::CallError;
 use crate::engine::litert_lm::ffi::{Api, SamplerType};
 use crate::engine::litert_lm::handles::{Conversation, HandleCounts, Handles, LmEngine};
 use crate::engine::litert_lm::stream::stream_message;
+use crate::engine::opencl::LoadedInterposer;
 use crate::engine::{
     BackendInfo, Engine, EngineError, EngineErrorKind, EngineSnapshot, GenerateOutcome,
     GenerateRequest, Prompt, SessionId,
@@ -47,6 +52,8 @@ pub struct LitertLmEngine {
     sessions: BTreeMap<SessionId, OpenConversation>,
     engine: Option<Arc<LmEngine>>,
     next_session: u64,
+    /// The OpenCL interposer, when it is loaded in this process (looked up at load).
+    interposer: Option<LoadedInterposer>,
     /// The model copy and the engine's cache folder; removed after everything else is dropped.
     workdir: Option<tempfile::TempDir>,
 }
@@ -109,6 +116,7 @@ impl LitertLmEngine {
             sessions: BTreeMap::new(),
             engine: None,
             next_session: 1,
+            interposer: None,
             workdir: None,
         })
     }
@@ -216,6 +224,16 @@ impl Engine for LitertLmEngine {
         if let Some(handles) = &self.handles {
             details.insert("c_api".to_owned(), handles.api().abi.as_str().to_owned());
         }
+        details.insert(
+            "opencl_interposer".to_owned(),
+            // Looked up here, not taken from `load`: reports describe the engine before load.
+            if LoadedInterposer::find().is_some() {
+                "loaded"
+            } else {
+                "not loaded"
+            }
+            .to_owned(),
+        );
         if let Ok(meta) = std::fs::metadata(&self.model) {
             details.insert("model_bytes".to_owned(), meta.len().to_string());
         }
@@ -234,6 +252,7 @@ impl Engine for LitertLmEngine {
             ));
         }
         let handles = self.handles()?;
+        self.interposer = LoadedInterposer::find();
         let (model, cache) = self.prepare_workdir()?;
         let load = |e: CallError| e.into_engine(EngineErrorKind::Load);
         let mut settings = handles.settings(&model, self.device_name()).map_err(load)?;
@@ -374,10 +393,17 @@ impl Engine for LitertLmEngine {
         if let Some(heap) = native_heap_bytes() {
             metrics.insert("native_heap".to_owned(), heap);
         }
-        Ok(EngineSnapshot {
+        let mut snapshot = EngineSnapshot {
             ledger: self.counts.snapshot(),
             metrics,
-        })
+        };
+        if let Some(interposer) = &self.interposer {
+            interposer
+                .read()
+                .map_err(|m| EngineError::new(EngineErrorKind::Protocol, m))?
+                .add_to(&mut snapshot);
+        }
+        Ok(snapshot)
     }
 
     fn process_id(&self) -> Option<u32> {

@@ -422,20 +422,10 @@ impl Engine for OpenClEngine {
             .metrics
             .insert(ENGINE_BUFFER_BYTES.into(), self.book.live_bytes);
         if let Some(interposer) = &self.interposer {
-            let cl = interposer
+            interposer
                 .read()
-                .map_err(|m| EngineError::new(EngineErrorKind::Protocol, m))?;
-            for (kind, t) in &cl.kinds {
-                snapshot.ledger.insert(
-                    kind.clone(),
-                    KindCounts {
-                        created: t.created,
-                        deleted: t.released,
-                    },
-                );
-            }
-            let mem = cl.kinds.get("cl_mem").copied().unwrap_or_default();
-            snapshot.metrics.insert(CL_MEM_BYTES.into(), mem.live_bytes);
+                .map_err(|m| EngineError::new(EngineErrorKind::Protocol, m))?
+                .add_to(&mut snapshot);
         }
         Ok(snapshot)
     }

@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::engine::opencl::engine::CL_MEM_BYTES;
+use crate::engine::{EngineSnapshot, KindCounts};
+
 /// File name of the built interposer.
 pub const INTERPOSER_FILE: &str = "libcl_interposer.so";
 
@@ -69,6 +72,25 @@ pub fn interposer_env(path: &Path) -> Vec<(String, String)> {
     ]
 }
 
+/// The environment that brings the interposer at `path` into an engine process that uses OpenCL
+/// through its own linking or loading (LiteRT-LM): `LD_PRELOAD`, and `shim_dir` (see
+/// [`opencl_name_shim`](super::opencl_name_shim)) first on `LD_LIBRARY_PATH` for engines that
+/// `dlopen("libOpenCL.so")` and look functions up on that handle. Existing values are kept after
+/// ours. Nothing else in the process changes: the interposer loads the real library on the
+/// first OpenCL call, so a process that makes none never loads OpenCL.
+pub fn preload_env(path: &Path, shim_dir: &Path) -> Vec<(String, String)> {
+    vec![
+        (
+            "LD_PRELOAD".into(),
+            prepend("LD_PRELOAD", &path.display().to_string(), ':'),
+        ),
+        (
+            "LD_LIBRARY_PATH".into(),
+            prepend("LD_LIBRARY_PATH", &shim_dir.display().to_string(), ':'),
+        ),
+    ]
+}
+
 /// One kind's totals as the interposer reports them (mirrors `cl_interposer::KindTotals`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 pub struct ClKindTotals {
@@ -96,6 +118,25 @@ pub struct ClSnapshot {
     pub kinds: BTreeMap<String, ClKindTotals>,
     /// Retains and releases of handles it never saw created.
     pub untracked_calls: u64,
+}
+
+impl ClSnapshot {
+    /// Adds these counts to an engine snapshot: each CL kind as a ledger kind (created, and
+    /// deleted = released: the application's references reached zero) and the live `cl_mem`
+    /// bytes as the metric [`CL_MEM_BYTES`].
+    pub fn add_to(&self, snapshot: &mut EngineSnapshot) {
+        for (kind, t) in &self.kinds {
+            snapshot.ledger.insert(
+                kind.clone(),
+                KindCounts {
+                    created: t.created,
+                    deleted: t.released,
+                },
+            );
+        }
+        let mem = self.kinds.get("cl_mem").copied().unwrap_or_default();
+        snapshot.metrics.insert(CL_MEM_BYTES.into(), mem.live_bytes);
+    }
 }
 
 type SnapshotFn = unsafe extern "C" fn(*mut c_char, usize) -> isize;
@@ -171,10 +212,47 @@ mod tests {
     }
 
     #[test]
+    fn preload_env_sets_the_preload_and_the_shim_folder_first() {
+        let env: BTreeMap<_, _> = preload_env(Path::new("/x/libcl_interposer.so"), Path::new("/s"))
+            .into_iter()
+            .collect();
+        assert_eq!(env.len(), 2);
+        assert!(env["LD_PRELOAD"].starts_with("/x/libcl_interposer.so"));
+        assert!(env["LD_LIBRARY_PATH"].starts_with("/s"));
+    }
+
+    #[test]
     fn snapshot_json_of_the_interposer_parses() {
         let json = r#"{"version":1,"kinds":{"cl_mem":{"created":3,"released":1,"live":2,
             "live_bytes":64,"retains":1,"releases":2}},"untracked_calls":0}"#;
         let s: ClSnapshot = serde_json::from_str(json).unwrap();
         assert_eq!(s.kinds["cl_mem"].live_bytes, 64);
+    }
+
+    #[test]
+    fn snapshot_adds_kinds_and_live_buffer_bytes() {
+        let json = r#"{"version":1,"kinds":{"cl_mem":{"created":3,"released":1,"live":2,
+            "live_bytes":64,"retains":0,"releases":1},"cl_context":{"created":1,"released":1,
+            "live":0,"live_bytes":0,"retains":0,"releases":1}},"untracked_calls":0}"#;
+        let s: ClSnapshot = serde_json::from_str(json).unwrap();
+        let mut snapshot = EngineSnapshot::default();
+        s.add_to(&mut snapshot);
+        assert_eq!(
+            snapshot.ledger["cl_mem"],
+            KindCounts {
+                created: 3,
+                deleted: 1
+            }
+        );
+        assert_eq!(snapshot.ledger["cl_context"].live(), 0);
+        assert_eq!(snapshot.metrics[CL_MEM_BYTES], 64);
+    }
+
+    #[test]
+    fn an_unused_interposer_still_reports_zero_live_buffer_bytes() {
+        let mut snapshot = EngineSnapshot::default();
+        ClSnapshot::default().add_to(&mut snapshot);
+        assert!(snapshot.ledger.is_empty());
+        assert_eq!(snapshot.metrics[CL_MEM_BYTES], 0);
     }
 }

@@ -10,6 +10,7 @@ mod interposer;
 mod kernels;
 mod profile;
 mod runtime;
+mod shim;
 mod skip;
 #[cfg(test)]
 mod tests;
@@ -17,9 +18,10 @@ mod workload;
 
 pub use engine::{kinds, OpenClEngine, CL_MEM_BYTES, ENGINE_BUFFER_BYTES};
 pub use interposer::{
-    find_interposer, interposer_env, ClKindTotals, ClSnapshot, LoadedInterposer, INTERPOSER_ENV,
-    INTERPOSER_FILE, MMAP_THRESHOLD_TUNABLE,
+    find_interposer, interposer_env, preload_env, ClKindTotals, ClSnapshot, LoadedInterposer,
+    INTERPOSER_ENV, INTERPOSER_FILE, MMAP_THRESHOLD_TUNABLE,
 };
 pub use profile::OpenClProfile;
 pub use runtime::probe_platform;
+pub use shim::{opencl_name_shim, OPENCL_SONAME};
 pub use skip::{opencl_available_or_skip, REQUIRE_OPENCL_ENV};

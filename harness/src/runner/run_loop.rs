@@ -39,12 +39,12 @@ pub fn run_scenario(
     engine: &mut dyn Engine,
     observer: &mut dyn RunObserver,
 ) -> RunRecord {
-    let backend = engine.describe();
+    let source = engine.describe().backend;
     let mut run = Run {
         scenario,
         engine,
         observer,
-        source: backend.backend.clone(),
+        source,
         started: Instant::now(),
         ledger: Ledger::new(),
         samples: Vec::new(),
@@ -60,9 +60,11 @@ pub fn run_scenario(
             error: failure.error,
         },
     };
+    // Engines learn facts about themselves while loading (the C-API generation, the library
+    // actually opened), so the record takes their description after the run.
     RunRecord {
         scenario: scenario.clone(),
-        backend,
+        backend: run.engine.describe(),
         samples: run.samples,
         ledger: run.ledger,
         turns_completed: run.turns_completed,

@@ -1,4 +1,4 @@
-//! Every OpenCL fixture (`fixtures/scenarios/*opencl*.yaml`) end to end through `leakloop run`.
+//! Every OpenCL fixture (`fixtures/scenarios/opencl-*.yaml`) end to end through `leakloop run`.
 //!
 //! Each must exit with the code its `# Expected: ... (exit N)` header states. A failing fixture
 //! of the reference OpenCL engine must fail for the OpenCL reason: the `opencl/cl_mem` balance
@@ -168,19 +168,21 @@ fn check_clean(name: &str, report: &ReportFile) {
 
 #[rstest]
 fn opencl_fixture_exits_as_stated_and_names_the_cl_leak(
-    #[files("../fixtures/scenarios/*opencl*.yaml")] path: PathBuf,
+    #[files("../fixtures/scenarios/opencl-*.yaml")] path: PathBuf,
 ) {
     let name = path.file_stem().unwrap().to_string_lossy().to_string();
     let text = std::fs::read_to_string(&path).unwrap();
     let expected = expected_exit(&text, &path);
     let scenario = load_scenario(&path).expect("the fixture is a valid scenario");
-    let on_opencl = scenario.engine.backend == BackendKind::Opencl;
-    if on_opencl {
-        if !opencl_available_or_skip(&name) {
-            return;
-        }
-        require_interposer();
+    assert_eq!(
+        scenario.engine.backend,
+        BackendKind::Opencl,
+        "{name}: fixtures named opencl-* run on the OpenCL engine"
+    );
+    if !opencl_available_or_skip(&name) {
+        return;
     }
+    require_interposer();
 
     let out = tempfile::tempdir().unwrap();
     let output = run(&path, out.path());
@@ -191,10 +193,6 @@ fn opencl_fixture_exits_as_stated_and_names_the_cl_leak(
         "{name}: expected exit {expected}\nstdout:\n{stdout}\nstderr:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    if !on_opencl {
-        // A simulator scenario named after the field's OpenCL backend: its exit is its contract.
-        return;
-    }
     let report = read_report(&out.path().join("report.json")).unwrap();
     check_interposer_matches_the_engine(&name, &report);
     match expected {

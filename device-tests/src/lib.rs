@@ -6,16 +6,11 @@
 //! `LEAKLOOP_REQUIRE_ENGINE=1` (CI, which fetches the library) it panics instead, so a missing
 //! resource can never pass silently.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
 
 use leakloop::engine::litert_lm::{discover_library, LibraryLocation};
-use leakloop::scenario::{
-    BackendKind, Device, EngineSpec, Expectations, PromptSpec, SamplePlan, SamplePoint, Scenario,
-    SessionOptions, Step,
-};
+use leakloop::scenario::{BackendKind, EngineSpec, PromptSpec, Scenario, SessionOptions, Step};
 
 /// Environment variable that turns a skip into a failure.
 pub const REQUIRE_ENV: &str = "LEAKLOOP_REQUIRE_ENGINE";
@@ -82,24 +77,16 @@ pub fn chat_scenario(name: &str, model: &Path, turns: u32, cancel_after: Option<
             max_output_tokens: 16,
         },
     };
-    Scenario {
-        name: name.to_owned(),
-        description: None,
-        source: None,
-        engine: EngineSpec {
-            backend: BackendKind::LitertLm,
-            profile: None,
-            inline_profiles: BTreeMap::new(),
+    Scenario::new(
+        name,
+        EngineSpec {
             model: Some(model.to_path_buf()),
-            device: Device::Cpu,
             max_tokens: 1024,
-            lib: None,
-            call_timeout: Duration::from_secs(60),
             isolate: false,
+            ..EngineSpec::new(BackendKind::LitertLm)
         },
-        warmup_turns: 0,
         turns,
-        turn: vec![
+        vec![
             Step::Open(SessionOptions::default()),
             Step::Send(PromptSpec::Text(
                 "Summarize the notes about the engine and the cache.".to_owned(),
@@ -107,16 +94,7 @@ pub fn chat_scenario(name: &str, model: &Path, turns: u32, cancel_after: Option<
             generate,
             Step::Close,
         ],
-        reload_every: 0,
-        sample: SamplePlan {
-            after: vec![SamplePoint::Load, SamplePoint::Close],
-            settle: Duration::ZERO,
-        },
-        watch: vec![],
-        faults: vec![],
-        expect: Expectations::default(),
-        seed: 0,
-    }
+    )
 }
 
 /// Least-squares slope of `(x, y)` points, in y units per x.

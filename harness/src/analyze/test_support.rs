@@ -1,44 +1,19 @@
 //! Hand-built scenarios and run records for the analyzer's tests.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use crate::engine::{BackendInfo, Ledger};
 use crate::runner::{Phase, RunOutcome, RunRecord, Sample};
-use crate::scenario::{
-    BackendKind, Device, EngineSpec, Expectations, SamplePlan, SamplePoint, Scenario, Step,
-};
+use crate::scenario::{EngineSpec, Scenario, Step};
 
 /// A small simulator scenario without expectations.
 pub(crate) fn scenario() -> Scenario {
-    Scenario {
-        name: "analyzer-test".to_owned(),
-        description: None,
-        source: None,
-        engine: EngineSpec {
-            backend: BackendKind::Sim,
-            profile: Some("cpu-flat".to_owned()),
-            inline_profiles: BTreeMap::new(),
-            model: None,
-            device: Device::Cpu,
-            max_tokens: 4096,
-            lib: None,
-            call_timeout: Duration::from_secs(60),
-            isolate: false,
-        },
-        warmup_turns: 0,
-        turns: 10,
-        turn: vec![Step::Close],
-        reload_every: 0,
-        sample: SamplePlan {
-            after: vec![SamplePoint::Load, SamplePoint::Close],
-            settle: Duration::ZERO,
-        },
-        watch: Vec::new(),
-        faults: Vec::new(),
-        expect: Expectations::default(),
-        seed: 0,
-    }
+    Scenario::new(
+        "analyzer-test",
+        EngineSpec::sim("cpu-flat"),
+        10,
+        vec![Step::Close],
+    )
 }
 
 /// A completed run of [`scenario`] with these samples and an empty ledger.

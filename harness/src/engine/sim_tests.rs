@@ -10,9 +10,7 @@ use sim_backend::ProfileSpec;
 use super::*;
 use crate::engine::build_engine;
 use crate::probe::{native_heap_bytes, probe_process};
-use crate::scenario::{
-    Device, EngineSpec, Expectations, Fault, PromptSpec, SamplePlan, SamplePoint, SIM_PROFILES,
-};
+use crate::scenario::{EngineSpec, Fault, PromptSpec, SIM_PROFILES};
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
@@ -20,24 +18,11 @@ const MIB: u64 = 1 << 20;
 const NATIVE_NOISE: u64 = 1536 * KIB;
 
 fn scenario(profile: &str) -> Scenario {
-    Scenario {
-        name: "sim-test".into(),
-        description: None,
-        source: None,
-        engine: EngineSpec {
-            backend: BackendKind::Sim,
-            profile: Some(profile.into()),
-            inline_profiles: BTreeMap::new(),
-            model: None,
-            device: Device::Cpu,
-            max_tokens: 4096,
-            lib: None,
-            call_timeout: Duration::from_secs(60),
-            isolate: false,
-        },
-        warmup_turns: 0,
-        turns: 12,
-        turn: vec![
+    Scenario::new(
+        "sim-test",
+        EngineSpec::sim(profile),
+        12,
+        vec![
             Step::Open(SessionOptions::default()),
             Step::Send(PromptSpec::Text("Summarize the notes.".into())),
             Step::Generate {
@@ -46,16 +31,7 @@ fn scenario(profile: &str) -> Scenario {
             Step::Close,
             Step::Idle(Duration::from_secs(8)),
         ],
-        reload_every: 0,
-        sample: SamplePlan {
-            after: vec![SamplePoint::Load, SamplePoint::Close],
-            settle: Duration::ZERO,
-        },
-        watch: Vec::new(),
-        faults: Vec::new(),
-        expect: Expectations::default(),
-        seed: 0,
-    }
+    )
 }
 
 fn prompt() -> Prompt {

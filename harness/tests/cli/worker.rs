@@ -1,6 +1,5 @@
 //! `leakloop worker`: the real binary serving engines to a [`WorkerEngine`] over its pipes.
 
-use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -9,47 +8,32 @@ use std::time::Duration;
 use leakloop::engine::{Engine, EngineErrorKind, GenerateRequest, Prompt, SessionId, WorkerEngine};
 use leakloop::probe::probe_process;
 use leakloop::scenario::{
-    BackendKind, Device, EngineSpec, Expectations, Fault, FaultKind, PromptSpec, SamplePlan,
-    SamplePoint, Scenario, SessionOptions, Step,
+    EngineSpec, Fault, FaultKind, PromptSpec, Scenario, SessionOptions, Step,
 };
 
 const LEAKLOOP: &str = env!("CARGO_BIN_EXE_leakloop");
 
 fn sim_scenario(faults: Vec<Fault>, call_timeout: Duration) -> Scenario {
     Scenario {
-        name: "worker-sim".into(),
-        description: None,
-        source: None,
-        engine: EngineSpec {
-            backend: BackendKind::Sim,
-            profile: Some("cpu-flat".into()),
-            inline_profiles: BTreeMap::new(),
-            model: None,
-            device: Device::Cpu,
-            max_tokens: 4096,
-            lib: None,
-            call_timeout,
-            isolate: true,
-        },
-        warmup_turns: 0,
-        turns: 4,
-        turn: vec![
-            Step::Open(SessionOptions::default()),
-            Step::Send(PromptSpec::Text("Summarize the notes.".into())),
-            Step::Generate {
-                max_output_tokens: 32,
-            },
-            Step::Close,
-        ],
-        reload_every: 0,
-        sample: SamplePlan {
-            after: vec![SamplePoint::Load, SamplePoint::Close],
-            settle: Duration::ZERO,
-        },
-        watch: vec![],
         faults,
-        expect: Expectations::default(),
         seed: 7,
+        ..Scenario::new(
+            "worker-sim",
+            EngineSpec {
+                call_timeout,
+                isolate: true,
+                ..EngineSpec::sim("cpu-flat")
+            },
+            4,
+            vec![
+                Step::Open(SessionOptions::default()),
+                Step::Send(PromptSpec::Text("Summarize the notes.".into())),
+                Step::Generate {
+                    max_output_tokens: 32,
+                },
+                Step::Close,
+            ],
+        )
     }
 }
 

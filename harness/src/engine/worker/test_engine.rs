@@ -14,10 +14,7 @@ use crate::engine::{
     BackendInfo, Engine, EngineError, EngineErrorKind, EngineSnapshot, GenerateOutcome,
     GenerateRequest, KindCounts, Prompt, SessionId,
 };
-use crate::scenario::{
-    BackendKind, Device, EngineSpec, Expectations, Fault, PromptSpec, SamplePlan, SamplePoint,
-    Scenario, SessionOptions, Step,
-};
+use crate::scenario::{EngineSpec, Fault, PromptSpec, Scenario, SessionOptions, Step};
 
 /// Set in the environment of a test worker process.
 pub(crate) const TEST_WORKER_ENV: &str = "LEAKLOOP_TEST_WORKER";
@@ -131,39 +128,24 @@ impl Engine for TinyEngine {
 /// A scenario for the tiny engine: open, send, generate, close; 5 s per call.
 pub(crate) fn scenario_with_faults(faults: Vec<Fault>) -> Scenario {
     Scenario {
-        name: "worker-test".into(),
-        description: None,
-        source: None,
-        engine: EngineSpec {
-            backend: BackendKind::Sim,
-            profile: Some("cpu-flat".into()),
-            inline_profiles: BTreeMap::new(),
-            model: None,
-            device: Device::Cpu,
-            max_tokens: 4096,
-            lib: None,
-            call_timeout: Duration::from_secs(5),
-            isolate: true,
-        },
-        warmup_turns: 0,
-        turns: 3,
-        turn: vec![
-            Step::Open(SessionOptions::default()),
-            Step::Send(PromptSpec::Text("hi".into())),
-            Step::Generate {
-                max_output_tokens: 16,
-            },
-            Step::Close,
-        ],
-        reload_every: 0,
-        sample: SamplePlan {
-            after: vec![SamplePoint::Load, SamplePoint::Close],
-            settle: Duration::ZERO,
-        },
-        watch: vec![],
         faults,
-        expect: Expectations::default(),
-        seed: 0,
+        ..Scenario::new(
+            "worker-test",
+            EngineSpec {
+                call_timeout: Duration::from_secs(5),
+                isolate: true,
+                ..EngineSpec::sim("cpu-flat")
+            },
+            3,
+            vec![
+                Step::Open(SessionOptions::default()),
+                Step::Send(PromptSpec::Text("hi".into())),
+                Step::Generate {
+                    max_output_tokens: 16,
+                },
+                Step::Close,
+            ],
+        )
     }
 }
 

@@ -11,9 +11,7 @@ use super::*;
 use crate::engine::{
     BackendInfo, EngineErrorKind, EngineSnapshot, GenerateOutcome, KindCounts, Prompt,
 };
-use crate::scenario::{
-    BackendKind, Device, EngineSpec, Expectations, Fault, PromptSpec, SamplePlan, SessionOptions,
-};
+use crate::scenario::{EngineSpec, Fault, PromptSpec, SessionOptions};
 
 mockall::mock! {
     pub Eng {}
@@ -34,32 +32,8 @@ mockall::mock! {
 
 fn scenario(turns: u32, steps: Vec<Step>) -> Scenario {
     Scenario {
-        name: "runner-test".into(),
-        description: None,
-        source: None,
-        engine: EngineSpec {
-            backend: BackendKind::Sim,
-            profile: Some("cpu-flat".into()),
-            inline_profiles: BTreeMap::new(),
-            model: None,
-            device: Device::Cpu,
-            max_tokens: 4096,
-            lib: None,
-            call_timeout: Duration::from_secs(60),
-            isolate: false,
-        },
-        warmup_turns: 0,
-        turns,
-        turn: steps,
-        reload_every: 0,
-        sample: SamplePlan {
-            after: vec![SamplePoint::Load, SamplePoint::Close],
-            settle: Duration::ZERO,
-        },
-        watch: vec![],
-        faults: vec![],
-        expect: Expectations::default(),
         seed: 1,
+        ..Scenario::new("runner-test", EngineSpec::sim("cpu-flat"), turns, steps)
     }
 }
 

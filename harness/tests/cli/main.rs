@@ -6,4 +6,5 @@ mod check;
 mod fixtures;
 mod interrupted;
 mod report;
+mod schema;
 mod worker;

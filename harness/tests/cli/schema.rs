@@ -254,7 +254,7 @@ const SCHEMA_REJECTS: &[(&str, &str, &str)] = &[
     ("missing-profile", "/engine", "required"),
     ("missing-turns", "", "required"),
     ("negative-reload-every", "/reload_every", "minimum"),
-    ("negative-tolerance", "/expect/rss/tolerance", "anyOf"),
+    ("negative-tolerance", "/expect/rss/tolerance", "pattern"),
     ("negative-warmup", "/warmup_turns", "minimum"),
     ("not-a-mapping", "", "type"),
     ("scalar-document", "", "type"),
@@ -275,7 +275,7 @@ const SCHEMA_REJECTS: &[(&str, &str, &str)] = &[
     (
         "unknown-size-unit",
         "/expect/native_heap/max_growth_per_turn",
-        "anyOf",
+        "pattern",
     ),
     ("unknown-step", "/turn/0", "oneOf"),
     ("unknown-watch-metric", "/watch/1", "enum"),
@@ -547,7 +547,7 @@ fn limits_are_the_dsl_limits() {
     assert_eq!(at("/properties/warmup_turns/maximum"), max - 1);
     assert_eq!(at("/$defs/fault/properties/at_turn/maximum"), max);
     assert_eq!(
-        at("/$defs/profile_size/anyOf/0/maximum"),
+        at("/$defs/profile_size/maximum"),
         sim_backend::MAX_COMPONENT_BYTES
     );
     // The limits hold in leakloop too, at the same numbers.

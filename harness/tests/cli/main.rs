@@ -8,4 +8,5 @@ mod fixtures;
 mod interrupted;
 mod opencl;
 mod report;
+mod schema;
 mod worker;

@@ -159,11 +159,20 @@ fn shape_error(
     file: &Path,
 ) -> ScenarioError {
     let mut path = err.path().to_string();
+    let inner = err.into_inner();
+    // Inside a step, serde_path_to_error cannot see the step's name (the step is read by a
+    // hand-written visitor) and records `?`; serde_yaml's own message starts with the full path
+    // (`turn[0].open: ...`), which names it.
+    if let (Some(unknown), Some((yaml_path, _))) = (path.find(".?"), inner.to_string().split_once(": "))
+    {
+        if !yaml_path.contains(' ') && yaml_path.starts_with(&path[..unknown]) {
+            path = format!("{yaml_path}{}", &path[unknown + 2..]);
+        }
+    }
     // A key that failed to deserialize (an unknown step name) is recorded as `?`.
     while let Some(parent) = path.strip_suffix(".?") {
         path = parent.to_owned();
     }
-    let inner = err.into_inner();
     let location = inner.location().map(|l| Location {
         line: l.line(),
         column: l.column(),

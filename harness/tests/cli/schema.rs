@@ -256,6 +256,8 @@ const SCHEMA_REJECTS: &[(&str, &str, &str)] = &[
     ("negative-reload-every", "/reload_every", "minimum"),
     ("negative-tolerance", "/expect/rss/tolerance", "pattern"),
     ("negative-warmup", "/warmup_turns", "minimum"),
+    ("crash-in-process", "/faults/0/kind", "enum"),
+    ("generate-error-real-engine", "/faults/0/kind", "not"),
     ("not-a-mapping", "", "type"),
     ("scalar-document", "", "type"),
     ("send-two-prompts", "/turn/1", "oneOf"),
@@ -277,6 +279,7 @@ const SCHEMA_REJECTS: &[(&str, &str, &str)] = &[
         "/expect/native_heap/max_growth_per_turn",
         "pattern",
     ),
+    ("unknown-key-in-step", "/turn/0", "oneOf"),
     ("unknown-step", "/turn/0", "oneOf"),
     ("unknown-watch-metric", "/watch/1", "enum"),
     ("wrong-type-engine", "/engine", "type"),
@@ -856,7 +859,9 @@ fn every_dsl_unit_is_in_the_schema(#[case] place: &str, #[case] unknown: &str) {
 #[case::no_sample_key_without_close(with_turn("[idle: 1s]"), true)]
 #[case::expect_needs_close_sample(format!("{MINIMAL}sample: {{after: [load]}}\nexpect: {{rss: {{tolerance: 1MiB}}}}\n"), false)]
 #[case::balance_needs_no_sample(format!("{MINIMAL}sample: {{after: [load]}}\nexpect: {{balanced: true}}\n"), true)]
-#[case::opencl_crash(with_engine("{backend: opencl}") + "faults: [{at_turn: 1, kind: crash}]\n", false)]
+#[case::opencl_crash_isolated(with_engine("{backend: opencl}") + "faults: [{at_turn: 1, kind: crash}]\n", true)]
+#[case::opencl_hang_in_process(with_engine("{backend: opencl, isolate: false}") + "faults: [{at_turn: 1, kind: hang}]\n", false)]
+#[case::opencl_generate_error(with_engine("{backend: opencl}") + "faults: [{at_turn: 1, kind: generate_error}]\n", false)]
 #[case::opencl_skip_close(with_engine("{backend: opencl}") + "faults: [{at_turn: 1, kind: skip_close}]\n", true)]
 #[case::sim_crash(format!("{MINIMAL}faults: [{{at_turn: 1, kind: crash}}]\n"), true)]
 #[case::fault_at_zero(format!("{MINIMAL}faults: [{{at_turn: 0, kind: crash}}]\n"), false)]

@@ -27,11 +27,7 @@ fn redact(text: &str) -> String {
     Kind::Shape,
     Some("expect.native_heap.max_growth_per_trun")
 )]
-#[case::unknown_key_in_step(
-    "unknown-key-in-step",
-    Kind::Shape,
-    Some("turn[0].open.temprature")
-)]
+#[case::unknown_key_in_step("unknown-key-in-step", Kind::Shape, Some("turn[0].open.temprature"))]
 #[case::wrong_type_turns("wrong-type-turns", Kind::Shape, Some("turns"))]
 #[case::wrong_type_engine("wrong-type-engine", Kind::Shape, Some("engine"))]
 #[case::zero_turns("zero-turns", Kind::Invalid, Some("turns"))]

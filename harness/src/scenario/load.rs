@@ -163,7 +163,8 @@ fn shape_error(
     // Inside a step, serde_path_to_error cannot see the step's name (the step is read by a
     // hand-written visitor) and records `?`; serde_yaml's own message starts with the full path
     // (`turn[0].open: ...`), which names it.
-    if let (Some(unknown), Some((yaml_path, _))) = (path.find(".?"), inner.to_string().split_once(": "))
+    if let (Some(unknown), Some((yaml_path, _))) =
+        (path.find(".?"), inner.to_string().split_once(": "))
     {
         if !yaml_path.contains(' ') && yaml_path.starts_with(&path[..unknown]) {
             path = format!("{yaml_path}{}", &path[unknown + 2..]);

@@ -180,7 +180,7 @@ fn check_inline_profiles(
     profiles: &BTreeMap<String, sim_backend::ProfileSpec>,
     cx: &Context<'_>,
 ) -> Result<(), ScenarioError> {
-    for name in profiles.keys() {
+    for (name, spec) in profiles {
         let path = format!("profiles.{name}");
         if !is_identifier(name) {
             return Err(cx.invalid_key(
@@ -193,6 +193,11 @@ fn check_inline_profiles(
                 &path,
                 format!("`{name}` is a built-in simulator profile; give the inline profile another name"),
             ));
+        }
+        // The simulator's own checks (sizes, probabilities, token counts), at `check` time
+        // rather than when `run` builds the engine.
+        if let Err(e) = sim_backend::Profile::from_spec(name.clone(), spec.clone()) {
+            return Err(cx.invalid_key(&format!("{path}.{}", e.field), e.problem));
         }
     }
     Ok(())
@@ -790,6 +795,17 @@ expect:
         assert_eq!(gpu.tolerance, Some(Tolerance::Bytes(5 << 20)));
         assert_eq!(gpu.warmup_budget, Some(2_000_000_000));
         assert_eq!(gpu.max_growth_per_turn, Some(1024));
+    }
+
+    #[test]
+    fn an_inline_profile_the_simulator_refuses_is_an_error_at_its_field() {
+        let err = parse(
+            "name: p\nengine: {backend: sim, profile: mine}\nprofiles:\n  mine: {reference_max_tokens: 0}\nturns: 1\nturn: [open: {}, close: {}]\n",
+        )
+        .unwrap_err();
+        assert_eq!(err.key_path(), Some("profiles.mine.reference_max_tokens"));
+        assert_eq!(err.location().map(|l| l.line), Some(4));
+        assert!(err.to_string().contains("at least 1"), "{err}");
     }
 
     #[test]

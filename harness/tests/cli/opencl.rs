@@ -17,8 +17,7 @@ use std::process::{Command, Output};
 
 use leakloop::analyze::{Classification, ExpectationResult};
 use leakloop::engine::opencl::{
-    kinds, opencl_available_or_skip, CL_MEM_BYTES, ENGINE_BUFFER_BYTES, INTERPOSER_ENV,
-    INTERPOSER_FILE,
+    kinds, opencl_available_or_skip, CL_MEM_BYTES, ENGINE_BUFFER_BYTES,
 };
 use leakloop::report::{read_report, ReportFile};
 use leakloop::scenario::{load_scenario, BackendKind};
@@ -40,18 +39,15 @@ fn run(path: &Path, out: &Path) -> Output {
         .expect("leakloop runs")
 }
 
-/// The binary finds the interposer beside itself unless `LEAKLOOP_CL_INTERPOSER` names one.
+/// The binary finds the interposer the way the engine factory does (beside itself, or in
+/// `deps/` after a plain `cargo test`), unless `LEAKLOOP_CL_INTERPOSER` names one.
 fn require_interposer() {
-    if std::env::var_os(INTERPOSER_ENV).is_some() {
-        return;
+    if let Err(why) = leakloop::engine::opencl::find_interposer() {
+        panic!(
+            "{why}: run `cargo build -p cl-interposer` (or `cargo test --workspace`, which builds \
+             it) before these tests"
+        );
     }
-    let beside = Path::new(env!("CARGO_BIN_EXE_leakloop")).with_file_name(INTERPOSER_FILE);
-    assert!(
-        beside.is_file(),
-        "{} is not built: run `cargo build -p cl-interposer` (or `cargo test --workspace`, \
-         which builds it) before these tests",
-        beside.display()
-    );
 }
 
 fn live(report: &ReportFile, kind: &str) -> i64 {

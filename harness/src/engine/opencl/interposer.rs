@@ -23,8 +23,9 @@ pub const INTERPOSER_ENV: &str = "LEAKLOOP_CL_INTERPOSER";
 pub const MMAP_THRESHOLD_TUNABLE: &str = "glibc.malloc.mmap_threshold=131072";
 
 /// Finds the built interposer: `LEAKLOOP_CL_INTERPOSER` if set, else `libcl_interposer.so` in the
-/// folder of the running executable or its parent (`target/<profile>/` for binaries,
-/// `target/<profile>/deps/` for tests).
+/// folder of the running executable or its parent, or in their `deps/` folder. `cargo build`
+/// puts the library in `target/<profile>/`; `cargo test` leaves it in `target/<profile>/deps/`
+/// only, so a fresh `cargo test --workspace` finds it there.
 pub fn find_interposer() -> Result<PathBuf, String> {
     if let Some(path) = std::env::var_os(INTERPOSER_ENV) {
         let path = PathBuf::from(path);
@@ -37,11 +38,15 @@ pub fn find_interposer() -> Result<PathBuf, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot locate this executable: {e}"))?;
     let mut tried = Vec::new();
     for dir in exe.ancestors().skip(1).take(2) {
-        let candidate = dir.join(INTERPOSER_FILE);
-        if candidate.is_file() {
-            return Ok(candidate);
+        for candidate in [
+            dir.join(INTERPOSER_FILE),
+            dir.join("deps").join(INTERPOSER_FILE),
+        ] {
+            if candidate.is_file() {
+                return Ok(candidate);
+            }
+            tried.push(candidate.display().to_string());
         }
-        tried.push(candidate.display().to_string());
     }
     Err(format!(
         "{INTERPOSER_FILE} not found (looked at {}); build it with `cargo build -p cl-interposer` or set {INTERPOSER_ENV}",

@@ -1,0 +1,230 @@
+//! Tests of `validate.rs`.
+
+use std::path::PathBuf;
+
+use super::*;
+use crate::scenario::{parse_scenario, ScenarioErrorKind, Tolerance};
+
+fn parse(text: &str) -> Result<Scenario, ScenarioError> {
+    parse_scenario(text, Path::new("/scenarios/s.yaml"))
+}
+
+const MINIMAL: &str =
+    "name: m\nengine: {backend: sim, profile: cpu-flat}\nturns: 2\nturn:\n  - open:\n  - close:\n";
+
+#[test]
+fn minimal_scenario_gets_documented_defaults() {
+    let s = parse(MINIMAL).unwrap();
+    assert_eq!(s.source, Some(PathBuf::from("/scenarios/s.yaml")));
+    assert_eq!(s.seed, 0);
+    assert_eq!((s.warmup_turns, s.turns, s.reload_every), (0, 2, 0));
+    assert_eq!(
+        s.turn,
+        vec![Step::Open(SessionOptions::default()), Step::Close]
+    );
+    assert_eq!(s.sample.after, vec![SamplePoint::Load, SamplePoint::Close]);
+    assert_eq!(s.sample.settle, Duration::ZERO);
+    assert!(s.watch.is_empty() && s.faults.is_empty());
+    assert_eq!(s.expect, Expectations::default());
+    let e = &s.engine;
+    assert_eq!(e.backend, BackendKind::Sim);
+    assert_eq!(e.profile.as_deref(), Some("cpu-flat"));
+    assert_eq!(e.device, Device::Cpu);
+    assert_eq!(e.max_tokens, 4096);
+    assert_eq!(e.call_timeout, Duration::from_secs(60));
+    assert!(!e.isolate, "the simulator runs in-process by default");
+    assert_eq!((e.model.as_ref(), e.lib.as_ref()), (None, None));
+}
+
+#[test]
+fn every_field_resolves() {
+    let text = r#"
+name: full_1
+description: all of it
+seed: 9
+engine:
+  backend: litert-lm
+  model: ../models/tiny.litertlm
+  device: gpu
+  max_tokens: 1024
+  lib: /opt/lib/liblitert.so
+  call_timeout: 1.5m
+  isolate: false
+warmup_turns: 3
+turns: 40
+reload_every: 5
+turn:
+  - open: {temperature: 0.5, top_k: 4, top_p: 0.9, seed: 3}
+  - send: {prompt: "hi"}
+  - generate: {max_output_tokens: 16}
+  - send: {prompts: [a, b]}
+  - cancel: {after_tokens: 0, max_output_tokens: 8}
+  - send: {tokens: 64}
+  - send: {tokens: [1, 2]}
+  - idle: 250ms
+  - close: {}
+  - idle: 2s
+sample: {after: [load, open, generate, close, idle], settle: 0.5s}
+watch: [rss, gpu]
+faults: [{at_turn: 43, kind: skip_close}]
+expect:
+  balanced: true
+  rss: {tolerance: 2%}
+  gpu: {tolerance: 5MiB, warmup_budget: 2GB, max_growth_per_turn: 1024}
+"#;
+    let s = parse(text).unwrap();
+    assert_eq!(s.description.as_deref(), Some("all of it"));
+    assert_eq!(s.seed, 9);
+    let e = &s.engine;
+    assert_eq!(
+        e.model,
+        Some(PathBuf::from("/scenarios/../models/tiny.litertlm"))
+    );
+    assert_eq!(e.lib, Some(PathBuf::from("/opt/lib/liblitert.so")));
+    assert_eq!((e.device, e.max_tokens), (Device::Gpu, 1024));
+    assert_eq!(e.call_timeout, Duration::from_secs(90));
+    assert!(!e.isolate, "an explicit isolate: false wins");
+    assert_eq!((s.warmup_turns, s.turns, s.reload_every), (3, 40, 5));
+    assert_eq!(
+        s.turn,
+        vec![
+            Step::Open(SessionOptions {
+                temperature: Some(0.5),
+                top_k: Some(4),
+                top_p: Some(0.9),
+                seed: Some(3)
+            }),
+            Step::Send(PromptSpec::Text("hi".into())),
+            Step::Generate {
+                max_output_tokens: 16
+            },
+            Step::Send(PromptSpec::Cycle(vec!["a".into(), "b".into()])),
+            Step::Cancel {
+                after_tokens: 0,
+                max_output_tokens: 8
+            },
+            Step::Send(PromptSpec::Tokens(vec![64])),
+            Step::Send(PromptSpec::Tokens(vec![1, 2])),
+            Step::Idle(Duration::from_millis(250)),
+            Step::Close,
+            Step::Idle(Duration::from_secs(2)),
+        ]
+    );
+    assert_eq!(s.sample.after.len(), 5);
+    assert_eq!(s.sample.settle, Duration::from_millis(500));
+    assert_eq!(s.watch, ["rss", "gpu"]);
+    assert_eq!(
+        s.faults,
+        vec![Fault {
+            at_turn: 43,
+            kind: FaultKind::SkipClose
+        }]
+    );
+    assert!(s.expect.balanced);
+    assert_eq!(
+        s.expect.metrics["rss"].tolerance,
+        Some(Tolerance::Percent(2.0))
+    );
+    let gpu = &s.expect.metrics["gpu"];
+    assert_eq!(gpu.tolerance, Some(Tolerance::Bytes(5 << 20)));
+    assert_eq!(gpu.warmup_budget, Some(2_000_000_000));
+    assert_eq!(gpu.max_growth_per_turn, Some(1024));
+}
+
+#[test]
+fn an_inline_profile_the_simulator_refuses_is_an_error_at_its_field() {
+    let err = parse(
+        "name: p\nengine: {backend: sim, profile: mine}\nprofiles:\n  mine: {reference_max_tokens: 0}\nturns: 1\nturn: [open: {}, close: {}]\n",
+    )
+    .unwrap_err();
+    assert_eq!(err.key_path(), Some("profiles.mine.reference_max_tokens"));
+    assert_eq!(err.location().map(|l| l.line), Some(4));
+    assert!(err.to_string().contains("at least 1"), "{err}");
+}
+
+#[test]
+fn real_engines_run_isolated_by_default() {
+    let text = "name: o\nengine: {backend: opencl}\nturns: 1\nturn: [open: {}, close: {}]\n";
+    let s = parse(text).unwrap();
+    assert!(s.engine.isolate);
+    assert_eq!(s.engine.profile, None);
+}
+
+/// Inline profiles go through `sim_backend::ProfileSpec`'s own serde, whatever its fields.
+#[test]
+fn inline_profile_can_be_named() {
+    let spec = serde_yaml::to_string(&sim_backend::ProfileSpec::default()).unwrap();
+    let spec: String = spec.lines().map(|l| format!("    {l}\n")).collect();
+    let text = format!(
+        "name: p\nengine: {{backend: sim, profile: my-phone}}\nprofiles:\n  my-phone:\n{spec}turns: 1\nturn: [open: {{}}, close: {{}}]\n"
+    );
+    let s = parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert!(s.engine.inline_profiles.contains_key("my-phone"));
+}
+
+#[test]
+fn inline_profile_may_not_shadow_a_builtin() {
+    let spec = serde_yaml::to_string(&sim_backend::ProfileSpec::default()).unwrap();
+    let spec: String = spec.lines().map(|l| format!("    {l}\n")).collect();
+    let text = format!(
+        "name: p\nengine: {{backend: sim, profile: cpu-flat}}\nprofiles:\n  cpu-flat:\n{spec}turns: 1\nturn: [open: {{}}, close: {{}}]\n"
+    );
+    let err = parse(&text).unwrap_err();
+    assert_eq!(err.kind(), ScenarioErrorKind::Invalid);
+    assert_eq!(err.key_path(), Some("profiles.cpu-flat"));
+}
+
+#[rstest::rstest]
+#[case::isolated_real_engine_crashes("{backend: opencl}", "crash", None)]
+#[case::isolated_real_engine_hangs("{backend: litert-lm, model: m.litertlm}", "hang", None)]
+#[case::in_process_real_engine_cannot_crash(
+    "{backend: opencl, isolate: false}",
+    "crash",
+    Some("struck by the worker process")
+)]
+#[case::in_process_real_engine_cannot_hang(
+    "{backend: litert-lm, model: m.litertlm, isolate: false}",
+    "hang",
+    Some("engine.isolate: true")
+)]
+#[case::generate_error_is_simulated_only(
+    "{backend: litert-lm, model: m.litertlm}",
+    "generate_error",
+    Some("only the sim backend")
+)]
+#[case::skip_close_everywhere("{backend: opencl, isolate: false}", "skip_close", None)]
+#[case::sim_fakes_a_crash_in_process("{backend: sim, profile: cpu-flat}", "crash", None)]
+#[case::sim_generate_error("{backend: sim, profile: cpu-flat}", "generate_error", None)]
+fn faults_a_backend_can_take(
+    #[case] engine: &str,
+    #[case] kind: &str,
+    #[case] refused: Option<&str>,
+) {
+    let text = format!(
+        "name: f\nengine: {engine}\nturns: 3\nturn: [open: {{}}, close: {{}}]\nfaults: [{{at_turn: 1, kind: {kind}}}]\n"
+    );
+    match (parse(&text), refused) {
+        (Ok(s), None) => assert_eq!(s.faults.len(), 1),
+        (Err(e), Some(why)) => {
+            assert_eq!(e.key_path(), Some("faults[0].kind"), "{e}");
+            assert!(e.message().contains(why), "{e}");
+        }
+        (result, _) => panic!("{engine} with {kind}: {result:?}"),
+    }
+}
+
+#[test]
+fn idle_may_come_anywhere_and_sessions_may_repeat() {
+    let text = "name: i\nengine: {backend: sim, profile: cpu-flat}\nturns: 1\nturn: [idle: 1s, open: {}, idle: 0, close: {}, open: {}, close: {}, idle: 1m]\n";
+    assert_eq!(parse(text).unwrap().turn.len(), 7);
+}
+
+#[test]
+fn metrics_list_matches_expect_fields() {
+    let names: Vec<&str> = RawExpect::default()
+        .metric_fields()
+        .iter()
+        .map(|(n, _)| *n)
+        .collect();
+    assert_eq!(names, METRICS);
+}

@@ -2,26 +2,37 @@
 //!
 //! The within-epoch tests pool pairs inside each load epoch, so a series whose every epoch is flat
 //! but which settles higher after each reload looks flat to them. Here the epochs' steady levels
-//! are compared (see [`stats::ratchet`](super::super::stats::ratchet)):
+//! are compared (see [`stats::ratchet`](super::super::stats::ratchet)), after dropping the
+//! leading levels that are still settling (an allocator warming up across reloads):
 //!
-//! - with at least [`MIN_RATCHET_EPOCHS`] epochs, a rise of the levels with the one-sided t-test
-//!   `p <` [`TREND_ALPHA`] whose later half of the epochs still rises at no less than
-//!   [`PERSISTENCE_SLOPE_FRACTION`] of the slope is **growth**, reported per turn (the rise per
-//!   reload divided by the reload period); one that does not persist is inconclusive;
+//! - with at least [`MIN_RATCHET_EPOCHS`] settled epochs, a rise of the settled levels with the
+//!   one-sided t-test `p <` [`TREND_ALPHA`] whose later half of the epochs still rises at no less
+//!   than [`PERSISTENCE_SLOPE_FRACTION`] of the slope and that is monotone by the Mann-Kendall
+//!   test (`p <` [`RATCHET_SPREAD_ALPHA`]: the rise is spread over the epochs, not one step) is
+//!   **growth**, reported per turn (the rise per reload divided by the reload period); one that
+//!   does not persist or is not spread is inconclusive;
 //! - with fewer epochs no growth is claimed; but neither clean nor plateau stands while the fitted
 //!   rise of the levels from the first to the last epoch exceeds `max(T,`
 //!   [`PLATEAU_DRIFT_FRACTION`] `* rise)` (the same allowance a plateau gets for drift), whatever
-//!   the number of epochs: the data then cannot show the memory stays put.
+//!   the number of epochs: the data then cannot show the memory stays put. This too is judged on
+//!   the settled levels: levels that settle after a few reloads and then stay are a plateau.
 
 use super::{
     one_sided_t, Classification, MetricAnalysis, Prepared, Steady, MAX_TURNS,
     PERSISTENCE_SLOPE_FRACTION, PLATEAU_DRIFT_FRACTION, TREND_ALPHA,
 };
-use crate::analyze::stats::ratchet::{epoch_levels, fitted_rise, ratchet_test, EpochLevel};
+use crate::analyze::stats::ratchet::{
+    epoch_levels, fitted_rise, ratchet_test, settled_from, EpochLevel,
+};
 use crate::analyze::units::{bytes, signed_bytes};
 
-/// Fewer load epochs than this never give growth across reloads.
+/// Fewer (settled) load epochs than this never give growth across reloads.
 pub const MIN_RATCHET_EPOCHS: usize = 4;
+
+/// One-sided significance of the Mann-Kendall test on the settled levels that a ratchet must also
+/// reach: a rise carried by one step among flat levels does not (with 4 levels only a strictly
+/// rising sequence reaches it, p = 0.045).
+pub const RATCHET_SPREAD_ALPHA: f64 = 0.05;
 
 impl Steady {
     /// Every epoch's steady level, compared at the mean steady offset.
@@ -35,6 +46,14 @@ impl Steady {
         let reference = offsets.iter().sum::<f64>() / offsets.len().max(1) as f64;
         epoch_levels(&self.blocks, &self.epoch_starts, within_slope, reference)
     }
+
+    /// The epoch levels from where they settle on, and how many leading levels were dropped.
+    fn settled_levels(&self, within_slope: f64, sigma: f64) -> (Vec<EpochLevel>, usize) {
+        let mut levels = self.epoch_levels(within_slope);
+        let from = settled_from(&levels, sigma, MIN_RATCHET_EPOCHS);
+        levels.drain(..from);
+        (levels, from)
+    }
 }
 
 /// Growth (or inconclusive) when the epoch levels ratchet up; `true` when it decided.
@@ -45,7 +64,7 @@ pub(super) fn judge_ratchet(
     analysis: &mut MetricAnalysis,
 ) -> bool {
     let options = prepared.options;
-    let levels = steady.epoch_levels(within_slope);
+    let (levels, dropped) = steady.settled_levels(within_slope, prepared.sigma);
     if levels.len() < MIN_RATCHET_EPOCHS {
         return false;
     }
@@ -63,34 +82,50 @@ pub(super) fn judge_ratchet(
         signed_bytes(lo),
         signed_bytes(hi)
     );
-    if test.later_slope >= PERSISTENCE_SLOPE_FRACTION * test.slope {
+    let settled_text = settled_text(dropped, &levels);
+    let persists = test.later_slope >= PERSISTENCE_SLOPE_FRACTION * test.slope;
+    let spread = test.mann_kendall_p < RATCHET_SPREAD_ALPHA;
+    if persists && spread {
         analysis.classification = Classification::Growth;
         analysis.slope_bytes_per_turn = test.slope;
         analysis.slope_interval = Some(test.interval);
         analysis.trend_p_value = Some(test.p_increasing);
         analysis.turns_needed = None;
         analysis.reason = format!(
-            "each reload leaves {} behind: the steady level steps up over {} load epochs, {} per \
-             turn ({interval_text}, every {period} turns; t-test on the epoch levels p = {:.2e}); \
-             within epochs {} per turn",
+            "each reload leaves {} behind: the steady level steps up over {} load epochs{}, {} \
+             per turn ({interval_text}, every {period} turns; t-test on the epoch levels p = \
+             {:.2e}, Mann-Kendall p = {:.2e}); within epochs {} per turn",
             signed_bytes(test.slope * period),
             test.epochs,
+            settled_text,
             signed_bytes(test.slope),
             test.p_increasing,
+            test.mann_kendall_p,
             signed_bytes(within_slope),
         );
     } else {
         analysis.classification = Classification::Inconclusive;
         analysis.turns_needed =
             Some((prepared.last_turn * 2).clamp(prepared.last_turn + 1, MAX_TURNS));
+        let why = if persists {
+            format!(
+                "the rise is not spread over the epochs (Mann-Kendall p = {:.2})",
+                test.mann_kendall_p
+            )
+        } else {
+            format!(
+                "the later half of the epochs rises {} per turn",
+                signed_bytes(test.later_slope)
+            )
+        };
         analysis.reason = format!(
-            "the steady level rose over {} load epochs, {} per turn ({interval_text}; p = {:.2e}) \
-             but the later half of the epochs rises {} per turn: a one-time step between loads \
-             or memory a reload leaves behind; a run twice as long would tell",
+            "the steady level rose over {} load epochs{}, {} per turn ({interval_text}; p = \
+             {:.2e}) but {why}: a one-time step between loads or memory a reload leaves behind; \
+             a run twice as long would tell",
             test.epochs,
+            settled_text,
             signed_bytes(test.slope),
             test.p_increasing,
-            signed_bytes(test.later_slope),
         );
     }
     true
@@ -105,7 +140,7 @@ pub(super) fn levels_stay_put(
     rise: f64,
     analysis: &mut MetricAnalysis,
 ) -> bool {
-    let levels = steady.epoch_levels(within_slope);
+    let (levels, dropped) = steady.settled_levels(within_slope, prepared.sigma);
     let Some(level_rise) = fitted_rise(&levels) else {
         return true;
     };
@@ -140,15 +175,27 @@ pub(super) fn levels_stay_put(
         analysis.turns_needed =
             Some((prepared.last_turn * 2).clamp(prepared.last_turn + 1, MAX_TURNS));
         analysis.reason = format!(
-            "the steady level rose {} over {} load epochs (beyond {}) but not significantly: \
+            "the steady level rose {} over {} load epochs{} (beyond {}) but not significantly: \
              memory each reload leaves behind, or levels that scatter from load to load; a run \
              twice as long would tell",
             signed_bytes(level_rise),
             levels.len(),
+            settled_text(dropped, &levels),
             bytes(allowance),
         );
     }
     false
+}
+
+/// Names where the levels settled when leading epochs were dropped.
+fn settled_text(dropped: usize, levels: &[EpochLevel]) -> String {
+    match levels.first() {
+        Some(first) if dropped > 0 => format!(
+            " (settled from the load after turn {}; {dropped} earlier still settling)",
+            first.start_turn
+        ),
+        _ => String::new(),
+    }
 }
 
 /// Turns per reload: the scenario's period, else the mean spacing of the epochs.

@@ -397,3 +397,37 @@ fn a_one_time_step_between_loads_is_not_growth(
     let a = classify(&series, &reload_options(5));
     assert_ne!(a.classification, Classification::Growth, "{a:#?}");
 }
+
+/// The shape seen on the real LiteRT-LM CPU engine (`fixtures/traces/litert-cpu-reload-run5`):
+/// the level after each reload settles like an allocator warming up (+3.3, +1.7, +0.9, +0.1 of
+/// a scale) and steps up once more late in the run. Noise 1 MiB; the levels rise by up to 40 MiB.
+#[rstest]
+#[case::warmup_only(None)]
+#[case::warmup_then_a_late_step(Some(4))]
+fn levels_that_settle_across_reloads_are_not_growth(
+    #[case] step_at: Option<u32>,
+    #[values(1, 2, 3, 4, 5)] seed: u64,
+) {
+    let warmup = [0.0, 20.0, 30.0, 35.0, 35.5, 35.5, 35.5];
+    let series = epochs_of(7, 5, 1.0 * MIB, seed, |e, _| {
+        let step = match step_at {
+            Some(at) if e >= at => 8.0,
+            _ => 0.0,
+        };
+        (warmup[e as usize] + step) * MIB
+    });
+    let a = classify(&series, &reload_options(5));
+    assert_ne!(a.classification, Classification::Growth, "{a:#?}");
+}
+
+#[rstest]
+fn a_ratchet_after_levels_settle_is_still_growth(#[values(1, 2, 3)] seed: u64) {
+    // Two reloads of warm-up, then 6 MiB (6 sigma) left behind by each of the next eight.
+    let series = epochs_of(10, 5, 1.0 * MIB, seed, |e, _| {
+        let warm = [0.0, 20.0].get(e as usize).copied().unwrap_or(30.0);
+        (warm + 6.0 * f64::from(e.saturating_sub(2))) * MIB
+    });
+    let a = classify(&series, &reload_options(5));
+    assert_eq!(a.classification, Classification::Growth, "{a:#?}");
+    assert!(a.reason.contains("each reload leaves"), "{}", a.reason);
+}

@@ -16,9 +16,21 @@
 //! second load on) fits a line badly, its residuals stay large and its t-value stays near 1.7
 //! however many epochs follow; a step in the middle is caught by the persistence check the caller
 //! applies to [`RatchetTest::later_slope`].
+//!
+//! The levels have a warm-up of their own: an allocator that keeps some of what one load freed
+//! for the next settles higher over the first few reloads and then stays (on the LiteRT-LM CPU
+//! engine RSS settles 66.5, 69.8, 71.4, 72.4, 72.4, ... MiB). [`settled_from`] finds where the
+//! levels settle with the same penalised search as the within-epoch warm-up
+//! ([`changepoint`](super::changepoint)): the levels are one series, a leading level is dropped
+//! when keeping it costs more misfit from the line through the later levels than the fixed
+//! penalty; their scale is the residual scale of the line through the levels that are always
+//! kept (the later half), never below the noise floor. The test then runs on the settled levels, and [`RatchetTest::mann_kendall_p`] (a
+//! rank test of a monotone rise) tells a rise spread over the settled epochs from a single step.
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
+use super::changepoint::{settle_offset, SettleBounds};
+use super::mann_kendall::mann_kendall;
 use super::robust;
 
 /// One epoch's steady level.
@@ -48,6 +60,9 @@ pub(crate) struct RatchetTest {
     pub later_slope: f64,
     /// The level of the last epoch minus that of the first, from the fitted line, in bytes.
     pub fitted_rise: f64,
+    /// One-sided Mann-Kendall p-value for a monotone rise of the levels (a rise spread over the
+    /// epochs gives a small value; a single step among flat levels does not).
+    pub mann_kendall_p: f64,
 }
 
 /// Each epoch's steady level: the median of `value - within_slope * (offset - reference)` over
@@ -92,18 +107,7 @@ pub(crate) fn ratchet_test(
         .map(|l| (l.level - intercept - slope * l.start_turn).powi(2))
         .sum();
     let df = (n - 2) as f64;
-    let noise_floor = levels
-        .iter()
-        .map(|l| {
-            let efficiency = if l.samples >= 3 {
-                std::f64::consts::FRAC_PI_2
-            } else {
-                1.0
-            };
-            sigma * sigma * efficiency / l.samples.max(1) as f64
-        })
-        .sum::<f64>()
-        / n as f64;
+    let noise_floor = noise_floor_variance(levels, sigma);
     let scale = (residual_ss / df).max(noise_floor).sqrt();
     let t_dist = StudentsT::new(0.0, 1.0, df).ok()?;
     let se = scale / sxx.sqrt();
@@ -118,6 +122,7 @@ pub(crate) fn ratchet_test(
     let later_slope = least_squares(&levels[n / 2..]).map_or(0.0, |fit| fit.0);
     let first = levels.first().map_or(0.0, |l| l.start_turn);
     let last = levels.last().map_or(0.0, |l| l.start_turn);
+    let values: Vec<f64> = levels.iter().map(|l| l.level).collect();
     Some(RatchetTest {
         epochs: n,
         slope,
@@ -125,7 +130,63 @@ pub(crate) fn ratchet_test(
         p_increasing,
         later_slope,
         fitted_rise: slope * (last - first),
+        mann_kendall_p: mann_kendall(&[values]).p_increasing,
     })
+}
+
+/// The index of the first settled level: leading levels are dropped while they are still settling
+/// (see the module docs), keeping at least `min_kept` levels and at least half of them. With no
+/// more than `min_kept` levels nothing is dropped.
+pub(crate) fn settled_from(levels: &[EpochLevel], sigma: f64, min_kept: usize) -> usize {
+    let n = levels.len();
+    if n <= min_kept.max(2) {
+        return 0;
+    }
+    let max_dropped = (n - min_kept.max(2)).min(n / 2);
+    // The scale: the residual scale of the line through the levels that are always kept (the
+    // warm-up's own curvature would inflate one taken from all of them), never below the floor.
+    let tail = &levels[max_dropped..];
+    let tail_variance = match least_squares(tail) {
+        Some((slope, intercept, _)) if tail.len() >= 3 => {
+            tail.iter()
+                .map(|l| (l.level - intercept - slope * l.start_turn).powi(2))
+                .sum::<f64>()
+                / (tail.len() - 2) as f64
+        }
+        _ => 0.0,
+    };
+    let scale = tail_variance
+        .max(noise_floor_variance(levels, sigma))
+        .sqrt()
+        .max(f64::MIN_POSITIVE.sqrt());
+    let points: Vec<(u32, f64)> = levels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (i as u32, l.level))
+        .collect();
+    let bounds = SettleBounds {
+        first_epoch_min: 0,
+        max_offset: max_dropped as u32,
+        sigma: scale,
+    };
+    settle_offset(&[points], bounds) as usize
+}
+
+/// The mean variance the sample noise alone gives a level: `sigma^2 * (pi/2) / m` for a median of
+/// `m >= 3` samples, `sigma^2 / m` below.
+fn noise_floor_variance(levels: &[EpochLevel], sigma: f64) -> f64 {
+    let total: f64 = levels
+        .iter()
+        .map(|l| {
+            let efficiency = if l.samples >= 3 {
+                std::f64::consts::FRAC_PI_2
+            } else {
+                1.0
+            };
+            sigma * sigma * efficiency / l.samples.max(1) as f64
+        })
+        .sum();
+    total / levels.len().max(1) as f64
 }
 
 /// The rise of the least-squares line through the levels from the first epoch to the last;
@@ -234,5 +295,32 @@ mod tests {
             3
         ];
         assert!(ratchet_test(&same_start, 1.0, 0.95).is_none());
+    }
+
+    #[rstest]
+    #[case::allocator_warmup(&[70.75, 71.37, 72.57, 72.57, 72.57, 72.57, 72.57, 72.57], 2)]
+    #[case::straight_ratchet(&[0.0, 1.0, 2.1, 2.9, 4.0, 5.0, 6.1, 6.9], 0)]
+    #[case::flat(&[0.1, -0.1, 0.0, 0.1, -0.1, 0.0, 0.1, -0.1], 0)]
+    fn levels_settle_where_the_warmup_ends(#[case] values: &[f64], #[case] expected: usize) {
+        let got = settled_from(&levels(values, 5.0, 5), 0.01, 4);
+        assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn settling_keeps_at_least_half_and_the_minimum() {
+        let climbing = [0.0, 10.0, 15.0, 17.0, 18.0, 18.5];
+        assert!(settled_from(&levels(&climbing, 5.0, 5), 0.01, 4) <= 2);
+        assert_eq!(settled_from(&levels(&climbing[..4], 5.0, 5), 0.01, 4), 0);
+    }
+
+    #[rstest]
+    #[case::one_step_among_settled_levels(&[72.55, 72.57, 73.16, 73.16], false)]
+    #[case::strictly_rising(&[1.0, 2.0, 3.0, 4.0], true)]
+    fn mann_kendall_tells_a_spread_rise_from_one_step(
+        #[case] values: &[f64],
+        #[case] spread: bool,
+    ) {
+        let test = ratchet_test(&levels(values, 5.0, 5), 0.01, 0.95).unwrap();
+        assert_eq!(test.mann_kendall_p < 0.05, spread, "{test:?}");
     }
 }

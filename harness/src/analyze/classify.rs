@@ -45,6 +45,11 @@
 //!   or no slope interval. `turns_needed` is the smallest run length at which, with the present
 //!   slope, level and noise, one of the three decisions above would be reached.
 //!
+//! With reloads, the epochs' steady levels are also compared (see `classify_reloads.rs`): with at
+//! least [`MIN_RATCHET_EPOCHS`] epochs a persistent, significant rise of the levels is **growth**
+//! ("each reload leaves X behind", reported per turn); with any number of epochs, a fitted rise of
+//! the levels beyond the plateau drift allowance bars clean and plateau.
+//!
 //! A `max_growth_per_turn` in the options also bars clean and plateau while `hi` exceeds it, so
 //! the classification never contradicts the expectation. Without a tolerance the default is
 //! [`DEFAULT_TOLERANCE_PERCENT`] of the baseline, at least [`DEFAULT_TOLERANCE_FLOOR`] bytes.
@@ -340,8 +345,10 @@ impl<'a> Prepared<'a> {
     fn steady(&self) -> Option<Steady> {
         let mut blocks = Vec::new();
         let mut starts = Vec::new();
+        let mut epoch_starts = Vec::new();
         for (index, epoch) in self.epochs.iter().enumerate() {
             let bound = self.bound(index);
+            let epoch_start = epoch.first().map_or(0.0, |p| f64::from(p.1 - p.0));
             let points: Vec<(f64, f64)> = epoch
                 .iter()
                 .filter(|p| p.0 >= bound)
@@ -349,6 +356,7 @@ impl<'a> Prepared<'a> {
                 .collect();
             if let Some(first) = points.first() {
                 starts.push(first.0);
+                epoch_starts.push(epoch_start);
                 blocks.push(thin(points));
             }
         }
@@ -359,6 +367,7 @@ impl<'a> Prepared<'a> {
         Some(Steady {
             blocks,
             starts,
+            epoch_starts,
             count,
         })
     }
@@ -388,6 +397,8 @@ struct Steady {
     blocks: Vec<Vec<(f64, f64)>>,
     /// The first steady turn of each block.
     starts: Vec<f64>,
+    /// The turn each block's load epoch began at.
+    epoch_starts: Vec<f64>,
     count: usize,
 }
 
@@ -542,6 +553,10 @@ impl Steady {
             return;
         }
 
+        if reloads::judge_ratchet(self, prepared, slope, analysis) {
+            return;
+        }
+
         if rising {
             analysis.classification = Classification::Inconclusive;
             analysis.turns_needed =
@@ -568,7 +583,11 @@ impl Steady {
             tolerance: prepared.tolerance(),
             cap: options.max_growth_per_turn.map(|g| g as f64),
         };
-        match evidence.decision() {
+        let decision = evidence.decision();
+        if decision.is_some() && !reloads::levels_stay_put(self, prepared, slope, rise, analysis) {
+            return;
+        }
+        match decision {
             Some(Classification::Clean) => {
                 analysis.classification = Classification::Clean;
                 analysis.reason = format!(
@@ -750,6 +769,11 @@ fn projected_shape(prepared: &Prepared<'_>, turns: u32) -> Shape {
     }
     shape
 }
+
+#[path = "classify_reloads.rs"]
+mod reloads;
+
+pub use reloads::MIN_RATCHET_EPOCHS;
 
 #[cfg(test)]
 #[path = "classify_tests.rs"]

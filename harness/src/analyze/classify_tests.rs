@@ -286,3 +286,148 @@ fn pixel_pss_is_not_growth_either() {
     assert_ne!(a.classification, Classification::Growth, "{a:#?}");
     assert_ne!(a.classification, Classification::Clean, "{a:#?}");
 }
+
+/// Epochs of `period` turns after a load at turn 0, noise `sigma` from `seed`; the value at
+/// offset `k` of epoch `e` (the reload sample is offset 0) is `baseline + shape(e, k)`.
+fn epochs_of(
+    epochs: u32,
+    period: u32,
+    sigma: f64,
+    seed: u64,
+    shape: impl Fn(u32, u32) -> f64,
+) -> MetricSeries {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let noise = Normal::new(0.0, sigma).unwrap();
+    MetricSeries {
+        epochs: (0..epochs)
+            .map(|e| {
+                let start = e * period;
+                Epoch {
+                    start_turn: start,
+                    points: (0..=period)
+                        .map(|k| {
+                            let v = BASE + shape(e, k) + noise.sample(&mut rng);
+                            (start + k, v.round() as u64)
+                        })
+                        .collect(),
+                }
+            })
+            .collect(),
+    }
+}
+
+fn reload_options(period: u32) -> ClassifyOptions {
+    ClassifyOptions {
+        reload_every: period,
+        ..options(5)
+    }
+}
+
+#[rstest]
+#[case::six_epochs(6, 8.0 * MIB)]
+#[case::four_epochs_large_steps(4, 30.0 * MIB)]
+#[case::ten_epochs_small_steps(10, 3.0 * MIB)]
+fn memory_each_reload_leaves_behind_is_growth(
+    #[case] epochs: u32,
+    #[case] per_reload: f64,
+    #[values(1, 2, 3)] seed: u64,
+) {
+    // Flat inside every epoch; every reload settles `per_reload` higher than the one before.
+    let series = epochs_of(epochs, 5, 1.0 * MIB, seed, |e, _| per_reload * f64::from(e));
+    let a = classify(&series, &reload_options(5));
+    assert_eq!(a.classification, Classification::Growth, "{a:#?}");
+    let per_turn = per_reload / 5.0;
+    let (lo, hi) = a.slope_interval.unwrap();
+    assert!(lo <= per_turn && per_turn <= hi, "{a:#?}");
+    assert!(a.reason.contains("each reload leaves"), "{}", a.reason);
+    assert!(a.trend_p_value.unwrap() < TREND_ALPHA);
+}
+
+#[rstest]
+#[case::flat(0.0)]
+#[case::step_after_every_reload(300.0 * MIB)]
+fn flat_epochs_with_reloads_are_not_growth(#[case] step: f64, #[values(1, 2, 3, 4, 5)] seed: u64) {
+    let series = epochs_of(
+        8,
+        5,
+        1.0 * MIB,
+        seed,
+        |_, k| if k >= 1 { step } else { 0.0 },
+    );
+    let a = classify(&series, &reload_options(5));
+    let expected = if step == 0.0 {
+        Classification::Clean
+    } else {
+        Classification::Plateau
+    };
+    assert_eq!(a.classification, expected, "{a:#?}");
+}
+
+#[rstest]
+fn growth_within_epochs_is_still_growth_with_a_ratchet_on_top(#[values(1, 2, 3)] seed: u64) {
+    let series = epochs_of(6, 5, 1.0 * MIB, seed, |e, k| {
+        4.0 * MIB * f64::from(e) + 2.0 * MIB * f64::from(k)
+    });
+    let a = classify(&series, &reload_options(5));
+    assert_eq!(a.classification, Classification::Growth, "{a:#?}");
+    // Reported as the within-epoch slope, which the pooled test found first.
+    assert!((a.slope_bytes_per_turn / MIB - 2.0).abs() < 0.5, "{a:#?}");
+}
+
+#[rstest]
+#[case::two_epochs(2)]
+#[case::three_epochs(3)]
+fn too_few_epochs_never_claim_a_ratchet(#[case] epochs: u32, #[values(1, 2, 3)] seed: u64) {
+    let series = epochs_of(epochs, 5, 1.0 * MIB, seed, |e, _| 30.0 * MIB * f64::from(e));
+    let a = classify(&series, &reload_options(5));
+    assert_eq!(a.classification, Classification::Inconclusive, "{a:#?}");
+    assert!(a.reason.contains("at least 4 epochs"), "{}", a.reason);
+    // Four epochs of five turns: the fourth begins at turn 15.
+    assert!(a.turns_needed.unwrap() > 15, "{a:#?}");
+}
+
+#[rstest]
+#[case::cold_first_load(|e: u32, _| if e >= 1 { 40.0 * MIB } else { 0.0 })]
+#[case::step_at_the_fifth_load(|e: u32, _| if e >= 4 { 40.0 * MIB } else { 0.0 })]
+fn a_one_time_step_between_loads_is_not_growth(
+    #[case] shape: fn(u32, u32) -> f64,
+    #[values(1, 2, 3)] seed: u64,
+) {
+    let series = epochs_of(8, 5, 1.0 * MIB, seed, shape);
+    let a = classify(&series, &reload_options(5));
+    assert_ne!(a.classification, Classification::Growth, "{a:#?}");
+}
+
+/// The shape seen on the real LiteRT-LM CPU engine (`fixtures/traces/litert-cpu-reload-run5`):
+/// the level after each reload settles like an allocator warming up (+3.3, +1.7, +0.9, +0.1 of
+/// a scale) and steps up once more late in the run. Noise 1 MiB; the levels rise by up to 40 MiB.
+#[rstest]
+#[case::warmup_only(None)]
+#[case::warmup_then_a_late_step(Some(4))]
+fn levels_that_settle_across_reloads_are_not_growth(
+    #[case] step_at: Option<u32>,
+    #[values(1, 2, 3, 4, 5)] seed: u64,
+) {
+    let warmup = [0.0, 20.0, 30.0, 35.0, 35.5, 35.5, 35.5];
+    let series = epochs_of(7, 5, 1.0 * MIB, seed, |e, _| {
+        let step = match step_at {
+            Some(at) if e >= at => 8.0,
+            _ => 0.0,
+        };
+        (warmup[e as usize] + step) * MIB
+    });
+    let a = classify(&series, &reload_options(5));
+    assert_ne!(a.classification, Classification::Growth, "{a:#?}");
+}
+
+#[rstest]
+fn a_ratchet_after_levels_settle_is_still_growth(#[values(1, 2, 3)] seed: u64) {
+    // Two reloads of warm-up, then 6 MiB (6 sigma) left behind by each of the next eight.
+    let series = epochs_of(10, 5, 1.0 * MIB, seed, |e, _| {
+        let warm = [0.0, 20.0].get(e as usize).copied().unwrap_or(30.0);
+        (warm + 6.0 * f64::from(e.saturating_sub(2))) * MIB
+    });
+    let a = classify(&series, &reload_options(5));
+    assert_eq!(a.classification, Classification::Growth, "{a:#?}");
+    assert!(a.reason.contains("each reload leaves"), "{}", a.reason);
+}

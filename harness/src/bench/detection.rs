@@ -4,19 +4,23 @@
 //! The naive detectors are the ones in common use: "last minus first above a tolerance" and "the
 //! least-squares slope is positive". Every detector gets the same tolerance (5 sigma). On clean,
 //! plateau and spiky series a positive is a false positive; on leak series it is a detection.
+//! The reload rows reload every [`RELOAD_EVERY`] turns: clean epochs (a false positive is
+//! `growth`), and epochs flat inside whose level ratchets up by k sigma at each reload.
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::analyze::{classify, Classification, ClassifyOptions, MetricSeries};
+use crate::analyze::{classify, Classification, ClassifyOptions};
 use crate::scenario::Tolerance;
 
-use super::synthetic::{SeriesKind, SIGMA};
+use super::synthetic::{SeriesKind, RELOAD_EVERY, SIGMA};
 
 /// Run lengths the benchmark covers (turns after the baseline).
 pub const TURNS: [u32; 3] = [10, 20, 40];
 /// Leak sizes, in noise standard deviations per turn.
 pub const LEAKS: [f64; 5] = [0.25, 0.5, 1.0, 2.0, 4.0];
+/// Memory left behind at each reload by the ratchet rows, in noise standard deviations.
+pub const RATCHETS: [f64; 4] = [1.0, 2.0, 4.0, 8.0];
 /// The tolerance every detector gets, in noise standard deviations.
 pub const TOLERANCE_SIGMAS: f64 = 5.0;
 
@@ -59,25 +63,29 @@ pub struct DetectionRow {
     pub ols_slope: f64,
 }
 
-/// Runs every cell: for each run length, clean, plateau and spiky series, then each leak size.
+/// Runs every cell: for each run length, clean, plateau and spiky series, each leak size, clean
+/// series with reloads, then each ratchet size.
 pub fn run_detection(config: &DetectionConfig) -> Vec<DetectionRow> {
     let kinds: Vec<SeriesKind> = [SeriesKind::Clean, SeriesKind::Plateau, SeriesKind::Spiky]
         .into_iter()
         .chain(LEAKS.iter().map(|k| SeriesKind::Leak(*k)))
+        .chain([SeriesKind::ReloadClean])
+        .chain(RATCHETS.iter().map(|k| SeriesKind::Ratchet(*k)))
         .collect();
-    let options = ClassifyOptions {
-        tolerance: Some(Tolerance::Bytes((TOLERANCE_SIGMAS * SIGMA) as u64)),
-        ..ClassifyOptions::default()
-    };
     let mut rows = Vec::new();
     for turns in TURNS {
         for (index, kind) in kinds.iter().enumerate() {
             let cell_seed = config.seed ^ (u64::from(turns) << 32) ^ (index as u64) << 48;
             let mut rng = ChaCha8Rng::seed_from_u64(cell_seed);
+            let options = ClassifyOptions {
+                tolerance: Some(Tolerance::Bytes((TOLERANCE_SIGMAS * SIGMA) as u64)),
+                reload_every: kind.reload_every(),
+                ..ClassifyOptions::default()
+            };
             let mut counts = [0u32; 4];
             for _ in 0..config.series_per_cell {
                 let series = kind.generate(turns, &mut rng);
-                let analysis = classify(&MetricSeries::from_points(&series.points), &options);
+                let analysis = classify(&series.series, &options);
                 counts[0] += u32::from(analysis.classification == Classification::Growth);
                 counts[1] += u32::from(analysis.classification == Classification::Inconclusive);
                 counts[2] += u32::from(last_minus_first(&series.points));
@@ -127,8 +135,13 @@ pub fn render_markdown(rows: &[DetectionRow], config: &DetectionConfig) -> Strin
     let mut out = format!(
         "Detection benchmark: {} series per row, seed {}, noise sigma = 1 MiB, tolerance {} sigma.\n\
          Rates are the share of series each detector flags as a leak (leakloop: `growth`).\n\
-         On clean, plateau and spiky rows that share is the false-positive rate.\n\n",
-        config.series_per_cell, config.seed, TOLERANCE_SIGMAS
+         On clean, plateau, spiky and reload-clean rows that share is the false-positive rate.\n\
+         Reload rows reload every {RELOAD_EVERY} turns (each reload's level scatters by {} sigma); \
+         ratchet rows leave k sigma behind at each reload, flat inside every epoch.\n\n",
+        config.series_per_cell,
+        config.seed,
+        TOLERANCE_SIGMAS,
+        super::synthetic::RELOAD_SCATTER_SIGMAS,
     );
     out.push_str(
         "| turns | series | leak (sigma/turn) | leakloop growth | leakloop inconclusive | last-first > tol | OLS slope > 0 |\n\
@@ -140,6 +153,8 @@ pub fn render_markdown(rows: &[DetectionRow], config: &DetectionConfig) -> Strin
             SeriesKind::Plateau => ("plateau", "-".to_owned()),
             SeriesKind::Spiky => ("spiky", "-".to_owned()),
             SeriesKind::Leak(k) => ("leak", format!("{k}")),
+            SeriesKind::ReloadClean => ("reload clean", "-".to_owned()),
+            SeriesKind::Ratchet(k) => ("ratchet", format!("{k}/reload")),
         };
         out.push_str(&format!(
             "| {} | {name} | {leak} | {} | {} | {} | {} |\n",
@@ -177,7 +192,7 @@ mod tests {
     #[test]
     fn leakloop_separates_plateaus_from_leaks_where_naive_detectors_cannot() {
         let rows = rows();
-        assert_eq!(rows.len(), TURNS.len() * (3 + LEAKS.len()));
+        assert_eq!(rows.len(), TURNS.len() * (4 + LEAKS.len() + RATCHETS.len()));
         let plateau = row(&rows, 20, SeriesKind::Plateau);
         assert!(plateau.leakloop <= 0.03, "{plateau:?}");
         assert!(plateau.last_minus_first >= 0.9, "{plateau:?}");
@@ -186,6 +201,20 @@ mod tests {
         assert!(clean.ols_slope > 0.3, "{clean:?}");
         let leak = row(&rows, 20, SeriesKind::Leak(1.0));
         assert!(leak.leakloop >= 0.9, "{leak:?}");
+    }
+
+    #[test]
+    fn leakloop_sees_memory_each_reload_leaves_behind_without_flagging_clean_reloads() {
+        let rows = rows();
+        for turns in TURNS {
+            let clean = row(&rows, turns, SeriesKind::ReloadClean);
+            assert!(clean.leakloop <= 0.03, "{clean:?}");
+        }
+        // 10 turns are two epochs: too few to claim a ratchet.
+        let short = row(&rows, 10, SeriesKind::Ratchet(8.0));
+        assert!(short.leakloop <= 0.03, "{short:?}");
+        let long = row(&rows, 40, SeriesKind::Ratchet(2.0));
+        assert!(long.leakloop >= 0.9, "{long:?}");
     }
 
     #[test]
@@ -201,6 +230,7 @@ mod tests {
             rows.len() + 1
         );
         assert!(table.contains("| 40 | leak | 4 |"));
+        assert!(table.contains("| 40 | ratchet | 8/reload |"));
     }
 
     #[test]

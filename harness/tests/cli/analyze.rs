@@ -141,3 +141,21 @@ fn report_json_is_read_through_its_record() {
         "{stderr}"
     );
 }
+
+/// Five runs of `fixtures/scenarios/litert-cpu-reload.yaml` on the real LiteRT-LM CPU engine: RSS
+/// after each reload settles like an allocator warming up (66.5, 69.8, 71.4, 72.4, 72.4, ... MiB)
+/// and in run 5 steps up once more by 0.5 MiB late in the run. Neither is memory each reload
+/// leaves behind.
+#[rstest]
+fn real_engine_warmup_across_reloads_is_not_a_ratchet(#[values(1, 2, 3, 4, 5)] run: u32) {
+    let trace = format!("fixtures/traces/litert-cpu-reload-run{run}.report.json");
+    let (_, value) = json(&[trace.as_str()]);
+    for metric in ["rss", "anon_rss"] {
+        let analysis = &value["metrics"][metric];
+        let word = analysis["classification"].as_str().unwrap();
+        assert!(
+            ["clean", "plateau"].contains(&word),
+            "run {run} {metric}: {analysis:#}"
+        );
+    }
+}

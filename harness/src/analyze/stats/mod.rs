@@ -4,5 +4,6 @@
 
 pub(crate) mod changepoint;
 pub(crate) mod mann_kendall;
+pub(crate) mod ratchet;
 pub(crate) mod robust;
 pub(crate) mod theil_sen;

@@ -35,7 +35,8 @@ fn is_simulator_fixture(text: &str) -> bool {
     })
 }
 
-fn run(path: &Path, out: &Path) -> std::process::Output {
+/// `leakloop run PATH --quiet --out OUT`, without colour.
+pub(crate) fn run(path: &Path, out: &Path) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_leakloop"))
         .arg("run")
         .arg(path)

@@ -12,8 +12,7 @@
 //! `cargo test --workspace` (or `cargo build -p cl-interposer`) builds it; `cargo test -p
 //! leakloop` alone does not.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
 
 use leakloop::analyze::{Classification, ExpectationResult};
 use leakloop::engine::opencl::{
@@ -23,21 +22,9 @@ use leakloop::report::{read_report, ReportFile};
 use leakloop::scenario::{load_scenario, BackendKind};
 use rstest::rstest;
 
-use crate::fixtures::expected_exit;
+use crate::fixtures::{expected_exit, run};
 
 const CL_MEM: &str = "opencl/cl_mem";
-
-fn run(path: &Path, out: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leakloop"))
-        .arg("run")
-        .arg(path)
-        .arg("--quiet")
-        .arg("--out")
-        .arg(out)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("leakloop runs")
-}
 
 /// The binary finds the interposer the way the engine factory does (beside itself, or in
 /// `deps/` after a plain `cargo test`), unless `LEAKLOOP_CL_INTERPOSER` names one.

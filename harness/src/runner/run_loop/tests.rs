@@ -76,6 +76,35 @@ fn outcome() -> Result<GenerateOutcome, EngineError> {
     })
 }
 
+/// Expects one chat turn, in order: open (answering session `turn`), send, generate, close.
+fn expect_chat_turn(engine: &mut MockEng, seq: &mut Sequence, turn: u32) {
+    let id = SessionId(u64::from(turn));
+    engine
+        .expect_open_session()
+        .with(eq(turn), always())
+        .times(1)
+        .in_sequence(seq)
+        .returning(move |_, _| Ok(id));
+    engine
+        .expect_send()
+        .withf(move |session, p| *session == id && p.text == "hello there")
+        .times(1)
+        .in_sequence(seq)
+        .returning(|_, _| Ok(()));
+    engine
+        .expect_generate()
+        .withf(move |session, _| *session == id)
+        .times(1)
+        .in_sequence(seq)
+        .returning(|_, _| outcome());
+    engine
+        .expect_close_session()
+        .with(eq(id))
+        .times(1)
+        .in_sequence(seq)
+        .returning(|_| Ok(()));
+}
+
 #[test]
 fn a_clean_run_loads_once_runs_every_turn_in_order_and_unloads_last() {
     let mut engine = passive_engine();
@@ -86,29 +115,7 @@ fn a_clean_run_loads_once_runs_every_turn_in_order_and_unloads_last() {
         .in_sequence(&mut seq)
         .returning(|| Ok(()));
     for turn in 1..=3u32 {
-        engine
-            .expect_open_session()
-            .with(eq(turn), always())
-            .times(1)
-            .in_sequence(&mut seq)
-            .returning(move |_, _| Ok(SessionId(u64::from(turn))));
-        engine
-            .expect_send()
-            .withf(move |id, p| id.0 == u64::from(turn) && p.text == "hello there")
-            .times(1)
-            .in_sequence(&mut seq)
-            .returning(|_, _| Ok(()));
-        engine
-            .expect_generate()
-            .times(1)
-            .in_sequence(&mut seq)
-            .returning(|_, _| outcome());
-        engine
-            .expect_close_session()
-            .with(eq(SessionId(u64::from(turn))))
-            .times(1)
-            .in_sequence(&mut seq)
-            .returning(|_| Ok(()));
+        expect_chat_turn(&mut engine, &mut seq, turn);
     }
     engine
         .expect_unload()
@@ -248,26 +255,7 @@ fn reload_every_k_turns_unloads_after_the_close_and_samples_the_new_epoch() {
         .in_sequence(&mut seq)
         .returning(|| Ok(()));
     for turn in 1..=5u32 {
-        engine
-            .expect_open_session()
-            .times(1)
-            .in_sequence(&mut seq)
-            .returning(move |_, _| Ok(SessionId(u64::from(turn))));
-        engine
-            .expect_send()
-            .times(1)
-            .in_sequence(&mut seq)
-            .returning(|_, _| Ok(()));
-        engine
-            .expect_generate()
-            .times(1)
-            .in_sequence(&mut seq)
-            .returning(|_, _| outcome());
-        engine
-            .expect_close_session()
-            .times(1)
-            .in_sequence(&mut seq)
-            .returning(|_| Ok(()));
+        expect_chat_turn(&mut engine, &mut seq, turn);
         if turn == 2 || turn == 4 {
             engine
                 .expect_unload()

@@ -4,8 +4,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// What a metric's post-close series does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// What a metric's post-close series does. The default is `Inconclusive`: nothing is claimed
+/// before the data supports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Classification {
     /// Stays within tolerance of the baseline.
@@ -15,6 +16,7 @@ pub enum Classification {
     /// Keeps rising with the turn count after warm-up.
     Growth,
     /// Too few turns or too much noise to decide.
+    #[default]
     Inconclusive,
 }
 
@@ -40,7 +42,7 @@ pub struct PlateauInfo {
 }
 
 /// The analysis of one metric.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MetricAnalysis {
     /// The verdict word.
     pub classification: Classification,

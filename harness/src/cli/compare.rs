@@ -328,13 +328,8 @@ mod tests {
             turns_needed: None,
             points: 31,
             reason: String::new(),
-            noise_bytes: 0.0,
-            trend_p_value: None,
-            steady_from_turn: None,
-            rise_bytes: None,
-            fitted_end_bytes: None,
-            spike_turns: Vec::new(),
             epochs: 1,
+            ..MetricAnalysis::default()
         }
     }
 

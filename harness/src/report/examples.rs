@@ -207,13 +207,8 @@ pub fn leak_run() -> (RunRecord, Verdict) {
                     turns_needed: None,
                     points: 10,
                     reason: "one-time rise of 1.7 GiB at turn 1, flat afterwards".to_owned(),
-                    noise_bytes: 0.0,
-                    trend_p_value: None,
-                    steady_from_turn: None,
-                    rise_bytes: None,
-                    fitted_end_bytes: None,
-                    spike_turns: Vec::new(),
                     epochs: 1,
+                    ..MetricAnalysis::default()
                 },
             ),
             (
@@ -231,13 +226,8 @@ pub fn leak_run() -> (RunRecord, Verdict) {
                     points: 10,
                     reason: "rises 110.0 MiB per turn after warm-up; the interval excludes zero"
                         .to_owned(),
-                    noise_bytes: 0.0,
-                    trend_p_value: None,
-                    steady_from_turn: None,
-                    rise_bytes: None,
-                    fitted_end_bytes: None,
-                    spike_turns: Vec::new(),
                     epochs: 1,
+                    ..MetricAnalysis::default()
                 },
             ),
         ]),
@@ -351,13 +341,8 @@ pub fn clean_run() -> (RunRecord, Verdict) {
         turns_needed: None,
         points: 7,
         reason: reason.to_owned(),
-        noise_bytes: 0.0,
-        trend_p_value: None,
-        steady_from_turn: None,
-        rise_bytes: None,
-        fitted_end_bytes: None,
-        spike_turns: Vec::new(),
         epochs: 1,
+        ..MetricAnalysis::default()
     };
     let verdict = Verdict {
         status: VerdictStatus::Pass,

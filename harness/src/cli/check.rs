@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use crate::cli::{CliError, Exit};
+use crate::engine::litert_lm::check_library;
 use crate::scenario::load_scenario;
 
 /// Arguments of `leakloop check`.
@@ -11,6 +12,11 @@ pub(crate) struct CheckArgs {
     /// Scenario files to validate.
     #[arg(required = true, value_name = "SCENARIO")]
     scenarios: Vec<PathBuf>,
+    /// Also check that this LiteRT-LM library (a `liblitert-lm.so` or a folder holding one) can
+    /// run every step of the `litert-lm` scenarios (without it: `engine.lib`, `LITERT_LM_LIB` or
+    /// the newest fetched library, when one is found).
+    #[arg(long, value_name = "PATH")]
+    lib: Option<PathBuf>,
 }
 
 /// Prints `ok <file>: ...` for each valid file and the full error for each invalid one; fails
@@ -18,7 +24,14 @@ pub(crate) struct CheckArgs {
 pub(crate) fn run(args: CheckArgs) -> Result<Exit, CliError> {
     let mut invalid = 0;
     for path in &args.scenarios {
-        match load_scenario(path) {
+        let loaded = load_scenario(path)
+            .map_err(|e| e.to_string())
+            .and_then(|s| {
+                check_library(&s, args.lib.as_deref())
+                    .map(|_| s)
+                    .map_err(|why| format!("{}: {why}", path.display()))
+            });
+        match loaded {
             Ok(scenario) => println!(
                 "ok {}: {} ({}, {} turns)",
                 path.display(),

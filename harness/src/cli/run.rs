@@ -8,6 +8,7 @@ use anyhow::anyhow;
 use crate::analyze::{analyze_run, Verdict, VerdictStatus};
 use crate::cli::{CliError, Exit};
 use crate::engine::build_engine;
+use crate::engine::litert_lm::check_library;
 use crate::report::{
     print_terminal, render_report_json, write_reports, Fanout, ProgressObserver, SampleStream,
 };
@@ -87,6 +88,8 @@ pub(crate) fn run_and_analyze(
     out: Option<&Path>,
     quiet: bool,
 ) -> Result<(RunRecord, Verdict), CliError> {
+    // What the library cannot run is bad input, refused before anything starts.
+    check_library(scenario, None).map_err(CliError::bad_input)?;
     let mut engine = build_engine(scenario).map_err(|e| {
         CliError::Engine(anyhow!(
             "cannot start the `{}` engine for {}: {e}",

@@ -99,3 +99,109 @@ fn no_files_is_a_usage_error() {
     let out = check(&[]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// The LiteRT-LM functions a 0.13-era library exports that capabilities look at (the core every
+/// release has, streaming, cancel, the sampler struct setter, optional args).
+const OLD_RELEASE_EXPORTS: &[&str] = &[
+    "litert_lm_set_min_log_level",
+    "litert_lm_engine_settings_create",
+    "litert_lm_engine_create",
+    "litert_lm_conversation_create",
+    "litert_lm_conversation_send_message",
+    "litert_lm_conversation_send_message_stream",
+    "litert_lm_conversation_cancel_process",
+    "litert_lm_session_config_set_sampler_params",
+    "litert_lm_conversation_optional_args_create",
+];
+
+/// A shared library exporting `names` as empty stubs: `check` reads its symbol table and never
+/// loads it. `None` (after a visible skip) where no C compiler is installed.
+fn stub_library(dir: &Path, names: &[&str]) -> Option<PathBuf> {
+    let source = dir.join("stub.c");
+    let body: String = names
+        .iter()
+        .map(|n| format!("void {n}(void) {{}}\n"))
+        .collect();
+    std::fs::write(&source, body).unwrap();
+    let lib = dir.join("liblitert-lm.so");
+    match Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&lib)
+        .arg(&source)
+        .status()
+    {
+        Ok(s) if s.success() => Some(lib),
+        other => {
+            eprintln!("SKIPPED: stub LiteRT-LM library: no working C compiler `cc` ({other:?}; install build-essential)");
+            None
+        }
+    }
+}
+
+#[test]
+fn check_refuses_a_cancel_scenario_on_a_library_without_cancel() {
+    let tmp = tempfile::tempdir().unwrap();
+    let without_cancel: Vec<&str> = OLD_RELEASE_EXPORTS
+        .iter()
+        .copied()
+        .filter(|n| *n != "litert_lm_conversation_cancel_process")
+        .collect();
+    let Some(lib) = stub_library(tmp.path(), &without_cancel) else {
+        return;
+    };
+    // The reload scenario cancels after 4 tokens every turn; the chat scenario never cancels.
+    let out = check(&[
+        "--lib",
+        lib.to_str().unwrap(),
+        "fixtures/scenarios/litert-cpu-reload.yaml",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("litert-cpu-reload.yaml"), "{stderr}");
+    assert!(stderr.contains("has a `cancel` step"), "{stderr}");
+    assert!(stderr.contains("lacks cancel"), "{stderr}");
+    assert!(
+        stderr.contains("it offers: conversation,streaming,sampler_params,message_args"),
+        "{stderr}"
+    );
+    let out = check(&[
+        "--lib",
+        lib.to_str().unwrap(),
+        "fixtures/scenarios/litert-cpu-chat.yaml",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+
+    // The same library with cancel exported runs the reload scenario's steps.
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(lib) = stub_library(tmp.path(), OLD_RELEASE_EXPORTS) else {
+        return;
+    };
+    let out = check(&[
+        "--lib",
+        lib.to_str().unwrap(),
+        "fixtures/scenarios/litert-cpu-reload.yaml",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
+
+#[test]
+fn run_refuses_a_cancel_scenario_before_starting_the_engine() {
+    let tmp = tempfile::tempdir().unwrap();
+    let without: Vec<&str> = OLD_RELEASE_EXPORTS
+        .iter()
+        .copied()
+        .filter(|n| *n != "litert_lm_conversation_send_message_stream")
+        .collect();
+    let Some(lib) = stub_library(tmp.path(), &without) else {
+        return;
+    };
+    let out = Command::new(env!("CARGO_BIN_EXE_leakloop"))
+        .args(["run", "fixtures/scenarios/litert-cpu-reload.yaml", "--lib"])
+        .arg(&lib)
+        .current_dir(workspace())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("lacks streaming"), "{stderr}");
+}

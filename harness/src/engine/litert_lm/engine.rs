@@ -16,15 +16,18 @@
 //! The engine writes caches next to its model, so it runs on a copy of the model in a private
 //! temporary folder that also serves as its cache folder; the source tree stays clean.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::engine::litert_lm::capabilities::{names, Capabilities, Capability};
 use crate::engine::litert_lm::discover::{discover_library, LibraryLocation};
 use crate::engine::litert_lm::error::CallError;
 use crate::engine::litert_lm::ffi::{Api, SamplerType};
-use crate::engine::litert_lm::handles::{Conversation, HandleCounts, Handles, LmEngine};
+use crate::engine::litert_lm::handles::{
+    Conversation, HandleCounts, Handles, LmEngine, SamplerChoice,
+};
 use crate::engine::litert_lm::stream::stream_message;
 use crate::engine::opencl::LoadedInterposer;
 use crate::engine::{
@@ -46,6 +49,13 @@ pub struct LitertLmEngine {
     max_tokens: u32,
     /// The largest output any step of the scenario asks for: the sessions' own limit.
     session_max_output: u32,
+    /// The scenario's name and turn, to refuse what the library cannot run at load.
+    scenario_name: String,
+    turn: Vec<Step>,
+    /// The capabilities the scenario's steps use on this library (decided at load).
+    used: BTreeSet<Capability>,
+    /// Where a missing capability makes the run fall back, in words (decided at load).
+    degraded: BTreeSet<String>,
     call_timeout: Duration,
     counts: HandleCounts,
     handles: Option<Handles>,
@@ -110,6 +120,10 @@ impl LitertLmEngine {
             device: scenario.engine.device,
             max_tokens: scenario.engine.max_tokens,
             session_max_output,
+            scenario_name: scenario.name.clone(),
+            turn: scenario.turn.clone(),
+            used: BTreeSet::new(),
+            degraded: BTreeSet::new(),
             call_timeout: scenario.engine.call_timeout,
             counts: HandleCounts::default(),
             handles: None,
@@ -196,14 +210,69 @@ pub(crate) fn reply_text(json: &str) -> Result<String, String> {
     }
 }
 
-fn sampler_type(options: &SessionOptions) -> Option<SamplerType> {
-    if options.top_p.is_some() {
-        Some(SamplerType::TopP)
-    } else if options.top_k.is_some() || options.temperature.is_some() || options.seed.is_some() {
-        Some(SamplerType::TopK)
-    } else {
-        None
+/// Which of the library's capabilities a scenario's steps use, and where they fall back for lack
+/// of one: every session is a conversation; an `open` with sampler options uses the sampler
+/// parameters (else the engine's default sampler); a generation passes its output limit per
+/// message (else the session's limit, the largest any step asks for, applies to every message); a
+/// `cancel` step streams and cancels (refused at load without them); status codes are used
+/// wherever the library returns them.
+fn plan_capabilities(
+    caps: &Capabilities,
+    turn: &[Step],
+    session_max_output: u32,
+) -> (BTreeSet<Capability>, BTreeSet<String>) {
+    let mut used = BTreeSet::from([Capability::Conversation]);
+    let mut degraded = BTreeSet::new();
+    let mut want = |cap: Capability, fallback: Option<String>| {
+        if caps.has(cap) {
+            used.insert(cap);
+        } else if let Some(fallback) = fallback {
+            degraded.insert(format!("{}: {fallback}", cap.as_str()));
+        }
+    };
+    for step in turn {
+        match step {
+            Step::Open(options) if sampler_choice(options).is_some() => want(
+                Capability::SamplerParams,
+                Some("the engine's default sampler".to_owned()),
+            ),
+            Step::Generate { .. } | Step::Cancel { .. } => {
+                want(Capability::MessageArgs, None);
+                want(
+                    Capability::MessageOutputLimit,
+                    Some(format!(
+                        "the session's limit ({session_max_output} tokens) for every message"
+                    )),
+                );
+                if matches!(step, Step::Cancel { .. }) {
+                    want(Capability::Streaming, None);
+                    want(Capability::StreamChunks, None);
+                    want(Capability::Cancel, None);
+                }
+            }
+            _ => {}
+        }
     }
+    want(Capability::StatusCodes, None);
+    (used, degraded)
+}
+
+/// The sampler a session's options ask for, or `None` when they leave it to the engine.
+fn sampler_choice(options: &SessionOptions) -> Option<SamplerChoice> {
+    let kind = if options.top_p.is_some() {
+        SamplerType::TopP
+    } else if options.top_k.is_some() || options.temperature.is_some() || options.seed.is_some() {
+        SamplerType::TopK
+    } else {
+        return None;
+    };
+    Some(SamplerChoice {
+        kind,
+        top_k: options.top_k,
+        top_p: options.top_p,
+        temperature: options.temperature,
+        seed: options.seed,
+    })
 }
 
 impl Engine for LitertLmEngine {
@@ -222,7 +291,19 @@ impl Engine for LitertLmEngine {
             ("max_tokens".to_owned(), self.max_tokens.to_string()),
         ]);
         if let Some(handles) = &self.handles {
-            details.insert("c_api".to_owned(), handles.api().abi.as_str().to_owned());
+            let api = handles.api();
+            details.insert("c_api".to_owned(), api.abi.as_str().to_owned());
+            details.insert("capabilities".to_owned(), api.capabilities.names());
+            details.insert(
+                "capabilities_used".to_owned(),
+                names(self.used.iter().copied()),
+            );
+            if !self.degraded.is_empty() {
+                details.insert(
+                    "degraded".to_owned(),
+                    self.degraded.iter().cloned().collect::<Vec<_>>().join("; "),
+                );
+            }
         }
         details.insert(
             "opencl_interposer".to_owned(),
@@ -252,6 +333,18 @@ impl Engine for LitertLmEngine {
             ));
         }
         let handles = self.handles()?;
+        if let Some(why) = handles
+            .api()
+            .capabilities
+            .refusal_of(&self.scenario_name, &self.turn)
+        {
+            return Err(EngineError::new(EngineErrorKind::Unavailable, why));
+        }
+        (self.used, self.degraded) = plan_capabilities(
+            &handles.api().capabilities,
+            &self.turn,
+            self.session_max_output,
+        );
         self.interposer = LoadedInterposer::find();
         let (model, cache) = self.prepare_workdir()?;
         let load = |e: CallError| e.into_engine(EngineErrorKind::Load);
@@ -277,21 +370,12 @@ impl Engine for LitertLmEngine {
         session_config
             .set_max_output_tokens(self.session_max_output)
             .map_err(open)?;
-        if let Some(kind) = sampler_type(options) {
-            let mut params = handles.sampler_params(kind).map_err(open)?;
-            if let Some(k) = options.top_k {
-                params.set_top_k(k).map_err(open)?;
-            }
-            if let Some(p) = options.top_p {
-                params.set_top_p(p);
-            }
-            if let Some(t) = options.temperature {
-                params.set_temperature(t);
-            }
-            if let Some(seed) = options.seed {
-                params.set_seed(seed);
-            }
-            session_config.set_sampler_params(&params);
+        if let Some(choice) = sampler_choice(options) {
+            // `false`: the library takes no sampler parameters; the engine's default sampler
+            // runs (decided and reported at load).
+            handles
+                .set_sampler(&mut session_config, &choice)
+                .map_err(open)?;
         }
         let mut conversation_config = handles.conversation_config().map_err(open)?;
         conversation_config.set_session_config(&session_config);
@@ -340,11 +424,12 @@ impl Engine for LitertLmEngine {
         let args = handles
             .optional_args(request.max_output_tokens)
             .map_err(generate)?;
+        let open = self.session(session, EngineErrorKind::Generate)?;
         if request.cancel_after_tokens.is_some() {
             let outcome = stream_message(
                 &mut open.conversation,
                 &message,
-                &args,
+                args.as_ref(),
                 request.cancel_after_tokens,
                 timeout,
             )
@@ -356,7 +441,7 @@ impl Engine for LitertLmEngine {
         }
         let reply = open
             .conversation
-            .send_message(&handles, &message, &args)
+            .send_message(&handles, &message, args.as_ref())
             .map_err(generate)?;
         let text = reply_text(&reply.text())
             .map_err(|m| EngineError::new(EngineErrorKind::Generate, m))?;
@@ -422,6 +507,57 @@ mod tests {
     #[case::empty_parts(r#"{"role":"assistant","content":[]}"#, "")]
     fn reads_reply_text(#[case] json: &str, #[case] want: &str) {
         assert_eq!(reply_text(json).unwrap(), want);
+    }
+
+    #[test]
+    fn a_chat_on_an_old_library_falls_back_to_the_session_limit_and_default_sampler() {
+        let turn = vec![
+            Step::Open(SessionOptions {
+                top_k: Some(3),
+                ..Default::default()
+            }),
+            Step::Generate {
+                max_output_tokens: 16,
+            },
+            Step::Close,
+        ];
+        let old = Capabilities::new([
+            Capability::Conversation,
+            Capability::Streaming,
+            Capability::Cancel,
+        ]);
+        let (used, degraded) = plan_capabilities(&old, &turn, 16);
+        assert_eq!(names(used), "conversation");
+        assert_eq!(
+            degraded.into_iter().collect::<Vec<_>>(),
+            [
+                "message_output_limit: the session's limit (16 tokens) for every message",
+                "sampler_params: the engine's default sampler"
+            ]
+        );
+        let new = Capabilities::new(Capability::ALL);
+        let (used, degraded) = plan_capabilities(&new, &turn, 16);
+        assert_eq!(
+            names(used),
+            "conversation,sampler_params,message_args,message_output_limit,status_codes"
+        );
+        assert!(degraded.is_empty());
+    }
+
+    #[test]
+    fn a_cancel_step_uses_streaming_and_cancel() {
+        let turn = vec![Step::Cancel {
+            after_tokens: 4,
+            max_output_tokens: 32,
+        }];
+        let caps = Capabilities::new([
+            Capability::Conversation,
+            Capability::Streaming,
+            Capability::Cancel,
+            Capability::MessageArgs,
+        ]);
+        let (used, _) = plan_capabilities(&caps, &turn, 32);
+        assert_eq!(names(used), "conversation,streaming,cancel,message_args");
     }
 
     #[rstest]

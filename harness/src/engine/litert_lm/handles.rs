@@ -19,8 +19,8 @@ use std::sync::{Arc, Mutex};
 use crate::engine::litert_lm::error::CallError;
 use crate::engine::litert_lm::ffi::{
     opt_str, Api, RawConversation, RawConversationConfig, RawEngine, RawJsonResponse,
-    RawOptionalArgs, RawSamplerParams, RawSessionConfig, RawSettings, RawTokenizeResult,
-    SamplerType,
+    RawOptionalArgs, RawSamplerParams, RawSessionConfig, RawSettings, RawTokenizeResult, Sampler,
+    SamplerStruct, SamplerType,
 };
 use crate::engine::KindCounts;
 
@@ -50,36 +50,41 @@ impl HandleCounts {
 pub(crate) trait RawKind {
     /// Ledger kind, e.g. `conversation`.
     const KIND: &'static str;
-    /// The `*_delete` function for this handle type.
-    fn deleter(api: &Api) -> unsafe extern "C" fn(*mut Self);
+    /// The `*_delete` function for this handle type; `None` where the library has none (then it
+    /// has no constructor either, and no such handle is ever made).
+    fn deleter(api: &Api) -> Option<unsafe extern "C" fn(*mut Self)>;
 }
 
 macro_rules! raw_kind {
-    ($($raw:ty => $kind:literal, $field:ident;)*) => {$(
+    ($($raw:ty => $kind:literal, |$api:ident| $deleter:expr;)*) => {$(
         impl RawKind for $raw {
             const KIND: &'static str = $kind;
-            fn deleter(api: &Api) -> unsafe extern "C" fn(*mut Self) {
-                api.$field
+            fn deleter($api: &Api) -> Option<unsafe extern "C" fn(*mut Self)> {
+                $deleter
             }
         }
     )*};
 }
 
 raw_kind! {
-    RawSettings => "settings", engine_settings_delete;
-    RawEngine => "engine", engine_delete;
-    RawSamplerParams => "sampler_params", sampler_params_delete;
-    RawSessionConfig => "session_config", session_config_delete;
-    RawConversationConfig => "conversation_config", conversation_config_delete;
-    RawConversation => "conversation", conversation_delete;
-    RawOptionalArgs => "optional_args", optional_args_delete;
-    RawJsonResponse => "response", json_response_delete;
-    RawTokenizeResult => "tokenize_result", tokenize_result_delete;
+    RawSettings => "settings", |api| Some(api.engine_settings_delete);
+    RawEngine => "engine", |api| Some(api.engine_delete);
+    RawSamplerParams => "sampler_params", |api| match &api.sampler {
+        Some(Sampler::Handle(fns)) => Some(fns.delete),
+        _ => None,
+    };
+    RawSessionConfig => "session_config", |api| Some(api.session_config_delete);
+    RawConversationConfig => "conversation_config", |api| Some(api.conversation_config_delete);
+    RawConversation => "conversation", |api| Some(api.conversation_delete);
+    RawOptionalArgs => "optional_args", |api| api.optional_args.as_ref().map(|f| f.delete);
+    RawJsonResponse => "response", |api| Some(api.json_response_delete);
+    RawTokenizeResult => "tokenize_result", |api| Some(api.tokenize_result_delete);
 }
 
 /// Sole owner of one library handle: deletes it exactly once when dropped.
 pub(crate) struct Owned<T: RawKind> {
     ptr: NonNull<T>,
+    delete: unsafe extern "C" fn(*mut T),
     api: &'static Api,
     counts: HandleCounts,
 }
@@ -98,9 +103,18 @@ impl<T: RawKind> Owned<T> {
         call: &'static str,
     ) -> Result<Self, CallError> {
         let ptr = NonNull::new(ptr).ok_or_else(|| CallError::from_library(api, call))?;
+        let Some(delete) = T::deleter(api) else {
+            // Unreachable with a consistent library (constructors are bound only with their
+            // deleters); leaking the handle is the only safe thing left.
+            return Err(CallError::new(
+                call,
+                "the library has no matching delete function",
+            ));
+        };
         counts.bump(T::KIND, true);
         Ok(Self {
             ptr,
+            delete,
             api,
             counts: counts.clone(),
         })
@@ -115,7 +129,7 @@ impl<T: RawKind> Drop for Owned<T> {
     fn drop(&mut self) {
         // SAFETY: `ptr` came from the library's matching create call, is owned only here and is
         // freed only here, once.
-        unsafe { T::deleter(self.api)(self.ptr.as_ptr()) };
+        unsafe { (self.delete)(self.ptr.as_ptr()) };
         self.counts.bump(T::KIND, false);
     }
 }
@@ -172,18 +186,6 @@ impl Handles {
         Owned::adopt(self.api, &self.counts, ptr, CALL).map(|o| Arc::new(LmEngine(o)))
     }
 
-    /// `litert_lm_sampler_params_create(type)`.
-    pub(crate) fn sampler_params(&self, kind: SamplerType) -> Result<SamplerParams, CallError> {
-        let ptr = self.api.sampler_params_create(kind);
-        Owned::adopt(
-            self.api,
-            &self.counts,
-            ptr,
-            "litert_lm_sampler_params_create",
-        )
-        .map(SamplerParams)
-    }
-
     /// `litert_lm_session_config_create()`.
     pub(crate) fn session_config(&self) -> Result<SessionConfig, CallError> {
         let ptr = self.api.session_config_create();
@@ -226,16 +228,102 @@ impl Handles {
         })
     }
 
-    /// `litert_lm_conversation_optional_args_create()` with the output limit set.
-    pub(crate) fn optional_args(&self, max_output_tokens: u32) -> Result<OptionalArgs, CallError> {
+    /// `litert_lm_conversation_optional_args_create()` with the output limit set, or `None` when
+    /// the library has no per-message output limit (the session's limit applies then).
+    pub(crate) fn optional_args(
+        &self,
+        max_output_tokens: u32,
+    ) -> Result<Option<OptionalArgs>, CallError> {
         const CALL: &str = "litert_lm_conversation_optional_args_create";
+        let Some(fns) = &self.api.optional_args else {
+            return Ok(None);
+        };
         let max = c_int(CALL, max_output_tokens)?;
         let ptr = self.api.optional_args_create();
         let args = Owned::adopt(self.api, &self.counts, ptr, CALL)?;
         // SAFETY: a live optional-args handle.
-        unsafe { (self.api.optional_args_set_max_output_tokens)(args.as_ptr(), max) };
-        Ok(OptionalArgs(args))
+        unsafe { (fns.set_max_output_tokens)(args.as_ptr(), max) };
+        Ok(Some(OptionalArgs(args)))
     }
+
+    /// Sets the sampler a session asks for on `config`, in the form the library takes (a struct
+    /// up to 0.13, a handle from 0.14). Returns `false` when the library takes no sampler
+    /// parameters (the engine's defaults apply). Fields the session leaves unset take
+    /// [`SAMPLER_DEFAULTS`] in the struct form, which has no "unset".
+    pub(crate) fn set_sampler(
+        &self,
+        config: &mut SessionConfig,
+        sampler: &SamplerChoice,
+    ) -> Result<bool, CallError> {
+        match &self.api.sampler {
+            None => Ok(false),
+            Some(Sampler::Struct(set)) => {
+                let d = SAMPLER_DEFAULTS;
+                let params = SamplerStruct {
+                    kind: sampler.kind as i32,
+                    top_k: c_int(
+                        "litert_lm_session_config_set_sampler_params",
+                        sampler.top_k.unwrap_or(d.top_k as u32),
+                    )?,
+                    top_p: sampler.top_p.unwrap_or(d.top_p),
+                    temperature: sampler.temperature.unwrap_or(d.temperature),
+                    seed: sampler.seed.map_or(d.seed, fold_seed),
+                };
+                // SAFETY: a live config and a struct that outlives the call (the config copies
+                // it).
+                unsafe { set(config.0.as_ptr(), &params) };
+                Ok(true)
+            }
+            Some(Sampler::Handle(fns)) => {
+                const CALL: &str = "litert_lm_sampler_params_create";
+                let ptr = self.api.sampler_params_create(sampler.kind);
+                let params = Owned::adopt(self.api, &self.counts, ptr, CALL)?;
+                // SAFETY (every call below): a live sampler-params handle and config.
+                if let Some(k) = sampler.top_k {
+                    let k = c_int("litert_lm_sampler_params_set_top_k", k)?;
+                    unsafe { (fns.set_top_k)(params.as_ptr(), k) };
+                }
+                if let Some(p) = sampler.top_p {
+                    unsafe { (fns.set_top_p)(params.as_ptr(), p) };
+                }
+                if let Some(t) = sampler.temperature {
+                    unsafe { (fns.set_temperature)(params.as_ptr(), t) };
+                }
+                if let Some(seed) = sampler.seed {
+                    unsafe { (fns.set_seed)(params.as_ptr(), fold_seed(seed)) };
+                }
+                // The config copies the parameters; `params` is deleted when it goes out of scope.
+                unsafe { (fns.set)(config.0.as_ptr(), params.as_ptr()) };
+                Ok(true)
+            }
+        }
+    }
+}
+
+/// What a session asks of the sampler (from the scenario's `open` step).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SamplerChoice {
+    pub kind: SamplerType,
+    pub top_k: Option<u32>,
+    pub top_p: Option<f32>,
+    pub temperature: Option<f32>,
+    pub seed: Option<u64>,
+}
+
+/// The values the struct form of the sampler gets for fields a session leaves unset: the ones
+/// LiteRT-LM's own Python package fills in for that form (top-k 40, top-p 0.95, temperature 1.0,
+/// seed 0).
+pub(crate) const SAMPLER_DEFAULTS: SamplerStruct = SamplerStruct {
+    kind: SamplerType::TopP as i32,
+    top_k: 40,
+    top_p: 0.95,
+    temperature: 1.0,
+    seed: 0,
+};
+
+/// The C API takes a 32-bit seed: larger seeds are folded into it.
+fn fold_seed(seed: u64) -> i32 {
+    (seed ^ (seed >> 32)) as u32 as i32
 }
 
 /// Engine settings (`LiteRtLmEngineSettings`).
@@ -285,36 +373,6 @@ impl LmEngine {
     }
 }
 
-/// Sampler parameters (`LiteRtLmSamplerParams`).
-#[derive(Debug)]
-pub(crate) struct SamplerParams(Owned<RawSamplerParams>);
-
-impl SamplerParams {
-    pub(crate) fn set_top_k(&mut self, k: u32) -> Result<(), CallError> {
-        let k = c_int("litert_lm_sampler_params_set_top_k", k)?;
-        // SAFETY: a live handle.
-        unsafe { (self.0.api.sampler_params_set_top_k)(self.0.as_ptr(), k) };
-        Ok(())
-    }
-
-    pub(crate) fn set_top_p(&mut self, p: f32) {
-        // SAFETY: a live handle.
-        unsafe { (self.0.api.sampler_params_set_top_p)(self.0.as_ptr(), p) };
-    }
-
-    pub(crate) fn set_temperature(&mut self, t: f32) {
-        // SAFETY: a live handle.
-        unsafe { (self.0.api.sampler_params_set_temperature)(self.0.as_ptr(), t) };
-    }
-
-    /// The C API takes a 32-bit seed: larger seeds are folded into it.
-    pub(crate) fn set_seed(&mut self, seed: u64) {
-        let folded = (seed ^ (seed >> 32)) as u32 as i32;
-        // SAFETY: a live handle.
-        unsafe { (self.0.api.sampler_params_set_seed)(self.0.as_ptr(), folded) };
-    }
-}
-
 /// Session configuration (`LiteRtLmSessionConfig`).
 #[derive(Debug)]
 pub(crate) struct SessionConfig(Owned<RawSessionConfig>);
@@ -325,14 +383,6 @@ impl SessionConfig {
         // SAFETY: a live handle.
         unsafe { (self.0.api.session_config_set_max_output_tokens)(self.0.as_ptr(), n) };
         Ok(())
-    }
-
-    /// Copies the sampler parameters into the config (the parameters may be dropped after).
-    pub(crate) fn set_sampler_params(&mut self, params: &SamplerParams) {
-        // SAFETY: two live handles; the config copies the parameters.
-        unsafe {
-            (self.0.api.session_config_set_sampler_params)(self.0.as_ptr(), params.0.as_ptr())
-        };
     }
 }
 
@@ -357,6 +407,11 @@ pub(crate) struct OptionalArgs(Owned<RawOptionalArgs>);
 impl OptionalArgs {
     pub(crate) fn as_ptr(&self) -> *const RawOptionalArgs {
         self.0.as_ptr()
+    }
+
+    /// The pointer to pass for optional args that may be absent (NULL then).
+    pub(crate) fn ptr_or_null(args: Option<&OptionalArgs>) -> *const RawOptionalArgs {
+        args.map_or(std::ptr::null(), OptionalArgs::as_ptr)
     }
 }
 
@@ -388,7 +443,7 @@ impl Conversation {
         &mut self,
         handles: &Handles,
         message_json: &str,
-        args: &OptionalArgs,
+        args: Option<&OptionalArgs>,
     ) -> Result<JsonResponse, CallError> {
         const CALL: &str = "litert_lm_conversation_send_message";
         let message = c_string(CALL, message_json)?;
@@ -400,7 +455,7 @@ impl Conversation {
                 self.raw.as_ptr(),
                 message.as_ptr(),
                 context.as_ptr(),
-                args.as_ptr(),
+                OptionalArgs::ptr_or_null(args),
             )
         };
         Owned::adopt(handles.api, &handles.counts, ptr, CALL).map(JsonResponse)

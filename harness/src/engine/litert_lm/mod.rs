@@ -1,6 +1,7 @@
 //! The `litert-lm` backend: LiteRT-LM's C API (`liblitert-lm.so` from its Python wheel), loaded
 //! at run time, with every handle owned, freed once and counted in the call ledger.
 
+mod capabilities;
 mod discover;
 mod engine;
 mod error;
@@ -8,10 +9,11 @@ mod ffi;
 mod handles;
 mod stream;
 
+pub use capabilities::{check_library, Capabilities, Capability, CheckedLibrary};
 pub use discover::{
     discover_library, DiscoverError, LibraryLocation, LibrarySource, FETCH_HINT, LIB_ENV, LIB_FILE,
 };
 pub use engine::{LitertLmEngine, BACKEND_NAME};
 pub use error::CallError;
-pub use ffi::LoadLibraryError;
+pub use ffi::{library_capabilities, LoadLibraryError};
 pub use handles::HandleCounts;

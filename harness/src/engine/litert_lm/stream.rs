@@ -2,7 +2,9 @@
 //! `litert_lm_conversation_cancel_process`).
 //!
 //! The library calls back from its own thread, once per decoded chunk, and ends the stream with a
-//! final chunk or an error chunk (a cancel ends it with a `CANCELLED` error). The callback counts
+//! final chunk or an error chunk (a cancel ends it with a `CANCELLED` error). Up to 0.14 the
+//! callback gets the chunk's text, a final flag and an error as arguments ([`on_text`]); from
+//! 0.15 it gets a chunk object read through `stream_chunk_get_*` ([`on_chunk`]). The callback counts
 //! the chunks and requests the cancel itself when the K-th arrives: the tiny models decode faster
 //! than a round trip to the calling thread, which would let the generation finish first. The
 //! calling thread waits for the end of the stream, because the callback state must outlive every
@@ -15,7 +17,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::engine::litert_lm::error::CallError;
-use crate::engine::litert_lm::ffi::{opt_str, Api, RawConversation, RawStreamChunk};
+use crate::engine::litert_lm::ffi::{opt_str, Api, RawConversation, RawStreamChunk, StreamFn};
 use crate::engine::litert_lm::handles::{Conversation, OptionalArgs};
 
 /// What a streamed generation produced.
@@ -45,7 +47,7 @@ struct Sink {
     cancel_requested: AtomicBool,
 }
 
-/// The `LiteRtLmStreamCallback` leakloop registers.
+/// The chunk callback leakloop registers with libraries from 0.15 on.
 unsafe extern "C" fn on_chunk(data: *mut c_void, chunk: *const RawStreamChunk) {
     // SAFETY: `data` is the `Sink` that `stream_message` keeps alive until the stream has ended
     // (or leaks, if it never ends).
@@ -59,37 +61,77 @@ unsafe extern "C" fn on_chunk(data: *mut c_void, chunk: *const RawStreamChunk) {
             api.chunk_is_final(chunk),
         )
     };
-    // The receiver may be gone after a timeout: nothing left to tell then.
-    if let Some(error) = error {
-        let _ = sink.events.send(Event::Error(error));
-        return;
-    }
-    if text.is_some_and(|t| !t.is_empty()) {
-        let n = sink.chunks.fetch_add(1, Ordering::SeqCst) + 1;
-        if sink.cancel_after.is_some_and(|k| n >= k)
-            && !sink.cancel_requested.swap(true, Ordering::SeqCst)
-        {
-            // SAFETY: the conversation outlives the stream (`stream_message` holds it borrowed
-            // until the stream has ended); cancelling only sets a flag the decode loop checks.
-            unsafe { (api.conversation_cancel_process)(sink.conversation) };
+    sink.take(error, text, last);
+}
+
+/// The text callback leakloop registers with libraries up to 0.14.
+unsafe extern "C" fn on_text(
+    data: *mut c_void,
+    text: *const std::ffi::c_char,
+    is_final: bool,
+    error: *const std::ffi::c_char,
+) {
+    // SAFETY: as in `on_chunk`.
+    let sink = unsafe { &*(data as *const Sink) };
+    // SAFETY: NULL or strings valid for the duration of this callback, copied at once.
+    let (error, text) = unsafe { (opt_str(error), opt_str(text)) };
+    sink.take(error, text, is_final);
+}
+
+impl Sink {
+    /// Handles one chunk, whichever callback form delivered it.
+    fn take(&self, error: Option<String>, text: Option<String>, last: bool) {
+        // The receiver may be gone after a timeout: nothing left to tell then.
+        if let Some(error) = error {
+            let _ = self.events.send(Event::Error(error));
+            return;
         }
-        let _ = sink.events.send(Event::Text);
-    }
-    if last {
-        let _ = sink.events.send(Event::Final);
+        if text.is_some_and(|t| !t.is_empty()) {
+            let n = self.chunks.fetch_add(1, Ordering::SeqCst) + 1;
+            if let Some(cancel) = self
+                .api
+                .conversation_cancel_process
+                .filter(|_| self.cancel_after.is_some_and(|k| n >= k))
+            {
+                if !self.cancel_requested.swap(true, Ordering::SeqCst) {
+                    // SAFETY: the conversation outlives the stream (`stream_message` holds it
+                    // borrowed until the stream has ended); cancelling only sets a flag the
+                    // decode loop checks.
+                    unsafe { cancel(self.conversation) };
+                }
+            }
+            let _ = self.events.send(Event::Text);
+        }
+        if last {
+            let _ = self.events.send(Event::Final);
+        }
     }
 }
 
-/// Sends `message_json`, streams the reply and cancels it after `cancel_after` chunks.
+/// Sends `message_json`, streams the reply and cancels it after `cancel_after` chunks. The
+/// caller checks that the library streams and cancels first (`Capabilities::refusal`); a library
+/// without them is an error here, never a blocking call in disguise.
 pub(crate) fn stream_message(
     conversation: &mut Conversation,
     message_json: &str,
-    args: &OptionalArgs,
+    args: Option<&OptionalArgs>,
     cancel_after: Option<u32>,
     timeout: Duration,
 ) -> Result<StreamOutcome, CallError> {
     const CALL: &str = "litert_lm_conversation_send_message_stream";
     let api = conversation.api();
+    let Some(stream) = api.stream else {
+        return Err(CallError::new(
+            CALL,
+            "this LiteRT-LM build does not export it (no streaming)",
+        ));
+    };
+    if cancel_after.is_some() && api.conversation_cancel_process.is_none() {
+        return Err(CallError::new(
+            "litert_lm_conversation_cancel_process",
+            "this LiteRT-LM build does not export it (no cancel)",
+        ));
+    }
     let message = std::ffi::CString::new(message_json)
         .map_err(|_| CallError::new(CALL, "message contains a NUL byte"))?;
     let (tx, rx) = mpsc::channel();
@@ -104,15 +146,14 @@ pub(crate) fn stream_message(
     // SAFETY: a live conversation, C strings and optional args that outlive the call (the library
     // copies the message before returning), and a callback whose state stays valid until the
     // stream ends.
+    let (conv, msg, ctx) = (conversation.as_ptr(), message.as_ptr(), c"{}".as_ptr());
+    let args = OptionalArgs::ptr_or_null(args);
     let rc = unsafe {
-        (api.conversation_send_message_stream)(
-            conversation.as_ptr(),
-            message.as_ptr(),
-            c"{}".as_ptr(),
-            args.as_ptr(),
-            on_chunk,
-            sink.cast(),
-        )
+        match stream {
+            StreamFn::TextPlain(f) => f(conv, msg, ctx, on_text, sink.cast()),
+            StreamFn::Text(f) => f(conv, msg, ctx, args, on_text, sink.cast()),
+            StreamFn::Chunk(f) => f(conv, msg, ctx, args, on_chunk, sink.cast()),
+        }
     };
     if rc != 0 {
         let err = CallError::from_library(api, CALL);

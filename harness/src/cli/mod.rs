@@ -2,6 +2,7 @@
 
 mod analyze;
 mod bench;
+mod bisect;
 mod check;
 mod compare;
 mod error;
@@ -47,6 +48,8 @@ enum Command {
     Worker(worker::WorkerArgs),
     /// Run one scenario against two engine libraries and show the results side by side.
     Compare(compare::CompareArgs),
+    /// Run one scenario across a series of engine builds and find where a figure changed.
+    Bisect(bisect::BisectArgs),
 }
 
 /// Entry point of the `leakloop` binary.
@@ -70,6 +73,7 @@ pub fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Worker(args) => worker::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Bisect(args) => bisect::run(args),
     };
     match result {
         Ok(exit) => ExitCode::from(exit as u8),

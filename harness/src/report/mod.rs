@@ -22,6 +22,7 @@ mod samples;
 mod summary_md;
 mod table;
 mod terminal;
+mod trend;
 mod units;
 
 pub use artifacts::{write_reports, JUNIT_XML, PLOT_SVG, REPORT_JSON, SAMPLES_JSONL, SUMMARY_MD};
@@ -40,6 +41,7 @@ pub use redact::{Redactor, PROBE, PROCESS_PROBE_METRICS};
 pub use samples::{read_samples, SampleStream, StreamedSamples};
 pub use summary_md::render_summary_md;
 pub use terminal::{print_terminal, render_terminal};
+pub use trend::{render_trend_svg, Trend, TrendPoint};
 pub use units::{format_bytes, format_per_turn, format_rate_with_interval, format_signed_bytes};
 
 /// Runs snapshot assertions with their snapshots stored under the workspace's `golden/report/`.

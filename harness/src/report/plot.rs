@@ -14,16 +14,16 @@ use crate::report::units::axis_unit;
 use crate::report::ReportError;
 use crate::runner::{Phase, RunRecord};
 
-const PANEL_HEIGHT: u32 = 320;
-const WIDTH: u32 = 960;
-const TITLE_HEIGHT: u32 = 40;
+pub(super) const PANEL_HEIGHT: u32 = 320;
+pub(super) const WIDTH: u32 = 960;
+pub(super) const TITLE_HEIGHT: u32 = 40;
 /// Room right of each chart for its legend, so the legend never hides data.
-const LEGEND_WIDTH: u32 = 250;
+pub(super) const LEGEND_WIDTH: u32 = 250;
 
-const CLOSE_COLOR: RGBColor = RGBColor(31, 100, 180);
-const PEAK_COLOR: RGBColor = RGBColor(230, 120, 20);
+pub(super) const CLOSE_COLOR: RGBColor = RGBColor(31, 100, 180);
+pub(super) const PEAK_COLOR: RGBColor = RGBColor(230, 120, 20);
 const OTHER_COLOR: RGBColor = RGBColor(120, 120, 120);
-const RELOAD_COLOR: RGBColor = RGBColor(200, 30, 30);
+pub(super) const RELOAD_COLOR: RGBColor = RGBColor(200, 30, 30);
 const BAND_COLOR: RGBColor = RGBColor(40, 160, 60);
 
 /// One metric's panel, in plot units (turns on x, the axis unit on y).
@@ -163,7 +163,7 @@ fn render_error<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) 
 
 /// How a legend entry is marked.
 #[derive(Debug, Clone, Copy)]
-enum Mark {
+pub(super) enum Mark {
     Shade(RGBAColor),
     Line(RGBColor, u32),
     Dashed,
@@ -172,7 +172,7 @@ enum Mark {
 }
 
 /// Draws the legend in its own area right of the chart, so it never hides data.
-fn draw_legend<DB: DrawingBackend>(
+pub(super) fn draw_legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     entries: &[(&str, Mark)],
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {

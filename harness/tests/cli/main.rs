@@ -2,6 +2,7 @@
 
 mod analyze;
 mod bench;
+mod bisect;
 mod check;
 mod compare;
 mod fixtures;

@@ -156,6 +156,34 @@ fn fetch_roots() -> Vec<PathBuf> {
     roots
 }
 
+/// Every fetched version (one per version, from the first folder that holds it), oldest first:
+/// the builds `leakloop bisect` can run without fetching.
+pub fn fetched_libraries() -> Vec<LibraryLocation> {
+    let mut found: Vec<LibraryLocation> = Vec::new();
+    for root in fetch_roots() {
+        let Ok(entries) = std::fs::read_dir(&root) else {
+            continue;
+        };
+        for name in entries
+            .filter_map(Result::ok)
+            .filter(|e| e.path().join(LIB_FILE).is_file())
+            .filter_map(|e| e.file_name().into_string().ok())
+        {
+            let path = root.join(&name).join(LIB_FILE);
+            let version = metadata_version(&root.join(&name)).unwrap_or(name);
+            if !found.iter().any(|l| l.version == version) {
+                found.push(LibraryLocation {
+                    path,
+                    version,
+                    source: LibrarySource::Fetched,
+                });
+            }
+        }
+    }
+    found.sort_by(|a, b| compare_versions(&a.version, &b.version));
+    found
+}
+
 /// The newest version folder under `root` that holds the library.
 fn newest_in(root: &Path) -> Option<(PathBuf, String)> {
     let entries = std::fs::read_dir(root).ok()?;
@@ -218,7 +246,7 @@ pub(crate) fn parse_metadata_version(text: &str) -> Option<String> {
 /// Orders version folder names the way Python versions order: release numbers compared
 /// numerically, a `.devN` build before the release it leads to; names that are not versions sort
 /// first.
-pub(crate) fn compare_versions(a: &str, b: &str) -> Ordering {
+pub fn compare_versions(a: &str, b: &str) -> Ordering {
     version_key(a).cmp(&version_key(b))
 }
 

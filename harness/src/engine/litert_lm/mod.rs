@@ -11,7 +11,8 @@ mod stream;
 
 pub use capabilities::{check_library, Capabilities, Capability, CheckedLibrary};
 pub use discover::{
-    discover_library, DiscoverError, LibraryLocation, LibrarySource, FETCH_HINT, LIB_ENV, LIB_FILE,
+    compare_versions, discover_library, fetched_libraries, DiscoverError, LibraryLocation,
+    LibrarySource, FETCH_HINT, LIB_ENV, LIB_FILE,
 };
 pub use engine::{LitertLmEngine, BACKEND_NAME};
 pub use error::CallError;

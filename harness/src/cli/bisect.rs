@@ -1,0 +1,431 @@
+//! `leakloop bisect SCENARIO --versions FROM..TO`: one scenario on a series of engine builds (the
+//! LiteRT-LM release history, or a sim scenario's own profiles standing for builds), several runs
+//! per build, a table of one figure per build with its run-to-run spread, the first build where
+//! the figure changed beyond that spread, and a trend plot.
+
+mod builds;
+mod search;
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use crate::analyze::VerdictStatus;
+use crate::cli::run::run_and_analyze;
+use crate::cli::{CliError, Exit};
+use crate::engine::litert_lm::check_library;
+use crate::report::{
+    format_bytes, format_signed_bytes, render_trend_svg, write_atomic, Trend, TrendPoint,
+};
+use crate::scenario::{load_scenario, Scenario, MAX_TURNS};
+
+use builds::{fetch, resolve, Build};
+use search::{search, Figures, Metric, Order};
+
+/// Arguments of `leakloop bisect`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct BisectArgs {
+    /// The scenario to run on every build (`litert-lm`, or `sim` with its own `profiles:`).
+    pub scenario: PathBuf,
+    /// The builds: `FROM..TO` (release names or `nightly`; for a sim scenario, profile names) or
+    /// a comma-separated list that may also hold library paths.
+    #[arg(long, value_name = "FROM..TO")]
+    pub versions: String,
+    /// The figure compared across builds.
+    #[arg(long, value_enum, default_value = "growth")]
+    pub metric: Metric,
+    /// The watched metric the figure is taken of (default: the scenario's first watched one).
+    #[arg(long, value_name = "METRIC")]
+    pub watch: Option<String>,
+    /// Bisect: run the first and last build, then halve towards the first change (one step
+    /// change assumed), instead of running every build in order.
+    #[arg(long)]
+    pub bisect: bool,
+    /// Runs per build, to measure the run-to-run spread (run r uses the scenario's seed + r).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub runs: u32,
+    /// A change must also exceed this much (bytes, e.g. `4KiB`; a count for `expectations`).
+    #[arg(long, value_name = "SIZE")]
+    pub min_change: Option<String>,
+    /// Override the number of measured turns.
+    #[arg(long)]
+    pub turns: Option<u32>,
+    /// Never fetch: run only the libraries already under target/litert-lm/.
+    #[arg(long)]
+    pub offline: bool,
+    /// Write trend.svg, the table (bisect.txt) and every run's reports (BUILD/run-R/) here.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// What one build gave.
+#[derive(Debug, Clone, Default)]
+struct BuildResult {
+    figures: Figures,
+    /// One word per run: PASS, FAIL, ENGINE FAILED.
+    verdicts: Vec<&'static str>,
+    /// Why the build did not run, or how it ran (capabilities used, fallbacks).
+    note: String,
+}
+
+pub(crate) fn run(args: BisectArgs) -> Result<Exit, CliError> {
+    let mut scenario = load_scenario(&args.scenario).map_err(CliError::bad_input)?;
+    if let Some(turns) = args.turns {
+        if turns == 0 || turns.saturating_add(scenario.warmup_turns) > MAX_TURNS {
+            return Err(CliError::bad_input(format!(
+                "--turns must be between 1 and {MAX_TURNS} minus the warm-up turns"
+            )));
+        }
+        scenario.turns = turns;
+    }
+    let min_change = match &args.min_change {
+        Some(text) => crate::scenario::parse_size(text)
+            .map_err(|e| CliError::bad_input(format!("--min-change `{text}`: {}", e.message)))?
+            as f64,
+        None => 0.0,
+    };
+    let watch = match &args.watch {
+        Some(w) => w.clone(),
+        None => scenario
+            .watch
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "rss".to_owned()),
+    };
+    let builds = resolve(&scenario, &args.versions).map_err(CliError::bad_input)?;
+    if builds.is_empty() {
+        return Err(CliError::bad_input(format!(
+            "--versions {} names no build",
+            args.versions
+        )));
+    }
+    // Libraries already on disk are checked before anything runs: a build that cannot run a
+    // step of the scenario is bad input, as in `run`.
+    for build in &builds {
+        if let Build::Library(lib) = build {
+            check_library(&with_build(&scenario, build), None)
+                .map_err(|why| CliError::bad_input(format!("build {}: {why}", lib.version)))?;
+        }
+    }
+
+    let labels: Vec<String> = builds.iter().map(Build::label).collect();
+    let order = if args.bisect {
+        Order::Bisect
+    } else {
+        Order::Sequential
+    };
+    let mut results: Vec<Option<BuildResult>> = vec![None; builds.len()];
+    let found = search(builds.len(), order, min_change, |i| {
+        let result = measure(&scenario, &builds[i], &args, &watch);
+        let figures = result.figures.clone();
+        results[i] = Some(result);
+        figures
+    });
+
+    let table = render_table(
+        &scenario,
+        &args,
+        &watch,
+        &labels,
+        &results,
+        found.first_change,
+    );
+    print!("{table}");
+    if let Some(dir) = &args.out {
+        let trend = Trend {
+            title: format!(
+                "{}: {} across builds ({} runs each)",
+                scenario.name,
+                args.metric.describe(&watch),
+                args.runs
+            ),
+            metric: args.metric.describe(&watch),
+            bytes: args.metric.is_bytes(),
+            points: labels
+                .iter()
+                .zip(&results)
+                .map(|(label, r)| TrendPoint {
+                    label: label.clone(),
+                    values: r.as_ref().map(|r| r.figures.0.clone()).unwrap_or_default(),
+                })
+                .collect(),
+            first_change: found.first_change.map(|(i, _)| i),
+        };
+        let svg = render_trend_svg(&trend).map_err(|e| CliError::Engine(e.into()))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| CliError::bad_input(format!("cannot create {}: {e}", dir.display())))?;
+        for (name, body) in [("trend.svg", svg.as_str()), ("bisect.txt", table.as_str())] {
+            write_atomic(&dir.join(name), body.as_bytes()).map_err(|e| {
+                CliError::bad_input(format!("cannot write {}: {e}", dir.join(name).display()))
+            })?;
+        }
+        println!("trend plot: {}", dir.join("trend.svg").display());
+    }
+    let ran = results.iter().flatten().any(|r| !r.figures.0.is_empty());
+    if !ran {
+        return Err(CliError::Engine(anyhow::anyhow!(
+            "no build measured {} (see the table)",
+            args.metric.describe(&watch)
+        )));
+    }
+    Ok(Exit::Pass)
+}
+
+/// The scenario set up to run on `build`.
+fn with_build(scenario: &Scenario, build: &Build) -> Scenario {
+    let mut s = scenario.clone();
+    match build {
+        Build::Library(lib) => {
+            // Absolute, so that the worker process finds it whatever its working directory.
+            s.engine.lib =
+                Some(std::path::absolute(&lib.path).unwrap_or_else(|_| lib.path.clone()));
+        }
+        Build::Profile(name) => s.engine.profile = Some(name.clone()),
+        Build::Unfetched(_) => {}
+    }
+    s
+}
+
+/// Runs `args.runs` runs of the scenario on one build (fetching it first when needed).
+fn measure(scenario: &Scenario, build: &Build, args: &BisectArgs, watch: &str) -> BuildResult {
+    let label = build.label();
+    let build = match build {
+        Build::Unfetched(v) if args.offline => {
+            return BuildResult {
+                note: format!("not fetched (offline): ci/fetch-litert-lm.sh {v}"),
+                ..Default::default()
+            }
+        }
+        Build::Unfetched(v) => {
+            eprintln!("bisect: fetching LiteRT-LM {v}");
+            match fetch(v) {
+                Ok(lib) => Build::Library(lib),
+                Err(why) => {
+                    return BuildResult {
+                        note: format!("not fetched: {why}"),
+                        ..Default::default()
+                    }
+                }
+            }
+        }
+        b => b.clone(),
+    };
+    let base = with_build(scenario, &build);
+    if let Err(why) = check_library(&base, None) {
+        return BuildResult {
+            note: why,
+            ..Default::default()
+        };
+    }
+    let mut result = BuildResult::default();
+    for r in 0..args.runs {
+        let mut s = base.clone();
+        s.seed = scenario.seed.wrapping_add(u64::from(r));
+        let out = args
+            .out
+            .as_ref()
+            .map(|d| d.join(safe_name(&label)).join(format!("run-{}", r + 1)));
+        match run_and_analyze(&s, out.as_deref(), true) {
+            Ok((record, verdict)) => {
+                let word = match verdict.status {
+                    VerdictStatus::Pass => "PASS",
+                    VerdictStatus::Fail => "FAIL",
+                    VerdictStatus::EngineFailed => "ENGINE FAILED",
+                };
+                result.verdicts.push(word);
+                if let Some(v) = args.metric.of(watch, &record, &verdict) {
+                    result.figures.0.push(v);
+                }
+                let details = &record.backend.details;
+                if let Some(used) = details.get("capabilities_used") {
+                    result.note = match details.get("degraded") {
+                        Some(d) => format!("uses {used}; degraded: {d}"),
+                        None => format!("uses {used}"),
+                    };
+                }
+                eprintln!(
+                    "bisect: {label} run {}/{}: {} ({word})",
+                    r + 1,
+                    args.runs,
+                    args.metric
+                        .of(watch, &record, &verdict)
+                        .map_or("not measured".to_owned(), |v| show(args.metric, v))
+                );
+            }
+            Err(e) => {
+                result.verdicts.push("ENGINE FAILED");
+                result.note = first_line(&format!("{e:#}"));
+                eprintln!(
+                    "bisect: {label} run {}/{}: {}",
+                    r + 1,
+                    args.runs,
+                    result.note
+                );
+            }
+        }
+    }
+    result
+}
+
+/// A build label as a folder name.
+fn safe_name(label: &str) -> String {
+    label
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn first_line(text: &str) -> String {
+    text.lines()
+        .next()
+        .unwrap_or_default()
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .take(300)
+        .collect()
+}
+
+/// A spread (never negative): bytes or a count, per turn for growth.
+fn show_spread(metric: Metric, value: f64) -> String {
+    let bytes = format_bytes(value.max(0.0).round() as u64);
+    match metric {
+        Metric::Growth => format!("{bytes}/turn"),
+        Metric::Plateau | Metric::Peak => bytes,
+        Metric::Expectations => format!("{value:.1}"),
+    }
+}
+
+fn show(metric: Metric, value: f64) -> String {
+    match metric {
+        Metric::Growth => format!("{}/turn", format_signed_bytes(value)),
+        Metric::Plateau | Metric::Peak => format_signed_bytes(value),
+        Metric::Expectations => format!("{value:.1}"),
+    }
+}
+
+/// The table `bisect` prints (and writes to bisect.txt).
+fn render_table(
+    scenario: &Scenario,
+    args: &BisectArgs,
+    watch: &str,
+    labels: &[String],
+    results: &[Option<BuildResult>],
+    first_change: Option<(usize, usize)>,
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "scenario: {} ({}), {}, {} run(s) per build, {}",
+        scenario.name,
+        scenario.engine.backend.as_str(),
+        args.metric.describe(watch),
+        args.runs,
+        if args.bisect {
+            "bisection"
+        } else {
+            "every build in order"
+        }
+    );
+    let mut rows = vec![[
+        "build",
+        "runs",
+        "mean",
+        "min .. max",
+        "spread",
+        "verdicts",
+        "notes",
+    ]
+    .map(String::from)];
+    for (label, result) in labels.iter().zip(results) {
+        let Some(r) = result else {
+            rows.push([
+                label.clone(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "not run (bisection skipped it)".into(),
+            ]);
+            continue;
+        };
+        let f = &r.figures;
+        let mut verdicts: Vec<String> = Vec::new();
+        for word in ["PASS", "FAIL", "ENGINE FAILED"] {
+            let n = r.verdicts.iter().filter(|v| **v == word).count();
+            if n > 0 {
+                verdicts.push(format!("{n} {word}"));
+            }
+        }
+        rows.push([
+            label.clone(),
+            f.0.len().to_string(),
+            f.mean().map_or("-".into(), |m| show(args.metric, m)),
+            f.range().map_or("-".into(), |(lo, hi)| {
+                format!("{} .. {}", show(args.metric, lo), show(args.metric, hi))
+            }),
+            f.range()
+                .map_or("-".into(), |_| show_spread(args.metric, f.spread())),
+            if verdicts.is_empty() {
+                "-".into()
+            } else {
+                verdicts.join(", ")
+            },
+            r.note.clone(),
+        ]);
+    }
+    let widths: Vec<usize> = (0..7)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for row in &rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(c, (cell, w))| match c {
+                0 | 5 | 6 => format!("{cell:<w$}"),
+                _ => format!("{cell:>w$}"),
+            })
+            .collect();
+        let _ = writeln!(out, "{}", cells.join("  ").trim_end());
+    }
+    let _ = writeln!(out);
+    match first_change {
+        Some((i, prev)) => {
+            let get = |k: usize| {
+                results[k]
+                    .as_ref()
+                    .map(|r| r.figures.clone())
+                    .unwrap_or_default()
+            };
+            let (a, b) = (get(prev), get(i));
+            let _ = writeln!(
+                out,
+                "first change: {} ({} against {} in {}; larger run-to-run spread {})",
+                labels[i],
+                b.mean().map_or("-".into(), |m| show(args.metric, m)),
+                a.mean().map_or("-".into(), |m| show(args.metric, m)),
+                labels[prev],
+                show_spread(args.metric, a.spread().max(b.spread()))
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "no change beyond the run-to-run spread between the builds that ran"
+            );
+        }
+    }
+    if args.runs == 1 {
+        let _ = writeln!(
+            out,
+            "(one run per build: no spread was measured; any difference counts as a change)"
+        );
+    }
+    out
+}

@@ -1,0 +1,106 @@
+//! `leakloop bisect`: the simulated builds of `bisect-sim-builds.yaml` (a native leak injected
+//! from build-5 on) must be found in order and by bisection; bad ranges are bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const SCENARIO: &str = "fixtures/scenarios/bisect-sim-builds.yaml";
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("harness sits in the workspace")
+        .to_owned()
+}
+
+fn bisect(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_leakloop"))
+        .arg("bisect")
+        .args(args)
+        .current_dir(workspace())
+        .output()
+        .expect("the leakloop binary runs")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The build names in the table that ran (a number of runs in the second column).
+fn ran(table: &str) -> Vec<String> {
+    table
+        .lines()
+        .filter(|l| l.starts_with("build-"))
+        .filter(|l| l.split_whitespace().nth(1) != Some("-"))
+        .map(|l| l.split_whitespace().next().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn every_build_in_order_finds_the_injected_leak() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out_dir = tmp.path().join("bisect");
+    let out = bisect(&[
+        SCENARIO,
+        "--versions",
+        "build-0..build-7",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}\n{out:?}");
+    assert!(text.contains("first change: build-5 ("), "{text}");
+    assert_eq!(ran(&text).len(), 8, "{text}");
+    // Three runs per build, each with its own seed: a spread that is not zero.
+    let row = text.lines().find(|l| l.starts_with("build-0")).unwrap();
+    assert!(row.contains("3 PASS"), "{row}");
+    assert!(!row.contains(" 0 B/turn"), "no spread measured: {row}");
+    let svg = std::fs::read_to_string(out_dir.join("trend.svg")).unwrap();
+    let texts: Vec<&str> = svg.lines().map(str::trim).collect();
+    for label in ["build-0", "build-5", "build-7", "first change"] {
+        assert!(texts.contains(&label), "{label} not in trend.svg");
+    }
+    assert_eq!(
+        std::fs::read_to_string(out_dir.join("bisect.txt")).unwrap(),
+        text.lines()
+            .filter(|l| !l.starts_with("trend plot:"))
+            .map(|l| format!("{l}\n"))
+            .collect::<String>()
+    );
+    assert!(out_dir.join("build-5/run-3/report.json").is_file());
+}
+
+#[test]
+fn bisection_finds_it_running_fewer_builds() {
+    let out = bisect(&[SCENARIO, "--versions", "build-0..build-7", "--bisect"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}\n{out:?}");
+    assert!(text.contains("first change: build-5 ("), "{text}");
+    let ran = ran(&text);
+    assert!(ran.len() <= 5, "ran {ran:?}");
+    assert!(ran.contains(&"build-5".to_owned()) && ran.contains(&"build-4".to_owned()));
+}
+
+#[test]
+fn a_range_without_the_leak_finds_no_change() {
+    let out = bisect(&[SCENARIO, "--versions", "build-0..build-4", "--runs", "2"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("no change beyond the run-to-run spread"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_unknown_build_is_bad_input() {
+    let out = bisect(&[SCENARIO, "--versions", "build-0..build-99"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("`build-99` is not one of the scenario's profiles"),
+        "{stderr}"
+    );
+    let out = bisect(&["fixtures/scenarios/opencl-clean.yaml", "--versions", "a..b"]);
+    assert_eq!(out.status.code(), Some(2));
+}

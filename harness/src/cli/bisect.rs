@@ -49,6 +49,9 @@ pub(crate) struct BisectArgs {
     /// Override the number of measured turns.
     #[arg(long)]
     pub turns: Option<u32>,
+    /// Override the context size (KV cache) in tokens.
+    #[arg(long)]
+    pub max_tokens: Option<u32>,
     /// Never fetch: run only the libraries already under target/litert-lm/.
     #[arg(long)]
     pub offline: bool,
@@ -76,6 +79,12 @@ pub(crate) fn run(args: BisectArgs) -> Result<Exit, CliError> {
             )));
         }
         scenario.turns = turns;
+    }
+    if let Some(max_tokens) = args.max_tokens {
+        if max_tokens == 0 {
+            return Err(CliError::bad_input("--max-tokens must be at least 1"));
+        }
+        scenario.engine.max_tokens = max_tokens;
     }
     let min_change = match &args.min_change {
         Some(text) => crate::scenario::parse_size(text)

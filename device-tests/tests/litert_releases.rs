@@ -1,0 +1,237 @@
+//! Every LiteRT-LM release with a C library (`ci/litert-lm-releases.txt`: 0.11.0 to 0.18.1 and
+//! the pinned nightly) through the one FFI: each fetched release loads in a worker process,
+//! reports the capabilities its symbol table promises, streams and cancels after 4 tokens,
+//! answers a blocking generation, stays balanced, and runs a short chat scenario whose memory
+//! figures are printed as a table row (`ci/litert-releases.sh` prints the whole table).
+//!
+//! A release that is not fetched prints `SKIPPED: ...` (run `ci/fetch-litert-lm.sh VERSION`).
+//! `LEAKLOOP_REQUIRE_RELEASES` (space-separated versions, as CI and `ci/litert-releases.sh` set
+//! it) narrows the sweep to those releases, and each of them must be there. A release that needs a system library that is missing (0.11 to 0.17 link
+//! `libvulkan.so.1`) skips with that reason, or fails under `LEAKLOOP_REQUIRE_ENGINE=1`.
+
+use std::path::{Path, PathBuf};
+
+use device_tests::{chat_scenario, model_path, repo_root, skip};
+use leakloop::analyze::analyze_run;
+use leakloop::engine::litert_lm::{library_capabilities, Capability};
+use leakloop::engine::{Engine, GenerateRequest, Prompt, WorkerEngine};
+use leakloop::runner::{run_scenario, NoObserver, RunOutcome};
+use leakloop::scenario::SessionOptions;
+
+const LEAKLOOP: &str = env!("CARGO_BIN_EXE_leakloop-device");
+const MODEL: &str = "tiny-qwen2-f32.litertlm";
+const REQUIRE_RELEASES_ENV: &str = "LEAKLOOP_REQUIRE_RELEASES";
+
+/// The published releases and the pinned nightly, oldest first.
+fn releases() -> Vec<String> {
+    let list = std::fs::read_to_string(repo_root().join("ci/litert-lm-releases.txt"))
+        .expect("ci/litert-lm-releases.txt");
+    list.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn fetched(version: &str) -> Option<PathBuf> {
+    let root = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target"));
+    let lib = root.join("litert-lm").join(version).join("liblitert-lm.so");
+    lib.is_file().then_some(lib)
+}
+
+fn required() -> Vec<String> {
+    std::env::var(REQUIRE_RELEASES_ENV)
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// What one release measured, as a row of docs/litert-lm.md's table.
+struct Row {
+    version: String,
+    capabilities: String,
+    degraded: String,
+    rss_after_load: u64,
+    growth: f64,
+    plateau: i64,
+    peak: u64,
+}
+
+/// Drives one release in a worker: cancel after 4 tokens, a blocking generation, the ledger.
+fn exercise(version: &str, lib: &Path) -> Result<(), String> {
+    let mut scenario = chat_scenario(version, &model_path(MODEL), 2, Some(4));
+    scenario.engine.lib = Some(lib.to_path_buf());
+    scenario.engine.isolate = true;
+    let mut engine = WorkerEngine::spawn_program(Path::new(LEAKLOOP), &scenario, &[])
+        .map_err(|e| e.to_string())?;
+    engine.load().map_err(|e| e.message.clone())?;
+    let session = engine
+        .open_session(1, &SessionOptions::default())
+        .map_err(|e| e.message.clone())?;
+    let prompt = Prompt {
+        text: "Summarize the notes about the engine and the cache.".into(),
+        tokens: 12,
+    };
+    engine.send(session, &prompt).unwrap();
+    let cancelled = engine
+        .generate(
+            session,
+            &GenerateRequest {
+                max_output_tokens: 32,
+                cancel_after_tokens: Some(4),
+            },
+        )
+        .map_err(|e| e.message.clone())?;
+    assert!(cancelled.cancelled, "{version}: {cancelled:?}");
+    assert_eq!(cancelled.tokens, 4, "{version}: {cancelled:?}");
+    engine.send(session, &prompt).unwrap();
+    let answered = engine
+        .generate(
+            session,
+            &GenerateRequest {
+                max_output_tokens: 16,
+                cancel_after_tokens: None,
+            },
+        )
+        .map_err(|e| e.message.clone())?;
+    assert!(
+        !answered.cancelled && answered.tokens > 0,
+        "{version}: {answered:?}"
+    );
+    engine.close_session(session).unwrap();
+    let ledger = engine.snapshot().unwrap().ledger;
+    for (kind, c) in &ledger {
+        assert_eq!(c.created, c.deleted, "{version}: {kind} {c:?}");
+    }
+    // The capabilities read from the file before loading are the loaded library's own.
+    let details = engine.describe().details;
+    let from_file = library_capabilities(lib).map_err(|e| e.to_string())?;
+    assert_eq!(details["capabilities"], from_file.names(), "{version}");
+    assert!(
+        details["capabilities_used"].contains("streaming")
+            && details["capabilities_used"].contains("cancel"),
+        "{version}: {details:?}"
+    );
+    engine.unload().unwrap();
+    Ok(())
+}
+
+/// The short chat scenario (2 warm-up + 10 turns) in a worker, analysed as `leakloop run` does.
+fn measure(version: &str, lib: &Path) -> Result<Row, String> {
+    let mut scenario = chat_scenario(version, &model_path(MODEL), 10, None);
+    scenario.warmup_turns = 2;
+    scenario.engine.lib = Some(lib.to_path_buf());
+    scenario.engine.isolate = true;
+    scenario.watch = vec!["rss".into(), "native_heap".into()];
+    let mut engine = WorkerEngine::spawn_program(Path::new(LEAKLOOP), &scenario, &[])
+        .map_err(|e| e.to_string())?;
+    let record = run_scenario(&scenario, &mut engine, &mut NoObserver);
+    drop(engine);
+    if let RunOutcome::EngineFailed { error, .. } = &record.outcome {
+        return Err(error.message.clone());
+    }
+    assert!(record.ledger.imbalances().is_empty(), "{version}");
+    let verdict = analyze_run(&record);
+    let rss = &verdict.metrics["rss"];
+    let details = &record.backend.details;
+    Ok(Row {
+        version: version.to_owned(),
+        capabilities: details["capabilities"].clone(),
+        degraded: details.get("degraded").cloned().unwrap_or_default(),
+        rss_after_load: rss.baseline,
+        growth: rss.slope_bytes_per_turn,
+        plateau: rss.plateau.map_or(0, |p| p.size_bytes),
+        peak: record
+            .samples
+            .iter()
+            .filter_map(|s| s.metrics.get("rss"))
+            .copied()
+            .max()
+            .unwrap_or(0),
+    })
+}
+
+fn mib(bytes: f64) -> String {
+    format!("{:.1} MiB", bytes / (1024.0 * 1024.0))
+}
+
+#[test]
+fn every_fetched_release_runs_the_chat_scenario_through_the_one_ffi() {
+    if !model_path(MODEL).is_file() {
+        return skip("litert_releases", &format!("model {MODEL} is missing"));
+    }
+    let required = required();
+    let mut rows = Vec::new();
+    for version in releases()
+        .into_iter()
+        .filter(|v| required.is_empty() || required.contains(v))
+    {
+        let Some(lib) = fetched(&version) else {
+            let message = format!(
+                "SKIPPED: LiteRT-LM {version} is not fetched (run ci/fetch-litert-lm.sh {})",
+                if version.contains(".dev") {
+                    format!("nightly=={version}")
+                } else {
+                    version.clone()
+                }
+            );
+            assert!(
+                !required.contains(&version),
+                "{message}; {REQUIRE_RELEASES_ENV} requires it"
+            );
+            eprintln!("{message}");
+            continue;
+        };
+        match exercise(&version, &lib).and_then(|()| measure(&version, &lib)) {
+            Ok(row) => rows.push(row),
+            Err(why) if why.contains("cannot open shared object file") => {
+                skip(
+                    &format!("litert_releases {version}"),
+                    &format!(
+                        "a system library is missing: {why} (Debian: apt-get install libvulkan1)"
+                    ),
+                );
+            }
+            Err(why) => panic!("LiteRT-LM {version} failed: {why}"),
+        }
+    }
+    eprintln!("| release | capabilities | fallbacks | RSS after load | RSS growth/turn | plateau | peak |");
+    eprintln!("| --- | --- | --- | --- | --- | --- | --- |");
+    for r in &rows {
+        eprintln!(
+            "| {} | {} | {} | {} | {:+.0} B | {} | {} |",
+            r.version,
+            r.capabilities,
+            if r.degraded.is_empty() {
+                "-"
+            } else {
+                &r.degraded
+            },
+            mib(r.rss_after_load as f64),
+            r.growth,
+            mib(r.plateau as f64),
+            mib(r.peak as f64)
+        );
+        // The tiny model's chat loop is clean on every release: well under a kept conversation's
+        // ~0.5 MiB per turn.
+        assert!(
+            r.growth < 64.0 * 1024.0,
+            "{}: {:+.0} B/turn",
+            r.version,
+            r.growth
+        );
+        let old = ["0.11.", "0.12.", "0.13."]
+            .iter()
+            .any(|p| r.version.starts_with(p));
+        assert_eq!(
+            r.degraded.contains(Capability::MessageOutputLimit.as_str()),
+            old,
+            "{}: {}",
+            r.version,
+            r.degraded
+        );
+    }
+}

@@ -44,7 +44,12 @@ PY
 meta="$(ls "$work"/unpacked/*.dist-info/METADATA | head -n1)"
 version="$(sed -n 's/^Version: //p' "$meta" | head -n1)"
 lib="$work/unpacked/litert_lm/liblitert-lm.so"
-[[ -f "$lib" ]] || { echo "$wheel holds no litert_lm/liblitert-lm.so" >&2; exit 1; }
+if [[ ! -f "$lib" ]]; then
+  # 0.10.x: only a CPython extension (litert_lm_ext.so) without LiteRT-LM's C API.
+  echo "$(basename "$wheel") holds no litert_lm/liblitert-lm.so (no C library: leakloop drives" \
+    "LiteRT-LM through its C API, first shipped in 0.11.0)" >&2
+  exit 1
+fi
 
 dest="$dest_root/$version"
 mkdir -p "$dest"

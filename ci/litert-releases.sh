@@ -34,7 +34,7 @@ trap 'rm -f "$log"' EXIT
 status=0
 LEAKLOOP_REQUIRE_RELEASES="${versions[*]}" \
   cargo test -p device-tests --test litert_releases -- --nocapture >"$log" 2>&1 || status=$?
-grep -E '^(\| |SKIPPED|test result)' "$log" || true
+grep -E '^(\| |SKIPPED|test result|[0-9][^ ]*: a blocking send)' "$log" || true
 if [[ $status -ne 0 ]]; then
   tail -n 40 "$log"
   exit "$status"

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 
 use crate::analyze::VerdictStatus;
 use crate::cli::run::run_and_analyze;
+use crate::cli::table::aligned;
 use crate::cli::{CliError, Exit};
 use crate::engine::litert_lm::check_library;
 use crate::report::{
@@ -389,21 +390,7 @@ fn render_table(
             r.note.clone(),
         ]);
     }
-    let widths: Vec<usize> = (0..7)
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    for row in &rows {
-        let cells: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(c, (cell, w))| match c {
-                0 | 5 | 6 => format!("{cell:<w$}"),
-                _ => format!("{cell:>w$}"),
-            })
-            .collect();
-        let _ = writeln!(out, "{}", cells.join("  ").trim_end());
-    }
+    out.push_str(&aligned(&rows, &[0, 5, 6]));
     let _ = writeln!(out);
     match first_change {
         Some((i, prev)) => {

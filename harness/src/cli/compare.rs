@@ -10,6 +10,7 @@ use bytesize::ByteSize;
 
 use crate::analyze::{Verdict, VerdictStatus};
 use crate::cli::run::run_and_analyze;
+use crate::cli::table::aligned;
 use crate::cli::{CliError, Exit};
 use crate::engine::litert_lm::{discover_library, LibraryLocation};
 use crate::runner::{RunOutcome, RunRecord};
@@ -188,24 +189,7 @@ pub fn compare_runs(a: (&RunRecord, &Verdict), b: (&RunRecord, &Verdict)) -> Str
             diff,
         ]);
     }
-    let widths: Vec<usize> = (0..6)
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    for row in &rows {
-        let line: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(c, (cell, w))| {
-                if c == 0 {
-                    format!("{cell:<w$}")
-                } else {
-                    format!("{cell:>w$}")
-                }
-            })
-            .collect();
-        let _ = writeln!(out, "{}", line.join("  ").trim_end());
-    }
+    out.push_str(&aligned(&rows, &[0]));
 
     for (label, record, verdict) in [("A", ra, va), ("B", rb, vb)] {
         let _ = writeln!(out);

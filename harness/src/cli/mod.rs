@@ -8,6 +8,7 @@ mod compare;
 mod error;
 mod report;
 mod run;
+mod table;
 mod worker;
 
 use std::process::ExitCode;

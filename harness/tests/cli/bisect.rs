@@ -1,17 +1,11 @@
 //! `leakloop bisect`: the simulated builds of `bisect-sim-builds.yaml` (a native leak injected
 //! from build-5 on) must be found in order and by bisection; bad ranges are bad input.
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const SCENARIO: &str = "fixtures/scenarios/bisect-sim-builds.yaml";
+use crate::compare::workspace;
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("harness sits in the workspace")
-        .to_owned()
-}
+const SCENARIO: &str = "fixtures/scenarios/bisect-sim-builds.yaml";
 
 fn bisect(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_leakloop"))

@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 const RELEASE: &str = "0.18.1";
 const SCENARIO: &str = "fixtures/scenarios/litert-cpu-chat.yaml";
 
-fn workspace() -> PathBuf {
+pub(crate) fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("harness sits in the workspace")

@@ -17,6 +17,7 @@ use crate::engine::litert_lm::check_library;
 use crate::report::{
     format_bytes, format_signed_bytes, render_trend_svg, write_atomic, Trend, TrendPoint,
 };
+use crate::runner::RunOutcome;
 use crate::scenario::{load_scenario, Scenario, MAX_TURNS};
 
 use builds::{fetch, resolve, Build};
@@ -246,7 +247,12 @@ fn measure(scenario: &Scenario, build: &Build, args: &BisectArgs, watch: &str) -
                     result.figures.0.push(v);
                 }
                 let details = &record.backend.details;
-                if let Some(used) = details.get("capabilities_used") {
+                if let RunOutcome::EngineFailed { turn, step, error } = &record.outcome {
+                    result.note = first_line(&format!(
+                        "engine failed at turn {turn} ({step}): {}",
+                        error.message
+                    ));
+                } else if let Some(used) = details.get("capabilities_used") {
                     result.note = match details.get("degraded") {
                         Some(d) => format!("uses {used}; degraded: {d}"),
                         None => format!("uses {used}"),

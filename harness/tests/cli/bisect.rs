@@ -98,3 +98,60 @@ fn an_unknown_build_is_bad_input() {
     let out = bisect(&["fixtures/scenarios/opencl-clean.yaml", "--versions", "a..b"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A fetched release's library, or `None` after a visible skip (a failure under
+/// `LEAKLOOP_REQUIRE_ENGINE=1`).
+fn release(test: &str, version: &str) -> Option<std::path::PathBuf> {
+    let lib = workspace()
+        .join("target/litert-lm")
+        .join(version)
+        .join("liblitert-lm.so");
+    if lib.is_file() {
+        return Some(lib);
+    }
+    let message = format!(
+        "SKIPPED: {test}: LiteRT-LM {version} is not fetched (run ci/fetch-litert-lm.sh {version})"
+    );
+    if std::env::var("LEAKLOOP_REQUIRE_ENGINE").is_ok_and(|v| v == "1") {
+        panic!("{message}; LEAKLOOP_REQUIRE_ENGINE=1 forbids skipping");
+    }
+    eprintln!("{message}");
+    None
+}
+
+/// A real difference between two real releases: the native heap's peak in the chat loop is
+/// 6.2 MiB on 0.11.0 and 5.2-5.3 MiB from 0.12.0 on, with a run-to-run spread of a few KiB.
+#[test]
+fn bisect_reports_the_native_heap_difference_between_0_11_and_0_14() {
+    let test = "bisect_reports_the_native_heap_difference_between_0_11_and_0_14";
+    let (Some(_), Some(_)) = (release(test, "0.11.0"), release(test, "0.14.0")) else {
+        return;
+    };
+    let out = bisect(&[
+        "fixtures/scenarios/litert-cpu-chat.yaml",
+        "--versions",
+        "0.11.0,0.14.0",
+        "--metric",
+        "peak",
+        "--watch",
+        "native_heap",
+        "--runs",
+        "2",
+        "--turns",
+        "4",
+        "--offline",
+    ]);
+    let text = stdout(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if text.contains("libvulkan.so.1") {
+        let message =
+            format!("SKIPPED: {test}: libvulkan.so.1 is missing (apt-get install libvulkan1)");
+        if std::env::var("LEAKLOOP_REQUIRE_ENGINE").is_ok_and(|v| v == "1") {
+            panic!("{message}; LEAKLOOP_REQUIRE_ENGINE=1 forbids skipping");
+        }
+        return eprintln!("{message}");
+    }
+    assert_eq!(out.status.code(), Some(0), "{text}\n{stderr}");
+    assert!(text.contains("first change: 0.14.0 ("), "{text}\n{stderr}");
+    assert!(text.contains("against 6."), "{text}");
+}

@@ -114,6 +114,15 @@ const OLD_RELEASE_EXPORTS: &[&str] = &[
     "litert_lm_conversation_optional_args_create",
 ];
 
+/// [`OLD_RELEASE_EXPORTS`] without `missing`.
+fn exports_without(missing: &str) -> Vec<&'static str> {
+    OLD_RELEASE_EXPORTS
+        .iter()
+        .copied()
+        .filter(|n| *n != missing)
+        .collect()
+}
+
 /// A shared library exporting `names` as empty stubs: `check` reads its symbol table and never
 /// loads it. `None` (after a visible skip) where no C compiler is installed.
 fn stub_library(dir: &Path, names: &[&str]) -> Option<PathBuf> {
@@ -141,11 +150,7 @@ fn stub_library(dir: &Path, names: &[&str]) -> Option<PathBuf> {
 #[test]
 fn check_refuses_a_cancel_scenario_on_a_library_without_cancel() {
     let tmp = tempfile::tempdir().unwrap();
-    let without_cancel: Vec<&str> = OLD_RELEASE_EXPORTS
-        .iter()
-        .copied()
-        .filter(|n| *n != "litert_lm_conversation_cancel_process")
-        .collect();
+    let without_cancel = exports_without("litert_lm_conversation_cancel_process");
     let Some(lib) = stub_library(tmp.path(), &without_cancel) else {
         return;
     };
@@ -187,11 +192,7 @@ fn check_refuses_a_cancel_scenario_on_a_library_without_cancel() {
 #[test]
 fn run_refuses_a_cancel_scenario_before_starting_the_engine() {
     let tmp = tempfile::tempdir().unwrap();
-    let without: Vec<&str> = OLD_RELEASE_EXPORTS
-        .iter()
-        .copied()
-        .filter(|n| *n != "litert_lm_conversation_send_message_stream")
-        .collect();
+    let without = exports_without("litert_lm_conversation_send_message_stream");
     let Some(lib) = stub_library(tmp.path(), &without) else {
         return;
     };

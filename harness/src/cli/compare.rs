@@ -12,7 +12,7 @@ use crate::analyze::{Verdict, VerdictStatus};
 use crate::cli::run::run_and_analyze;
 use crate::cli::table::aligned;
 use crate::cli::{CliError, Exit};
-use crate::engine::litert_lm::{discover_library, LibraryLocation};
+use crate::engine::litert_lm::{check_library, discover_library, LibraryLocation};
 use crate::runner::{RunOutcome, RunRecord};
 use crate::scenario::{load_scenario, BackendKind, Scenario};
 
@@ -53,6 +53,10 @@ pub(crate) fn run(args: CompareArgs) -> Result<Exit, CliError> {
             .map_err(|e| CliError::bad_input(format!("--lib for side {label}: {e}")))
     };
     let (lib_a, lib_b) = (find("A", a)?, find("B", b)?);
+    for (label, lib) in [("A", &lib_a), ("B", &lib_b)] {
+        check_library(&scenario, Some(&lib.path))
+            .map_err(|why| CliError::bad_input(format!("--lib for side {label}: {why}")))?;
+    }
 
     let out = |folder: &str| args.out.as_ref().map(|dir| dir.join(folder));
     let (ra, va) = run_side(&scenario, "A", &lib_a, out("a").as_deref(), args.quiet)?;

@@ -205,4 +205,29 @@ fn run_refuses_a_cancel_scenario_before_starting_the_engine() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("lacks streaming"), "{stderr}");
+
+    // compare checks both sides before either runs: with a B that cannot run the scenario, A
+    // (a stub that would fail to load, exit 3) never starts.
+    let good_dir = tempfile::tempdir().unwrap();
+    let Some(good) = stub_library(good_dir.path(), OLD_RELEASE_EXPORTS) else {
+        return;
+    };
+    let out = Command::new(env!("CARGO_BIN_EXE_leakloop"))
+        .args([
+            "compare",
+            "fixtures/scenarios/litert-cpu-reload.yaml",
+            "--lib",
+        ])
+        .arg(&good)
+        .arg("--lib")
+        .arg(&lib)
+        .current_dir(workspace())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--lib for side B") && stderr.contains("lacks streaming"),
+        "{stderr}"
+    );
 }

@@ -166,7 +166,8 @@ pub(crate) fn resolve_libraries(
             Ok(item.to_owned())
         } else {
             Err(format!(
-                "`{item}` is no known LiteRT-LM version (known: {}; or give a library path)",
+                "`{item}` is no known LiteRT-LM version (known: {}; releases before 0.11.0 ship no \
+                 C library; or give a library path)",
                 known.join(", ")
             ))
         }

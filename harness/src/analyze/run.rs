@@ -7,6 +7,7 @@ use crate::scenario::FaultKind;
 
 use super::classify::{classify, ClassifyOptions};
 use super::expectations::{check_balanced, check_metric};
+use super::sequential::{final_levels, Levels};
 use super::series::MetricSeries;
 use super::verdict::{ExpectationResult, Verdict, VerdictStatus};
 
@@ -17,7 +18,15 @@ use super::verdict::{ExpectationResult, Verdict, VerdictStatus};
 /// measurements are still analysed and its expectations still reported. So does a run in which
 /// the engine returned errors the scenario did not script (a `generate_error` fault): the runner
 /// survived them, but a loop whose turns failed did not measure what it was meant to.
+///
+/// With `stop: decided` the levels are those of the look that stopped the run, or what is left
+/// of the error budgets (see [`super::sequential`]); otherwise the defaults.
 pub fn analyze_run(record: &RunRecord) -> Verdict {
+    analyze_run_with(record, final_levels(record))
+}
+
+/// As [`analyze_run`], at the given significance levels (a sequential look's share).
+pub fn analyze_run_with(record: &RunRecord, levels: Levels) -> Verdict {
     let scenario = &record.scenario;
     let mut names = scenario.watched_metrics();
     for name in scenario.expect.metrics.keys() {
@@ -39,6 +48,8 @@ pub fn analyze_run(record: &RunRecord) -> Verdict {
                 warmup_turns: scenario.warmup_turns,
                 max_growth_per_turn: expectation.and_then(|e| e.max_growth_per_turn),
                 reload_every: scenario.reload_every,
+                confidence: levels.confidence,
+                trend_alpha: levels.trend_alpha,
                 ..ClassifyOptions::default()
             };
             classify(&series, &options)

@@ -30,6 +30,7 @@ pub(crate) fn record_with_samples(samples: Vec<Sample>) -> RunRecord {
         ledger: Ledger::new(),
         engine_errors: Vec::new(),
         outcome: RunOutcome::Completed,
+        early_stop: None,
     }
 }
 

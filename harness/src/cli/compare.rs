@@ -290,11 +290,13 @@ mod tests {
                 sample: SamplePlan {
                     after: vec![SamplePoint::Load],
                     settle: Duration::ZERO,
+                    baseline: 1,
                 },
                 watch: vec![],
                 faults: vec![],
                 expect: Expectations::default(),
                 seed: 0,
+                stop: crate::scenario::StopMode::Turns,
             },
             backend: BackendInfo {
                 backend: "litert-lm".into(),
@@ -309,6 +311,7 @@ mod tests {
             turns_completed: 3,
             engine_errors: vec![],
             outcome: RunOutcome::Completed,
+            early_stop: None,
         }
     }
 

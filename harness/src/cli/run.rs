@@ -5,14 +5,16 @@ use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
 
-use crate::analyze::{analyze_run, Verdict, VerdictStatus};
+use crate::analyze::{analyze_run, StopWhenDecided, Verdict, VerdictStatus};
 use crate::cli::{CliError, Exit};
 use crate::engine::build_engine;
 use crate::report::{
     print_terminal, render_report_json, write_reports, Fanout, ProgressObserver, SampleStream,
 };
-use crate::runner::{run_scenario, NoObserver, RunObserver, RunRecord};
-use crate::scenario::{load_scenario, BackendKind, Device, Scenario};
+use crate::runner::{
+    run_scenario_until, NoObserver, RunAllTurns, RunObserver, RunRecord, StopRule,
+};
+use crate::scenario::{load_scenario, BackendKind, Device, Scenario, StopMode};
 
 /// Arguments of `leakloop run`.
 #[derive(Debug, clap::Args)]
@@ -37,9 +39,13 @@ pub(crate) struct RunArgs {
     /// Override the context size (KV cache) in tokens.
     #[arg(long)]
     pub max_tokens: Option<u32>,
-    /// Override the number of measured turns.
+    /// Override the number of measured turns (with `--stop decided`, the most that run).
     #[arg(long)]
     pub turns: Option<u32>,
+    /// `turns`: run every turn; `decided`: look at the verdict every few turns and stop once
+    /// every watched metric is decided (overrides the scenario's `stop`).
+    #[arg(long, value_parser = ["turns", "decided"])]
+    pub stop: Option<String>,
     /// Override the seed.
     #[arg(long)]
     pub seed: Option<u64>,
@@ -111,7 +117,16 @@ pub(crate) fn run_and_analyze(
             None => observers.push(&mut none),
         }
         let mut fanout = Fanout::new(observers);
-        run_scenario(scenario, engine.as_mut(), &mut fanout)
+        let mut run_all = RunAllTurns;
+        let mut decided;
+        let stop: &mut dyn StopRule = match scenario.stop {
+            StopMode::Turns => &mut run_all,
+            StopMode::Decided => {
+                decided = StopWhenDecided::new(scenario);
+                &mut decided
+            }
+        };
+        run_scenario_until(scenario, engine.as_mut(), &mut fanout, stop)
     };
     drop(engine);
     progress.finish();
@@ -186,6 +201,13 @@ fn apply_overrides(scenario: &mut Scenario, args: &RunArgs) -> Result<(), CliErr
     }
     if let Some(seed) = args.seed {
         scenario.seed = seed;
+    }
+    if let Some(stop) = &args.stop {
+        scenario.stop = if stop == "decided" {
+            StopMode::Decided
+        } else {
+            StopMode::Turns
+        };
     }
     let engine = &scenario.engine;
     match engine.backend {

@@ -52,11 +52,13 @@ fn scenario(name: &str, profile: &str, warmup_turns: u32, turns: u32) -> Scenari
         sample: SamplePlan {
             after: vec![SamplePoint::Load, SamplePoint::Generate, SamplePoint::Close],
             settle: Duration::from_millis(500),
+            baseline: 1,
         },
         watch: Vec::new(),
         faults: Vec::new(),
         expect: Expectations::default(),
         seed: 7,
+        stop: crate::scenario::StopMode::Turns,
     }
 }
 
@@ -186,6 +188,7 @@ pub fn leak_run() -> (RunRecord, Verdict) {
         turns_completed: total,
         engine_errors: Vec::new(),
         outcome: RunOutcome::Completed,
+        early_stop: None,
     };
     let verdict = Verdict {
         status: VerdictStatus::Fail,
@@ -328,6 +331,7 @@ pub fn clean_run() -> (RunRecord, Verdict) {
         turns_completed: turns,
         engine_errors: Vec::new(),
         outcome: RunOutcome::Completed,
+        early_stop: None,
     };
     let clean = |baseline: u64, last: u64, slope: f64, reason: &str| MetricAnalysis {
         classification: Classification::Clean,

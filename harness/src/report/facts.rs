@@ -4,6 +4,7 @@
 use crate::analyze::{Verdict, VerdictStatus};
 use crate::engine::{EngineError, EngineErrorKind};
 use crate::runner::{RunOutcome, RunRecord};
+use crate::scenario::StopMode;
 
 /// Whether the expectations on `metric` held: `None` when it has none.
 pub(crate) fn metric_passed(verdict: &Verdict, metric: &str) -> Option<bool> {
@@ -76,7 +77,35 @@ pub(crate) fn turns_line(record: &RunRecord) -> String {
         0 => String::new(),
         w => format!(" ({w} warm-up)"),
     };
-    format!("{} of {total} turns{warmup}", record.turns_completed)
+    let stopped = if record.early_stop.is_some() {
+        ", stopped early"
+    } else {
+        ""
+    };
+    format!(
+        "{} of {total} turns{warmup}{stopped}",
+        record.turns_completed
+    )
+}
+
+/// For `stop: decided`, what the stop rule did: `stopped early at turn 9 of 13: <why>`, or that
+/// no look found every metric decided.
+pub(crate) fn stop_line(record: &RunRecord) -> Option<String> {
+    if let Some(stop) = &record.early_stop {
+        return Some(format!(
+            "stopped early at turn {} of {} (stop: decided): {}",
+            stop.turn,
+            stop.max_turns,
+            // The reason comes from report.json when re-rendered: escaped and bounded.
+            stop.reason.escape_debug().take(400).collect::<String>()
+        ));
+    }
+    (record.scenario.stop == StopMode::Decided).then(|| {
+        format!(
+            "stop: decided, but no look before turn {} found every watched metric decided",
+            record.scenario.total_turns()
+        )
+    })
 }
 
 /// The one-line verdict: `PASS`, `FAIL` or `ENGINE FAILED`, with what it rests on.

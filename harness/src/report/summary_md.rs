@@ -1,7 +1,7 @@
 //! summary.md: a short Markdown summary of one run, sized for a pull-request comment.
 
 use crate::analyze::{Verdict, VerdictStatus};
-use crate::report::facts::{backend_line, metric_passed, turns_line, verdict_line};
+use crate::report::facts::{backend_line, metric_passed, stop_line, turns_line, verdict_line};
 use crate::report::units::{format_bytes, format_rate_with_interval};
 use crate::runner::RunRecord;
 
@@ -18,6 +18,9 @@ pub fn render_summary_md(record: &RunRecord, verdict: &Verdict) -> String {
         turns_line(record),
         cell(&line)
     ));
+    if let Some(stop) = stop_line(record) {
+        out.push_str(&format!("{}\n\n", cell(&stop)));
+    }
     out.push_str(&metrics_table(verdict));
     out.push_str(&ledger_line(record));
     let failed: Vec<_> = verdict.expectations.iter().filter(|e| !e.passed).collect();

@@ -8,7 +8,8 @@ use anstyle::{AnsiColor, Style};
 
 use crate::analyze::{Classification, Verdict, VerdictStatus};
 use crate::report::facts::{
-    backend_line, engine_error_text, metric_passed, metric_result_word, turns_line, verdict_line,
+    backend_line, engine_error_text, metric_passed, metric_result_word, stop_line, turns_line,
+    verdict_line,
 };
 use crate::report::table::{render_table, Cell};
 use crate::report::units::{format_bytes, format_rate_with_interval};
@@ -48,6 +49,9 @@ pub fn render_terminal(record: &RunRecord, verdict: &Verdict) -> String {
         backend_line(record),
         turns_line(record)
     ));
+    if let Some(stop) = stop_line(record) {
+        out.push_str(&format!("{DIM}{stop}{DIM:#}\n"));
+    }
     out.push('\n');
     out.push_str(&metrics_table(verdict));
     out.push('\n');

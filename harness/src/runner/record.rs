@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{BackendInfo, EngineError, Ledger};
+use crate::runner::EarlyStop;
 use crate::scenario::Scenario;
 
 /// Where in the turn loop a sample was taken.
@@ -76,6 +77,9 @@ pub struct RunRecord {
     pub engine_errors: Vec<(u32, String, EngineError)>,
     /// How the run ended.
     pub outcome: RunOutcome,
+    /// Set when `stop: decided` ended the run before its last turn: at which turn and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub early_stop: Option<EarlyStop>,
 }
 
 impl RunRecord {

@@ -20,7 +20,7 @@ pub use error::{Location, ScenarioError, ScenarioErrorKind};
 pub use load::{load_scenario, parse_scenario, parse_scenario_bytes, MAX_SCENARIO_BYTES};
 pub use model::{
     BackendKind, Device, EngineSpec, Expectations, Fault, FaultKind, MetricExpectation, PromptSpec,
-    SamplePlan, SamplePoint, Scenario, SessionOptions, Step, Tolerance, MAX_TURNS, OPENCL_PROFILES,
-    SIM_PROFILES,
+    SamplePlan, SamplePoint, Scenario, SessionOptions, Step, StopMode, Tolerance,
+    MAX_BASELINE_SAMPLES, MAX_TURNS, OPENCL_PROFILES, SIM_PROFILES,
 };
 pub use validate::{DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_TOKENS, METRICS};

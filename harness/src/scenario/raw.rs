@@ -13,7 +13,7 @@ use std::fmt;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use crate::scenario::model::{BackendKind, Device, FaultKind, SamplePoint};
+use crate::scenario::model::{BackendKind, Device, FaultKind, SamplePoint, StopMode};
 
 /// The whole scenario file.
 #[derive(Debug, Deserialize)]
@@ -41,6 +41,8 @@ pub(crate) struct RawScenario {
     pub faults: Option<Vec<RawFault>>,
     #[serde(default)]
     pub expect: Option<RawExpect>,
+    #[serde(default)]
+    pub stop: Option<StopMode>,
 }
 
 /// `engine:`.
@@ -145,6 +147,8 @@ pub(crate) struct RawSample {
     pub after: Option<Vec<SamplePoint>>,
     #[serde(default)]
     pub settle: Option<UnitText>,
+    #[serde(default)]
+    pub baseline: Option<i64>,
 }
 
 /// One item of `faults:`.

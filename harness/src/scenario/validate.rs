@@ -11,8 +11,8 @@ use std::time::Duration;
 use crate::scenario::error::{did_you_mean, ScenarioError, ScenarioErrorKind};
 use crate::scenario::model::{
     BackendKind, Device, EngineSpec, Expectations, Fault, FaultKind, MetricExpectation, PromptSpec,
-    SamplePlan, SamplePoint, Scenario, SessionOptions, Step, MAX_TURNS, OPENCL_PROFILES,
-    SIM_PROFILES,
+    SamplePlan, SamplePoint, Scenario, SessionOptions, Step, MAX_BASELINE_SAMPLES, MAX_TURNS,
+    OPENCL_PROFILES, SIM_PROFILES,
 };
 use crate::scenario::raw::{
     RawEngine, RawExpect, RawMetricExpect, RawScenario, RawSend, RawStep, UnitText,
@@ -144,6 +144,7 @@ pub(crate) fn validate(raw: RawScenario, cx: &Context<'_>) -> Result<Scenario, S
         faults,
         expect,
         seed: raw.seed.unwrap_or(0),
+        stop: raw.stop.unwrap_or_default(),
     })
 }
 
@@ -476,6 +477,7 @@ fn validate_sample(
         return Ok(SamplePlan {
             after: vec![SamplePoint::Load, SamplePoint::Close],
             settle: Duration::ZERO,
+            baseline: 1,
         });
     };
     let after = raw
@@ -510,7 +512,32 @@ fn validate_sample(
         Some(text) => cx.duration("sample.settle", text)?,
         None => Duration::ZERO,
     };
-    Ok(SamplePlan { after, settle })
+    let baseline = match raw.baseline {
+        Some(k) => {
+            let k = cx.count("sample.baseline", k, 1)?;
+            if k > MAX_BASELINE_SAMPLES {
+                return Err(cx.invalid(
+                    "sample.baseline",
+                    format!(
+                        "{k} baseline samples is more than the limit of {MAX_BASELINE_SAMPLES}"
+                    ),
+                ));
+            }
+            if !after.contains(&SamplePoint::Load) {
+                return Err(cx.invalid(
+                    "sample.baseline",
+                    "baseline samples are taken after load, but `sample.after` does not include `load`",
+                ));
+            }
+            k
+        }
+        None => 1,
+    };
+    Ok(SamplePlan {
+        after,
+        settle,
+        baseline,
+    })
 }
 
 fn unknown_metric(path: &str, name: &str, cx: &Context<'_>) -> ScenarioError {

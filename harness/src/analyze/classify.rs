@@ -64,7 +64,7 @@ use super::series::MetricSeries;
 use super::stats::changepoint::{self, SettleBounds};
 use super::stats::mann_kendall::{mann_kendall, standard_normal};
 use super::stats::{robust, theil_sen};
-use super::units::{bytes, probability, signed_bytes};
+use super::units::{bytes, confidence_percent, probability, signed_bytes};
 use super::verdict::{Classification, MetricAnalysis, PlateauInfo};
 use crate::scenario::{Tolerance, MAX_TURNS};
 
@@ -535,8 +535,8 @@ impl Steady {
         };
         let settle = analysis.steady_from_turn.unwrap_or(0);
         let interval_text = format!(
-            "{:.0}% CI {}..{} per turn, {} interval",
-            options.confidence * 100.0,
+            "{} CI {}..{} per turn, {} interval",
+            confidence_percent(options.confidence),
             signed_bytes(lo),
             signed_bytes(hi),
             if kind == IntervalKind::Rank {

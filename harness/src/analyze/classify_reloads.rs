@@ -78,8 +78,8 @@ pub(super) fn judge_ratchet(
     }
     let period = period(options.reload_every, &levels);
     let interval_text = format!(
-        "{:.0}% CI {}..{} per turn",
-        options.confidence * 100.0,
+        "{} CI {}..{} per turn",
+        crate::analyze::units::confidence_percent(options.confidence),
         signed_bytes(lo),
         signed_bytes(hi)
     );

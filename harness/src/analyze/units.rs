@@ -48,6 +48,14 @@ pub(crate) fn probability(p: f64) -> String {
     }
 }
 
+/// A confidence level in percent with as many decimals as keep it off 100%: `95%`, `99.8%`,
+/// `99.92%` (the levels of sequential looks are close to 1).
+pub(crate) fn confidence_percent(confidence: f64) -> String {
+    let miss = ((1.0 - confidence) * 100.0).max(1e-4);
+    let decimals = (-miss.log10()).ceil().clamp(0.0, 4.0) as usize;
+    format!("{:.decimals$}%", confidence * 100.0)
+}
+
 #[cfg(test)]
 mod tests {
     use rstest::rstest;
@@ -78,5 +86,14 @@ mod tests {
     #[case(0.000_012_5, "0.000013")]
     fn probabilities_keep_two_significant_digits(#[case] p: f64, #[case] expected: &str) {
         assert_eq!(probability(p), expected);
+    }
+
+    #[rstest]
+    #[case(0.95, "95%")]
+    #[case(0.969, "97%")]
+    #[case(0.998, "99.8%")]
+    #[case(0.99921, "99.92%")]
+    fn confidence_levels_never_round_to_a_hundred(#[case] c: f64, #[case] expected: &str) {
+        assert_eq!(confidence_percent(c), expected);
     }
 }

@@ -1,5 +1,6 @@
 //! summary.md: a short Markdown summary of one run, sized for a pull-request comment.
 
+use crate::analyze::units::confidence_percent;
 use crate::analyze::{Verdict, VerdictStatus};
 use crate::report::facts::{backend_line, metric_passed, stop_line, turns_line, verdict_line};
 use crate::report::units::{format_bytes, format_rate_with_interval};
@@ -60,9 +61,9 @@ fn metrics_table(verdict: &Verdict) -> String {
         .next()
         .map_or(0.95, |m| m.confidence);
     let mut out = format!(
-        "| metric | baseline | after warm-up | last | growth/turn [{:.0}% CI] | class | result |\n\
+        "| metric | baseline | after warm-up | last | growth/turn [{} CI] | class | result |\n\
          | --- | ---: | ---: | ---: | ---: | --- | --- |\n",
-        confidence * 100.0
+        confidence_percent(confidence)
     );
     for (name, m) in &verdict.metrics {
         let result = match metric_passed(verdict, name) {

@@ -6,6 +6,7 @@ use std::io::Write;
 
 use anstyle::{AnsiColor, Style};
 
+use crate::analyze::units::confidence_percent;
 use crate::analyze::{Classification, Verdict, VerdictStatus};
 use crate::report::facts::{
     backend_line, engine_error_text, metric_passed, metric_result_word, stop_line, turns_line,
@@ -85,7 +86,7 @@ fn metrics_table(verdict: &Verdict) -> String {
         .values()
         .next()
         .map_or(0.95, |m| m.confidence);
-    let growth = format!("growth/turn [{:.0}% CI]", confidence * 100.0);
+    let growth = format!("growth/turn [{} CI]", confidence_percent(confidence));
     let mut rows = vec![[
         "metric",
         "baseline",

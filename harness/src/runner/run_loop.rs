@@ -124,14 +124,11 @@ impl Run<'_> {
         for turn in 1..=total {
             self.run_turn(turn)?;
             self.turns_completed = turn;
-            // The ledger is folded in before a look, so that the rule sees this turn's calls;
-            // folding it in again after a reload adds only what the reload did.
-            self.absorb_ledger(turn)?;
             let stopping = turn < total && stop.wants_look(turn) && self.look(turn, stop);
             if reload_every > 0 && turn % reload_every == 0 && turn < total && !stopping {
                 self.reload(turn)?;
-                self.absorb_ledger(turn)?;
             }
+            self.absorb_ledger(turn)?;
             self.observer.on_turn_end(turn, total);
             if stopping {
                 last = turn;
@@ -147,7 +144,9 @@ impl Run<'_> {
         self.absorb_ledger(last)
     }
 
-    /// Shows `stop` the run so far; true (and the reason recorded) when it ends the run.
+    /// Shows `stop` the run so far; true (and the reason recorded) when it ends the run. A look
+    /// asks the engine nothing (a simulator's snapshot draws its noise), so the ledger it sees
+    /// has the engine's own counts up to the previous turn.
     fn look(&mut self, turn: u32, stop: &mut dyn StopRule) -> bool {
         let so_far = RunRecord {
             scenario: self.scenario.clone(),

@@ -11,8 +11,9 @@ pub trait StopRule {
     /// Whether to look at the run after `turn` (1-based, warm-up included) has completed. Called
     /// after every turn, so it must be cheap.
     fn wants_look(&self, turn: u32) -> bool;
-    /// Looks at the run so far (`so_far.turns_completed` turns); `Some(reason)` ends the run
-    /// after this turn, `reason` saying in a few words why.
+    /// Looks at the run so far (`so_far.turns_completed` turns; its ledger holds the engine's
+    /// own counts up to the turn before); `Some(reason)` ends the run after this turn, `reason`
+    /// saying in a few words why.
     fn look(&mut self, so_far: &RunRecord) -> Option<String>;
 }
 

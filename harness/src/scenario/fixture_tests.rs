@@ -81,6 +81,8 @@ fn redact(text: &str) -> String {
     Some("sample.after")
 )]
 #[case::bad_name("bad-name", Kind::Invalid, Some("name"))]
+#[case::unknown_stop("unknown-stop", Kind::Shape, Some("stop"))]
+#[case::zero_baseline_samples("zero-baseline-samples", Kind::Invalid, Some("sample.baseline"))]
 #[case::empty("empty", Kind::Empty, None)]
 #[case::comments_only("comments-only", Kind::Empty, None)]
 #[case::not_a_mapping("not-a-mapping", Kind::Shape, None)]

@@ -31,6 +31,8 @@ pub(crate) struct RawScenario {
     pub warmup_turns: Option<i64>,
     pub turns: i64,
     #[serde(default)]
+    pub stop: Option<StopMode>,
+    #[serde(default)]
     pub reload_every: Option<i64>,
     pub turn: Vec<RawStep>,
     #[serde(default)]
@@ -41,8 +43,6 @@ pub(crate) struct RawScenario {
     pub faults: Option<Vec<RawFault>>,
     #[serde(default)]
     pub expect: Option<RawExpect>,
-    #[serde(default)]
-    pub stop: Option<StopMode>,
 }
 
 /// `engine:`.

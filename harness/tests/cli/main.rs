@@ -9,4 +9,5 @@ mod interrupted;
 mod opencl;
 mod report;
 mod schema;
+mod stop;
 mod worker;

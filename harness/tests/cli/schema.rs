@@ -264,6 +264,8 @@ const SCHEMA_REJECTS: &[(&str, &str, &str)] = &[
     ("too-many-turns", "/turns", "maximum"),
     ("two-keys-in-step", "/turn/0", "oneOf"),
     ("unknown-backend", "/engine/backend", "enum"),
+    ("unknown-stop", "/stop", "enum"),
+    ("zero-baseline-samples", "/sample/baseline", "minimum"),
     ("unknown-duration-unit", "/turn/4", "oneOf"),
     ("unknown-key", "", "additionalProperties"),
     ("unknown-metric", "/expect", "additionalProperties"),

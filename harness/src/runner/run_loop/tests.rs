@@ -466,3 +466,143 @@ fn settle_time_is_waited_before_every_sample() {
     let record = run_scenario(&s, &mut engine, &mut NoObserver);
     assert_eq!(record.samples.len(), 3);
 }
+
+#[test]
+fn baseline_samples_are_taken_after_load_and_each_reload_with_the_settle_time_between() {
+    let mut engine = passive_engine();
+    engine.checkpoint();
+    engine.expect_describe().return_const(BackendInfo {
+        backend: "mock".into(),
+        version: "0".into(),
+        details: BTreeMap::new(),
+    });
+    engine
+        .expect_snapshot()
+        .returning(|| Ok(EngineSnapshot::default()));
+    engine.expect_simulated_clock_ms().return_const(Some(0.0));
+    engine.expect_process_id().return_const(None);
+    // 3 after load + 4 after close + 3 after the reload at turn 2.
+    engine
+        .expect_idle()
+        .with(eq(Duration::from_millis(500)))
+        .times(10)
+        .return_const(());
+    engine.expect_idle().return_const(());
+    engine.expect_load().times(2).returning(|| Ok(()));
+    engine
+        .expect_open_session()
+        .returning(|_, _| Ok(SessionId(1)));
+    engine.expect_send().returning(|_, _| Ok(()));
+    engine.expect_generate().returning(|_, _| outcome());
+    engine.expect_close_session().returning(|_| Ok(()));
+    engine.expect_unload().times(2).returning(|| Ok(()));
+    let mut s = scenario(4, chat_turn());
+    s.reload_every = 2;
+    s.sample.settle = Duration::from_millis(500);
+    s.sample.baseline = 3;
+    let record = run_scenario(&s, &mut engine, &mut NoObserver);
+    let baselines: Vec<_> = record
+        .samples
+        .iter()
+        .filter(|s| matches!(s.phase, Phase::Load | Phase::Reload))
+        .map(|s| (s.turn, s.phase, s.epoch))
+        .collect();
+    assert_eq!(
+        baselines,
+        [
+            (0, Phase::Load, 1),
+            (0, Phase::Load, 1),
+            (0, Phase::Load, 1),
+            (2, Phase::Reload, 2),
+            (2, Phase::Reload, 2),
+            (2, Phase::Reload, 2),
+        ]
+    );
+}
+
+/// Looks after turn `at` and stops there; remembers how many turns it was shown.
+struct StopAt {
+    at: u32,
+    seen: Vec<u32>,
+}
+
+impl StopRule for StopAt {
+    fn wants_look(&self, turn: u32) -> bool {
+        turn == self.at
+    }
+
+    fn look(&mut self, so_far: &RunRecord) -> Option<String> {
+        self.seen.push(so_far.turns_completed);
+        Some(format!("decided after {} samples", so_far.samples.len()))
+    }
+}
+
+#[test]
+fn a_stop_rule_ends_the_run_after_its_look_without_the_reload_due_and_unloads() {
+    let mut engine = passive_engine();
+    let mut seq = Sequence::new();
+    engine
+        .expect_load()
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|| Ok(()));
+    for turn in 1..=3u32 {
+        expect_chat_turn(&mut engine, &mut seq, turn);
+    }
+    engine
+        .expect_unload()
+        .times(1)
+        .in_sequence(&mut seq)
+        .returning(|| Ok(()));
+    let mut s = scenario(10, chat_turn());
+    s.reload_every = 3;
+    let mut rule = StopAt {
+        at: 3,
+        seen: Vec::new(),
+    };
+    let record = run_scenario_until(&s, &mut engine, &mut NoObserver, &mut rule);
+    assert_eq!(rule.seen, [3]);
+    assert_eq!(record.turns_completed, 3);
+    assert_eq!(record.outcome, RunOutcome::Completed);
+    assert_eq!(
+        record.early_stop,
+        Some(EarlyStop {
+            turn: 3,
+            max_turns: 10,
+            reason: "decided after 4 samples".to_owned(),
+        })
+    );
+    assert_eq!(
+        record.ledger.totals["runner/engine"],
+        KindCounts {
+            created: 1,
+            deleted: 1
+        }
+    );
+}
+
+#[test]
+fn a_stop_rule_is_not_asked_after_the_last_turn() {
+    let mut engine = passive_engine();
+    engine.expect_load().returning(|| Ok(()));
+    engine
+        .expect_open_session()
+        .returning(|_, _| Ok(SessionId(1)));
+    engine.expect_send().returning(|_, _| Ok(()));
+    engine.expect_generate().returning(|_, _| outcome());
+    engine.expect_close_session().returning(|_| Ok(()));
+    engine.expect_unload().returning(|| Ok(()));
+    let mut rule = StopAt {
+        at: 2,
+        seen: Vec::new(),
+    };
+    let record = run_scenario_until(
+        &scenario(2, chat_turn()),
+        &mut engine,
+        &mut NoObserver,
+        &mut rule,
+    );
+    assert!(rule.seen.is_empty());
+    assert_eq!(record.early_stop, None);
+    assert_eq!(record.turns_completed, 2);
+}

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::*;
-use crate::scenario::{parse_scenario, ScenarioErrorKind, Tolerance};
+use crate::scenario::{parse_scenario, ScenarioErrorKind, StopMode, Tolerance};
 
 fn parse(text: &str) -> Result<Scenario, ScenarioError> {
     parse_scenario(text, Path::new("/scenarios/s.yaml"))
@@ -227,4 +227,42 @@ fn metrics_list_matches_expect_fields() {
         .map(|(n, _)| *n)
         .collect();
     assert_eq!(names, METRICS);
+}
+
+#[rstest::rstest]
+#[case::absent("", StopMode::Turns)]
+#[case::turns("stop: turns\n", StopMode::Turns)]
+#[case::decided("stop: decided\n", StopMode::Decided)]
+fn stop_defaults_to_running_every_turn(#[case] line: &str, #[case] stop: StopMode) {
+    assert_eq!(parse(&format!("{MINIMAL}{line}")).unwrap().stop, stop);
+}
+
+#[test]
+fn a_misspelt_stop_names_the_choices() {
+    let e = parse(&format!("{MINIMAL}stop: decidd\n")).unwrap_err();
+    assert_eq!(e.key_path(), Some("stop"), "{e}");
+    assert!(e.to_string().contains("did you mean `decided`?"), "{e}");
+}
+
+#[rstest::rstest]
+#[case::default("sample: {settle: 1s}\n", Ok(1))]
+#[case::several("sample: {baseline: 5, settle: 1s}\n", Ok(5))]
+#[case::zero("sample: {baseline: 0}\n", Err("must be at least 1"))]
+#[case::too_many("sample: {baseline: 101}\n", Err("more than the limit of 100"))]
+#[case::without_load(
+    "sample: {after: [close], baseline: 2}\n",
+    Err("does not include `load`")
+)]
+fn baseline_samples_are_counted_and_need_a_load_sample(
+    #[case] line: &str,
+    #[case] expected: Result<u32, &str>,
+) {
+    match (parse(&format!("{MINIMAL}{line}")), expected) {
+        (Ok(s), Ok(k)) => assert_eq!(s.sample.baseline, k),
+        (Err(e), Err(why)) => {
+            assert_eq!(e.key_path(), Some("sample.baseline"), "{e}");
+            assert!(e.message().contains(why), "{e}");
+        }
+        (result, _) => panic!("{line}: {result:?}"),
+    }
 }

@@ -42,17 +42,27 @@
 //!
 //! # Decided
 //!
-//! A metric is decided when its word is `growth`, `clean` or `plateau` and its expectations
-//! would come out the same on the longer run: a `max_growth_per_turn` limit lies outside the
-//! slope interval (`hi <= limit`, passes, or `lo > limit`, fails), and a growing metric with a
-//! `tolerance` has either crossed the limit already or stays under it to the last allowed turn
-//! even at the slope's upper bound. The run stops at the first look at which every analysed
-//! metric is decided; with no metric to analyse it never stops early.
+//! A metric is decided when its word would not change on the longer run, and neither would its
+//! expectations. With `T` the tolerance, `hi` the slope interval's upper bound at the look's
+//! confidence and `L` the measured turns the run could still take:
+//!
+//! - `growth` is decided (the trend test already reached this look's level);
+//! - `clean` only if the level at the last turn plus `max(hi, 0) * L` stays within `T`, and a
+//!   `plateau` only if `max(hi, 0) * L <= T`: a leak too small for this look's trend test must
+//!   not be accepted as clean, nor hide behind a large one-time rise (the classifier lets a
+//!   plateau drift by 10% of its rise over the turns it has seen);
+//! - a `max_growth_per_turn` limit lies outside the slope interval (`hi <= limit`, passes, or
+//!   `lo > limit`, fails), and a growing metric with a `tolerance` has either crossed the limit
+//!   already or stays under it to the last allowed turn even at `hi`.
+//!
+//! The run stops at the first look at which every analysed metric is decided; with no metric to
+//! analyse it never stops early. Deciding `clean` thus needs the slope bounded tightly enough for
+//! the remaining turns, so the longer the maximum, the later a clean run stops.
 
 use crate::runner::{RunRecord, StopRule};
 use crate::scenario::{MetricExpectation, Scenario};
 
-use super::classify::{CONFIDENCE, TREND_ALPHA};
+use super::classify::{ClassifyOptions, CONFIDENCE, TREND_ALPHA};
 use super::run::analyze_run_with;
 use super::units::probability;
 use super::verdict::{Classification, MetricAnalysis, Verdict};
@@ -153,18 +163,44 @@ pub fn final_levels(record: &RunRecord) -> Levels {
 }
 
 /// Why a metric is not decided yet, or `None` when it is (see the module documentation).
+/// `tolerance` is the metric's tolerance in bytes (as the classifier used it), `turns_left` the
+/// measured turns the run could still take.
 pub fn undecided(
     analysis: &MetricAnalysis,
     expectation: Option<&MetricExpectation>,
+    tolerance: f64,
     turns_left: u32,
 ) -> Option<&'static str> {
-    if analysis.classification == Classification::Inconclusive {
-        return Some("inconclusive");
+    let interval = analysis.slope_interval;
+    let hi = interval.map_or(f64::INFINITY, |(_, hi)| hi.max(0.0));
+    let drift = if turns_left == 0 {
+        0.0
+    } else {
+        hi * f64::from(turns_left)
+    };
+    match analysis.classification {
+        Classification::Inconclusive => return Some("inconclusive"),
+        Classification::Growth => {}
+        Classification::Clean => {
+            let end = analysis.fitted_end_bytes.unwrap_or(analysis.last as f64);
+            let risen = (end - analysis.baseline as f64).max(0.0);
+            if risen + drift > tolerance {
+                return Some(
+                    "clean so far, but the slope could leave the tolerance by the maximum",
+                );
+            }
+        }
+        Classification::Plateau => {
+            if drift > tolerance {
+                return Some(
+                    "a plateau so far, but the slope could still climb beyond the tolerance",
+                );
+            }
+        }
     }
     let Some(expectation) = expectation else {
         return None;
     };
-    let interval = analysis.slope_interval;
     if let Some(limit) = expectation.max_growth_per_turn {
         let limit = limit as f64;
         match interval {
@@ -179,8 +215,7 @@ pub fn undecided(
             + (expectation.warmup_budget.unwrap_or(0) + tolerance.bytes_for(analysis.baseline))
                 as f64;
         let end = analysis.fitted_end_bytes.unwrap_or(analysis.last as f64);
-        let hi = interval.map_or(f64::INFINITY, |(_, hi)| hi.max(0.0));
-        if end <= limit && end + hi * f64::from(turns_left) > limit {
+        if end <= limit && end + drift > limit {
             return Some("growing toward its tolerance");
         }
     }
@@ -253,10 +288,15 @@ impl StopRule for StopWhenDecided {
         }
         let turns_left = self.max_measured.saturating_sub(measured);
         let expect = &so_far.scenario.expect.metrics;
-        let all_decided = verdict
-            .metrics
-            .iter()
-            .all(|(name, a)| undecided(a, expect.get(name), turns_left).is_none());
+        let all_decided = verdict.metrics.iter().all(|(name, a)| {
+            let expectation = expect.get(name);
+            let tolerance = ClassifyOptions {
+                tolerance: expectation.and_then(|e| e.tolerance),
+                ..ClassifyOptions::default()
+            }
+            .tolerance_bytes(a.baseline);
+            undecided(a, expectation, tolerance as f64, turns_left).is_none()
+        });
         all_decided.then(|| self.reason(&verdict, measured, levels))
     }
 }

@@ -180,7 +180,10 @@ fn expectations_are_decided_only_when_a_longer_run_cannot_change_them(
     analysis.fitted_end_bytes = analysis
         .fitted_end_bytes
         .map(|e| BASE as f64 + e * MIB as f64);
-    assert_eq!(undecided(&analysis, Some(&expectation), turns_left), why);
+    assert_eq!(
+        undecided(&analysis, Some(&expectation), (10 * MIB) as f64, turns_left),
+        why
+    );
 }
 
 fn tolerance(mib: u64) -> MetricExpectation {
@@ -193,5 +196,40 @@ fn tolerance(mib: u64) -> MetricExpectation {
 #[test]
 fn inconclusive_is_never_decided() {
     let analysis = MetricAnalysis::default();
-    assert_eq!(undecided(&analysis, None, 0), Some("inconclusive"));
+    assert_eq!(undecided(&analysis, None, 1e9, 0), Some("inconclusive"));
+}
+
+fn settled(class: Classification, hi_mib: f64, end_mib: f64) -> MetricAnalysis {
+    MetricAnalysis {
+        classification: class,
+        baseline: BASE,
+        slope_interval: Some((-hi_mib * MIB as f64, hi_mib * MIB as f64)),
+        fitted_end_bytes: Some(BASE as f64 + end_mib * MIB as f64),
+        ..MetricAnalysis::default()
+    }
+}
+
+#[rstest]
+#[case::clean_with_a_tight_slope(settled(Classification::Clean, 0.01, 1.0), 50, None)]
+#[case::clean_at_the_maximum(settled(Classification::Clean, 0.5, 1.0), 0, None)]
+#[case::clean_whose_slope_could_leave_the_tolerance(
+    settled(Classification::Clean, 0.2, 1.0),
+    50,
+    Some("clean so far, but the slope could leave the tolerance by the maximum")
+)]
+#[case::plateau_with_a_tight_slope(settled(Classification::Plateau, 0.1, 500.0), 50, None)]
+#[case::a_leak_behind_a_big_rise_is_no_plateau_yet(
+    settled(Classification::Plateau, 1.0, 500.0),
+    50,
+    Some("a plateau so far, but the slope could still climb beyond the tolerance")
+)]
+fn clean_and_plateau_are_decided_only_when_the_slope_is_bounded_to_the_maximum(
+    #[case] analysis: MetricAnalysis,
+    #[case] turns_left: u32,
+    #[case] why: Option<&str>,
+) {
+    assert_eq!(
+        undecided(&analysis, None, (10 * MIB) as f64, turns_left),
+        why
+    );
 }

@@ -50,7 +50,6 @@ pub fn analyze_run_with(record: &RunRecord, levels: Levels) -> Verdict {
                 reload_every: scenario.reload_every,
                 confidence: levels.confidence,
                 trend_alpha: levels.trend_alpha,
-                ..ClassifyOptions::default()
             };
             classify(&series, &options)
         });

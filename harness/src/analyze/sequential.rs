@@ -198,9 +198,7 @@ pub fn undecided(
             }
         }
     }
-    let Some(expectation) = expectation else {
-        return None;
-    };
+    let expectation = expectation?;
     if let Some(limit) = expectation.max_growth_per_turn {
         let limit = limit as f64;
         match interval {

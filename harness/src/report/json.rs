@@ -168,6 +168,27 @@ mod tests {
         assert!(errors.is_empty(), "{errors:#?}");
     }
 
+    #[test]
+    fn a_stopped_run_matches_the_schema_and_reads_back() {
+        let (mut record, verdict) = crate::report::examples::leak_run();
+        record.scenario.stop = crate::scenario::StopMode::Decided;
+        record.early_stop = Some(crate::runner::EarlyStop {
+            turn: 9,
+            max_turns: 101,
+            reason: "every watched metric decided".to_owned(),
+        });
+        let text = render_report_json(&record, &verdict).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let errors = schema_errors(&value);
+        assert!(errors.is_empty(), "{errors:#?}");
+        let back = parse_report(Path::new("report.json"), &text).unwrap();
+        assert_eq!(back.record.early_stop, record.early_stop);
+        assert_eq!(
+            back.record.scenario.stop,
+            crate::scenario::StopMode::Decided
+        );
+    }
+
     #[rstest::rstest]
     #[case::unknown_phase("/record/samples/0/phase", "bogus".into())]
     #[case::newer_format("/format_version", 2.into())]

@@ -115,7 +115,7 @@ mod tests {
     use rstest::rstest;
 
     use super::*;
-    use crate::analyze::test_support::{record_with_samples, samples};
+    use crate::analyze::test_support::{native_heap_record, record_with_samples, samples};
     use crate::analyze::Classification;
     use crate::engine::{EngineError, EngineErrorKind};
     use crate::scenario::{MetricExpectation, Tolerance};
@@ -144,13 +144,7 @@ mod tests {
     }
 
     fn record(metric_values: &[u64], expectation: MetricExpectation) -> RunRecord {
-        let mut record = record_with_samples(samples(&[("native_heap", metric_values)], 0, &[]));
-        record
-            .scenario
-            .expect
-            .metrics
-            .insert("native_heap".to_owned(), expectation);
-        record
+        native_heap_record(metric_values, expectation)
     }
 
     #[rstest]

@@ -3,7 +3,7 @@
 use rstest::rstest;
 
 use super::*;
-use crate::analyze::test_support::{record_with_samples, samples};
+use crate::analyze::test_support::native_heap_record;
 use crate::runner::EarlyStop;
 use crate::scenario::{StopMode, Tolerance};
 
@@ -56,14 +56,9 @@ fn pocock_spending_starts_at_zero_and_ends_at_one() {
 }
 
 fn record(values: &[u64], turns: u32, expectation: MetricExpectation) -> RunRecord {
-    let mut record = record_with_samples(samples(&[("native_heap", values)], 0, &[]));
+    let mut record = native_heap_record(values, expectation);
     record.scenario.turns = turns;
     record.scenario.stop = StopMode::Decided;
-    record
-        .scenario
-        .expect
-        .metrics
-        .insert("native_heap".to_owned(), expectation);
     record
 }
 

@@ -52,11 +52,7 @@ pub(crate) fn run(args: BenchArgs) -> Result<Exit, CliError> {
             let start = std::time::Instant::now();
             let rows = run_sequential(&config);
             print!("{}", render_sequential(&rows, &config));
-            eprintln!(
-                "{} series in {:.1} s",
-                u64::from(config.series_per_row) * rows.len() as u64,
-                start.elapsed().as_secs_f64()
-            );
+            report_time(config.series_per_row, rows.len(), start);
             Ok(Exit::Pass)
         }
         BenchCommand::Detection { series, seed, .. } => {
@@ -68,11 +64,7 @@ pub(crate) fn run(args: BenchArgs) -> Result<Exit, CliError> {
             let start = std::time::Instant::now();
             let rows = run_detection(&config);
             print!("{}", render_markdown(&rows, &config));
-            eprintln!(
-                "{} series in {:.1} s",
-                u64::from(series) * rows.len() as u64,
-                start.elapsed().as_secs_f64()
-            );
+            report_time(series, rows.len(), start);
             Ok(Exit::Pass)
         }
         BenchCommand::Runner { turns } => {
@@ -81,4 +73,13 @@ pub(crate) fn run(args: BenchArgs) -> Result<Exit, CliError> {
             Ok(Exit::Pass)
         }
     }
+}
+
+/// How many series a detection table took and how long, on stderr (the table is on stdout).
+fn report_time(series_per_row: u32, rows: usize, start: std::time::Instant) {
+    eprintln!(
+        "{} series in {:.1} s",
+        u64::from(series_per_row) * rows as u64,
+        start.elapsed().as_secs_f64()
+    );
 }

@@ -11,7 +11,8 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::analyze::{
-    classify, load_trace, units, Classification, ClassifyOptions, MetricAnalysis, Trace,
+    classify, final_levels, load_trace, units, Classification, ClassifyOptions, Levels,
+    MetricAnalysis, Trace,
 };
 use crate::cli::{CliError, Exit};
 use crate::scenario::Tolerance;
@@ -84,6 +85,11 @@ fn analyze_trace(trace: &Trace, args: &AnalyzeArgs) -> BTreeMap<String, MetricAn
         .filter(|(_, series)| !series.is_empty())
         .map(|(name, series)| {
             let scenario = trace.record.as_ref().map(|r| &r.scenario);
+            // A report of a `stop: decided` run is judged at the levels its run was judged at.
+            let levels = trace
+                .record
+                .as_ref()
+                .map_or_else(Levels::default, final_levels);
             let expectation = scenario.and_then(|s| s.expect.metrics.get(name));
             let options = ClassifyOptions {
                 tolerance: args
@@ -95,7 +101,8 @@ fn analyze_trace(trace: &Trace, args: &AnalyzeArgs) -> BTreeMap<String, MetricAn
                     .unwrap_or(0),
                 max_growth_per_turn: expectation.and_then(|e| e.max_growth_per_turn),
                 reload_every: scenario.map_or(0, |s| s.reload_every),
-                ..ClassifyOptions::default()
+                confidence: levels.confidence,
+                trend_alpha: levels.trend_alpha,
             };
             (name.clone(), classify(series, &options))
         })

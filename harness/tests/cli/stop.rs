@@ -68,6 +68,20 @@ fn the_field_leak_stops_within_a_few_looks_and_still_fails_its_limits() {
         failed,
         ["native_heap.tolerance", "native_heap.max_growth_per_turn"]
     );
+    // `analyze` of the saved report judges it at the levels the run was judged at.
+    let analyzed = Command::new(env!("CARGO_BIN_EXE_leakloop"))
+        .arg("analyze")
+        .arg(out.path().join("report.json"))
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(analyzed.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_slice(&analyzed.stdout).unwrap();
+    assert_eq!(
+        json["metrics"]["native_heap"]["confidence"].as_f64(),
+        Some(metrics["native_heap"].confidence)
+    );
+    assert!(metrics["native_heap"].confidence > 0.99);
     // The saved report re-renders with the same verdict.
     let again = Command::new(env!("CARGO_BIN_EXE_leakloop"))
         .arg("report")

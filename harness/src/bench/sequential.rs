@@ -12,8 +12,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::analyze::{
-    classify, look_levels, look_schedule, undecided, Classification, ClassifyOptions, Epoch,
-    MetricSeries,
+    classify, look_levels, look_schedule, undecided, Classification, ClassifyOptions, MetricSeries,
 };
 use crate::scenario::Tolerance;
 
@@ -56,17 +55,14 @@ pub struct SequentialRow {
 /// The series' turns up to `last`, as a run stopped after turn `last` would have recorded them
 /// (no reload sample after its last turn).
 fn prefix(series: &MetricSeries, last: u32) -> MetricSeries {
-    let epochs = series
-        .epochs
-        .iter()
-        .enumerate()
-        .filter(|(i, e)| *i == 0 || e.start_turn < last)
-        .map(|(_, e)| Epoch {
-            start_turn: e.start_turn,
-            points: e.points.iter().copied().filter(|p| p.0 <= last).collect(),
-        })
-        .collect();
-    MetricSeries { epochs }
+    let mut cut = series.clone();
+    let first_start = cut.epochs.first().map(|e| e.start_turn);
+    cut.epochs
+        .retain(|e| Some(e.start_turn) == first_start || e.start_turn < last.into());
+    for epoch in &mut cut.epochs {
+        epoch.points.retain(|p| p.0 <= last.into());
+    }
+    cut
 }
 
 /// Runs one series sequentially: `(turns it ran, its final word)`.
@@ -200,22 +196,16 @@ mod tests {
 
     #[test]
     fn a_prefix_is_what_a_stopped_run_recorded() {
-        let series = MetricSeries {
-            epochs: vec![
-                Epoch {
-                    start_turn: 0,
-                    points: vec![(0, 10), (1, 11), (2, 12)],
-                },
-                Epoch {
-                    start_turn: 2,
-                    points: vec![(2, 10), (3, 11)],
-                },
-            ],
-        };
-        let cut = prefix(&series, 2);
-        assert_eq!(cut.epochs.len(), 1);
-        assert_eq!(cut.epochs[0].points.len(), 3);
-        assert_eq!(prefix(&series, 3).len(), 5);
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        // Epochs of 5 turns: the load sample and turns 1-5, then the reload after turn 5.
+        let series = SeriesKind::ReloadClean.generate(10, &mut rng).series;
+        assert_eq!(series.epochs.len(), 2);
+        let cut = prefix(&series, 5);
+        assert_eq!(cut.epochs.len(), 1, "no reload sample after the last turn");
+        assert_eq!(cut.len(), 6);
+        let cut = prefix(&series, 7);
+        assert_eq!(cut.epochs.len(), 2);
+        assert_eq!(cut.len(), 6 + 3);
     }
 
     #[test]

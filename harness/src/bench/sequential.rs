@@ -58,9 +58,9 @@ fn prefix(series: &MetricSeries, last: u32) -> MetricSeries {
     let mut cut = series.clone();
     let first_start = cut.epochs.first().map(|e| e.start_turn);
     cut.epochs
-        .retain(|e| Some(e.start_turn) == first_start || e.start_turn < last.into());
+        .retain(|e| Some(e.start_turn) == first_start || e.start_turn < last);
     for epoch in &mut cut.epochs {
-        epoch.points.retain(|p| p.0 <= last.into());
+        epoch.points.retain(|p| p.0 <= last);
     }
     cut
 }

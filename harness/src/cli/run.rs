@@ -44,8 +44,8 @@ pub(crate) struct RunArgs {
     pub turns: Option<u32>,
     /// `turns`: run every turn; `decided`: look at the verdict every few turns and stop once
     /// every watched metric is decided (overrides the scenario's `stop`).
-    #[arg(long, value_parser = ["turns", "decided"])]
-    pub stop: Option<String>,
+    #[arg(long, value_enum)]
+    pub stop: Option<StopMode>,
     /// Override the seed.
     #[arg(long)]
     pub seed: Option<u64>,
@@ -202,12 +202,8 @@ fn apply_overrides(scenario: &mut Scenario, args: &RunArgs) -> Result<(), CliErr
     if let Some(seed) = args.seed {
         scenario.seed = seed;
     }
-    if let Some(stop) = &args.stop {
-        scenario.stop = if stop == "decided" {
-            StopMode::Decided
-        } else {
-            StopMode::Turns
-        };
+    if let Some(stop) = args.stop {
+        scenario.stop = stop;
     }
     let engine = &scenario.engine;
     match engine.backend {

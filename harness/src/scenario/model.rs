@@ -267,7 +267,7 @@ fn one_baseline_sample() -> u32 {
 }
 
 /// When a run ends.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum StopMode {
     /// Run every turn (`warmup_turns + turns`).

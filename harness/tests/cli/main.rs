@@ -6,6 +6,7 @@ mod check;
 mod compare;
 mod fixtures;
 mod interrupted;
+mod library;
 mod opencl;
 mod report;
 mod schema;

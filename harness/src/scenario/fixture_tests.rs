@@ -67,6 +67,16 @@ fn redact(text: &str) -> String {
 )]
 #[case::send_two_prompts("send-two-prompts", Kind::Invalid, Some("turn[1].send"))]
 #[case::zero_prompt_tokens("zero-prompt-tokens", Kind::Invalid, Some("turn[1].send.tokens[1]"))]
+#[case::prompt_longer_than_context(
+    "prompt-longer-than-context",
+    Kind::Invalid,
+    Some("turn[1].send.tokens")
+)]
+#[case::generated_prompt_too_long(
+    "generated-prompt-too-long",
+    Kind::Invalid,
+    Some("turn[1].send.tokens[1]")
+)]
 #[case::fault_after_last_turn("fault-after-last-turn", Kind::Invalid, Some("faults[0].at_turn"))]
 #[case::crash_in_process("crash-in-process", Kind::Invalid, Some("faults[0].kind"))]
 #[case::generate_error_real_engine(

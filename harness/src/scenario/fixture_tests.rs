@@ -44,6 +44,11 @@ fn redact(text: &str) -> String {
     Kind::Invalid,
     Some("expect.native_heap.max_growth_per_turn")
 )]
+#[case::inline_profile_unit(
+    "inline-profile-unit",
+    Kind::Invalid,
+    Some("profiles.mine.leak_per_generation")
+)]
 #[case::unknown_duration_unit("unknown-duration-unit", Kind::Invalid, Some("turn[4].idle"))]
 #[case::negative_tolerance("negative-tolerance", Kind::Invalid, Some("expect.rss.tolerance"))]
 #[case::unknown_backend("unknown-backend", Kind::Shape, Some("engine.backend"))]

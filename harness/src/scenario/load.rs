@@ -205,7 +205,15 @@ fn shape_error(
             format!("{path}.{key}")
         };
     }
-    let (message, suggestion, expected) = explain_unknown(&message, &path);
+    // A size or duration in a simulator profile, read by the same parser as the DSL's own: the
+    // same error as the same mistake anywhere else in the file.
+    let (message, suggestion, expected) = match leakloop_units::serde::explain_message(&message) {
+        Some(unit_error) => {
+            kind = ScenarioErrorKind::Invalid;
+            unit_error
+        }
+        None => explain_unknown(&message, &path),
+    };
     ScenarioError::new(file, kind, plain_types(&message))
         .key(path)
         .at(location, text)

@@ -23,6 +23,7 @@ pub use model::{
     MetricExpectation, PromptSpec, SamplePlan, SamplePoint, Scenario, SessionOptions, Step,
     Tolerance, MAX_TURNS, OPENCL_PROFILES, SIM_PROFILES,
 };
+pub use units::{parse_tolerance, parse_tolerance_arg};
 pub use validate::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_TOKENS, MAX_GENERATED_PROMPT_TOKENS, METRICS,
 };

@@ -75,7 +75,7 @@ impl Context<'_> {
 
     /// A unit that did not parse, quoting the text written.
     fn bad_unit(&self, path: &str, what: &str, text: &UnitText, err: UnitError) -> ScenarioError {
-        self.invalid(path, format!("bad {what} `{}`: {}", text.0, err.message))
+        self.invalid(path, err.describe(what, &text.0))
             .suggest(err.suggestion)
             .expect_one_of(err.expected)
     }

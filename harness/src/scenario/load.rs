@@ -67,6 +67,7 @@ pub fn parse_scenario_bytes(bytes: &[u8], origin: &Path) -> Result<Scenario, Sce
 /// scenario resolve against its folder.
 pub fn parse_scenario(text: &str, origin: &Path) -> Result<Scenario, ScenarioError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    check_line_breaks(text, origin)?;
     let spans = index_spans(text).map_err(|p| scan_error(p, text, origin))?;
     match spans.root {
         RootKind::Mapping => {}
@@ -102,6 +103,34 @@ pub fn parse_scenario(text: &str, origin: &Path) -> Result<Scenario, ScenarioErr
         spans: &spans,
     };
     validate(raw, &cx)
+}
+
+/// Refuses U+0085, U+2028 and U+2029, which serde_yaml reads as line breaks and the span index
+/// does not, so that an error after one could name no line (found by fuzzing).
+fn check_line_breaks(text: &str, file: &Path) -> Result<(), ScenarioError> {
+    for (line_index, line) in text.split('\n').enumerate() {
+        if let Some((column, c)) = line
+            .chars()
+            .enumerate()
+            .find(|(_, c)| matches!(c, '\u{85}' | '\u{2028}' | '\u{2029}'))
+        {
+            let location = Location {
+                line: line_index + 1,
+                column: column + 1,
+            };
+            return Err(ScenarioError::new(
+                file,
+                ScenarioErrorKind::Encoding,
+                format!(
+                    "the character U+{:04X}, which YAML reads as a line break, is not allowed in \
+                     a scenario (even in a comment); remove it",
+                    u32::from(c)
+                ),
+            )
+            .at(Some(location), text));
+        }
+    }
+    Ok(())
 }
 
 /// Turns a problem found while indexing into an error.

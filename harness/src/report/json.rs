@@ -7,6 +7,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::analyze::Verdict;
+use crate::input::{read_bounded, utf8_text, MAX_REPORT_BYTES};
 use crate::report::ReportError;
 use crate::runner::RunRecord;
 
@@ -57,11 +58,20 @@ pub fn render_report_json(record: &RunRecord, verdict: &Verdict) -> Result<Strin
 
 /// Reads and checks a report.json file.
 pub fn read_report(path: &Path) -> Result<ReportFile, ReportError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
+    let bytes = read_bounded(
+        path,
+        MAX_REPORT_BYTES,
+        "a report.json is at most a few hundred MB",
+    )?;
+    let text = utf8_text(&bytes).map_err(|e| ReportError::Parse {
         path: path.to_owned(),
-        source,
+        line: e.line,
+        column: e.column,
+        field: None,
+        message: e.to_string(),
     })?;
-    parse_report(path, &text)
+    // A byte-order mark from an editor is not part of the JSON.
+    parse_report(path, text.strip_prefix('\u{feff}').unwrap_or(text))
 }
 
 /// Parses report.json text; `path` is only used in error messages.

@@ -53,6 +53,7 @@ struct Details {
     suggestion: Option<String>,
     expected: Vec<String>,
     snippet: Option<String>,
+    note: Option<String>,
 }
 
 impl std::error::Error for ScenarioError {}
@@ -73,6 +74,7 @@ impl ScenarioError {
             suggestion: None,
             expected: Vec::new(),
             snippet: None,
+            note: None,
         }))
     }
 
@@ -107,6 +109,21 @@ impl ScenarioError {
     /// Lists what would have been accepted.
     pub(crate) fn expect_one_of<S: ToString>(mut self, names: impl IntoIterator<Item = S>) -> Self {
         self.0.expected = names.into_iter().map(|n| n.to_string()).collect();
+        self
+    }
+
+    /// Blames a command-line flag instead of the file: the value is the flag's, so the file's
+    /// line would mislead.
+    pub(crate) fn blame_flag(mut self, flag: impl Into<String>) -> Self {
+        self.0.location = None;
+        self.0.snippet = None;
+        self.0.key_path = Some(flag.into());
+        self
+    }
+
+    /// Adds a note below the message.
+    pub(crate) fn note(mut self, note: impl Into<String>) -> Self {
+        self.0.note = Some(note.into());
         self
     }
 
@@ -173,6 +190,9 @@ impl fmt::Display for ScenarioError {
                 "",
                 list.join(", ")
             )?;
+        }
+        if let Some(note) = &d.note {
+            write!(f, "\n{:pad$}= note: {note}", "")?;
         }
         Ok(())
     }

@@ -863,7 +863,7 @@ fn every_dsl_unit_is_in_the_schema(#[case] place: &str, #[case] unknown: &str) {
 #[case::opencl_hang_in_process(with_engine("{backend: opencl, isolate: false}") + "faults: [{at_turn: 1, kind: hang}]\n", false)]
 #[case::opencl_generate_error(with_engine("{backend: opencl}") + "faults: [{at_turn: 1, kind: generate_error}]\n", false)]
 #[case::opencl_skip_close(with_engine("{backend: opencl}") + "faults: [{at_turn: 1, kind: skip_close}]\n", true)]
-#[case::sim_crash(format!("{MINIMAL}faults: [{{at_turn: 1, kind: crash}}]\n"), true)]
+#[case::sim_crash(with_turn("[open: {}, generate: {max_output_tokens: 4}, close: {}]") + "faults: [{at_turn: 1, kind: crash}]\n", true)]
 #[case::fault_at_zero(format!("{MINIMAL}faults: [{{at_turn: 0, kind: crash}}]\n"), false)]
 #[case::litert_any_profile(
     with_engine("{backend: litert-lm, model: m.litertlm, profile: Whatever It Is}"),

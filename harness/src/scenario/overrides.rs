@@ -1,0 +1,137 @@
+//! Command-line values (`leakloop run --turns 2 --backend opencl ...`) that replace a scenario's
+//! own. They are applied to the raw scenario before validation, so an overridden scenario passes
+//! through exactly the checks `leakloop check` makes, once.
+
+use std::path::{Path, PathBuf};
+
+use crate::scenario::error::ScenarioError;
+use crate::scenario::model::{BackendKind, Device, Scenario};
+use crate::scenario::raw::RawScenario;
+
+/// Values that replace the scenario's own; `None` keeps the scenario's.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Overrides {
+    /// `engine.backend`. A different backend also drops the scenario's `profile` (it belongs
+    /// to the scenario's own backend) and `isolate` (the new backend's default applies).
+    pub backend: Option<BackendKind>,
+    /// `engine.profile`.
+    pub profile: Option<String>,
+    /// `engine.model`, relative to the working directory (not the scenario's folder).
+    pub model: Option<PathBuf>,
+    /// `engine.lib`, relative to the working directory.
+    pub lib: Option<PathBuf>,
+    /// `engine.device`.
+    pub device: Option<Device>,
+    /// `engine.max_tokens`.
+    pub max_tokens: Option<u32>,
+    /// `turns`.
+    pub turns: Option<u32>,
+    /// `seed`.
+    pub seed: Option<u64>,
+}
+
+impl Overrides {
+    /// Whether nothing is overridden.
+    pub fn is_empty(&self) -> bool {
+        *self == Overrides::default()
+    }
+
+    /// Writes the overridden values into `raw`.
+    pub(crate) fn apply(&self, raw: &mut RawScenario) {
+        let engine = &mut raw.engine;
+        if let Some(backend) = self.backend {
+            if backend != engine.backend {
+                engine.backend = backend;
+                engine.profile = None;
+                engine.isolate = None;
+            }
+        }
+        if let Some(profile) = &self.profile {
+            engine.profile = Some(profile.clone());
+        }
+        // Absolute, so that validation does not resolve them against the scenario's folder.
+        if let Some(model) = &self.model {
+            engine.model = Some(absolute_text(model));
+        }
+        if let Some(lib) = &self.lib {
+            engine.lib = Some(absolute_text(lib));
+        }
+        if let Some(device) = self.device {
+            engine.device = Some(device);
+        }
+        if let Some(max_tokens) = self.max_tokens {
+            engine.max_tokens = Some(i64::from(max_tokens));
+        }
+        if let Some(turns) = self.turns {
+            raw.turns = i64::from(turns);
+        }
+        if let Some(seed) = self.seed {
+            raw.seed = Some(seed);
+        }
+    }
+
+    /// Puts the paths back exactly as they were given (validation saw them as text).
+    pub(crate) fn restore_paths(&self, scenario: &mut Scenario) {
+        if let Some(model) = &self.model {
+            scenario.engine.model = Some(model.clone());
+        }
+        if let Some(lib) = &self.lib {
+            scenario.engine.lib = Some(lib.clone());
+        }
+    }
+
+    /// The flags given, as typed (`--turns 2 --profile nope`).
+    fn flags(&self) -> Vec<(&'static str, String)> {
+        let path = |p: &Path| p.display().to_string();
+        [
+            (
+                "engine.backend",
+                "--backend",
+                self.backend.map(|b| b.as_str().to_owned()),
+            ),
+            ("engine.profile", "--profile", self.profile.clone()),
+            ("engine.model", "--model", self.model.as_deref().map(path)),
+            ("engine.lib", "--lib", self.lib.as_deref().map(path)),
+            (
+                "engine.device",
+                "--device",
+                self.device.map(|d| d.as_str().to_owned()),
+            ),
+            (
+                "engine.max_tokens",
+                "--max-tokens",
+                self.max_tokens.map(|n| n.to_string()),
+            ),
+            ("turns", "--turns", self.turns.map(|n| n.to_string())),
+            ("seed", "--seed", self.seed.map(|n| n.to_string())),
+        ]
+        .into_iter()
+        .filter_map(|(key, flag, value)| value.map(|v| (key, format!("{flag} {v}"))))
+        .collect()
+    }
+
+    /// Places a validation error: a value that came from a flag is blamed on the flag; any
+    /// other error of an overridden scenario notes the flags it was checked with.
+    pub(crate) fn explain(&self, err: ScenarioError) -> ScenarioError {
+        let flags = self.flags();
+        if flags.is_empty() {
+            return err;
+        }
+        if let Some((_, flag)) = flags.iter().find(|(key, _)| err.key_path() == Some(*key)) {
+            let flag = flag.clone();
+            return err.blame_flag(flag);
+        }
+        let all: Vec<String> = flags.into_iter().map(|(_, f)| f).collect();
+        err.note(format!(
+            "checked with {} from the command line",
+            all.join(" ")
+        ))
+    }
+}
+
+fn absolute_text(path: &Path) -> String {
+    std::path::absolute(path)
+        .unwrap_or_else(|_| path.to_owned())
+        .to_string_lossy()
+        .into_owned()
+}

@@ -3,11 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
-
-use crate::cli::{CliError, Exit};
+use crate::cli::{CliError, Outcome};
 use crate::engine::{build_in_process, serve_stdio, WorkerError};
-use crate::scenario::{load_scenario, Scenario};
+use crate::input::read_bounded;
+use crate::scenario::{load_scenario, Scenario, MAX_SCENARIO_BYTES};
 
 /// Arguments of `leakloop worker`.
 #[derive(Debug, clap::Args)]
@@ -18,27 +17,26 @@ pub(crate) struct WorkerArgs {
     scenario: Option<PathBuf>,
 }
 
-pub(crate) fn run(args: WorkerArgs) -> Result<Exit, CliError> {
-    let given = args
-        .scenario
-        .as_deref()
-        .map(read_scenario)
-        .transpose()
-        .map_err(CliError::BadInput)?;
+pub(crate) fn run(args: WorkerArgs) -> Result<Outcome, CliError> {
+    let given = args.scenario.as_deref().map(read_scenario).transpose()?;
     match serve_stdio(given, Box::new(build_in_process)) {
-        Ok(()) => Ok(Exit::Pass),
+        Ok(()) => Ok(Outcome::Done),
         Err(err @ WorkerError::Build(_)) => Err(CliError::Engine(err.into())),
+        // What came down the pipe was not the protocol (or the pipe broke).
         Err(err) => Err(CliError::BadInput(err.into())),
     }
 }
 
-fn read_scenario(path: &Path) -> anyhow::Result<Scenario> {
+fn read_scenario(path: &Path) -> Result<Scenario, CliError> {
     if path.extension().is_some_and(|e| e == "json") {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let mut de = serde_json::Deserializer::from_str(&text);
-        serde_path_to_error::deserialize(&mut de)
-            .with_context(|| format!("{}: not a serialised scenario", path.display()))
+        let bytes = read_bounded(path, MAX_SCENARIO_BYTES, "a serialised scenario is small")?;
+        let mut de = serde_json::Deserializer::from_slice(&bytes);
+        serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            CliError::BadInput(
+                anyhow::Error::new(e)
+                    .context(format!("{}: not a serialised scenario", path.display())),
+            )
+        })
     } else {
         Ok(load_scenario(path)?)
     }

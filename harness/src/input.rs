@@ -180,6 +180,23 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// `text` cut to at most about `max_chars` characters: the start and the end are kept and the
+/// middle is replaced by a note of how much was left out, so an error never echoes a huge field.
+pub fn shorten(text: &str, max_chars: usize) -> std::borrow::Cow<'_, str> {
+    let count = text.chars().count();
+    if count <= max_chars {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let keep_start = max_chars * 2 / 3;
+    let keep_end = max_chars / 6;
+    let start: String = text.chars().take(keep_start).collect();
+    let end: String = text.chars().skip(count - keep_end).collect();
+    std::borrow::Cow::Owned(format!(
+        "{start} [... {} characters left out ...] {end}",
+        count - keep_start - keep_end
+    ))
+}
+
 fn describe(file_type: &std::fs::FileType) -> &'static str {
     #[cfg(unix)]
     {

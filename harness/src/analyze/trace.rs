@@ -248,6 +248,13 @@ fn validate_header(columns: &[String], line: u64) -> Result<(), TraceErrorKind> 
         if name.is_empty() {
             return Err(header_error(format!("column {} has no name", i + 1)));
         }
+        if name.chars().any(crate::input::is_unprintable) {
+            return Err(header_error(format!(
+                "column {} is named `{}`, with control characters; a metric name is plain text",
+                i + 1,
+                crate::input::printable(name)
+            )));
+        }
         if columns[..i].contains(name) {
             return Err(header_error(format!("column `{name}` appears twice")));
         }
@@ -296,6 +303,10 @@ mod tests {
     )]
     #[case::no_metrics("turn\n0\n", "line 1: no metric columns after `turn`")]
     #[case::duplicate("turn,rss,rss\n0,1,2\n", "line 1: column `rss` appears twice")]
+    #[case::control_characters(
+        "turn,\u{1b}[31mrss\n0,1\n",
+        "line 1: column 2 is named `\\u{1b}[31mrss`, with control characters; a metric name is plain text"
+    )]
     #[case::short_row(
         "turn,rss,gpu\n0,1,2\n1,3\n",
         "line 3: expected 3 fields (turn,rss,gpu), found 2"

@@ -81,18 +81,7 @@ pub(crate) fn bounded(message: &str) -> String {
 
 fn bound_line(line: &str) -> String {
     let escaped = crate::input::printable(line);
-    let count = escaped.chars().count();
-    if count <= MAX_MESSAGE_LINE {
-        return escaped.into_owned();
-    }
-    let keep_start = MAX_MESSAGE_LINE * 2 / 3;
-    let keep_end = MAX_MESSAGE_LINE / 6;
-    let start: String = escaped.chars().take(keep_start).collect();
-    let end: String = escaped.chars().skip(count - keep_end).collect();
-    format!(
-        "{start} [... {} characters left out ...] {end}",
-        count - keep_start - keep_end
-    )
+    crate::input::shorten(&escaped, MAX_MESSAGE_LINE).into_owned()
 }
 
 #[cfg(test)]

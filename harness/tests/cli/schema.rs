@@ -286,6 +286,24 @@ const SCHEMA_REJECTS: &[(&str, &str, &str)] = &[
     ("wrong-type-turns", "/turns", "type"),
     ("zero-prompt-tokens", "/turn/1", "oneOf"),
     ("zero-turns", "/turns", "minimum"),
+    ("step-value-wrong-type", "/turn/1", "oneOf"),
+    (
+        "profile-size-not-a-size",
+        "/profiles/my-phone/weights",
+        "pattern",
+    ),
+    (
+        "profile-size-negative",
+        "/profiles/my-phone/weights",
+        "minimum",
+    ),
+    ("profile-size-tagged", "/profiles/my-phone/weights", "type"),
+    (
+        "profile-place-mapping",
+        "/profiles/my-phone/context_on",
+        "enum",
+    ),
+    ("huge-name", "/name", "pattern"),
 ];
 
 /// Malformed fixtures whose defect needs more than a schema can say (relations between values,
@@ -303,6 +321,10 @@ const BEYOND_SCHEMA: &[(&str, &str)] = &[
     ("open-twice", "step order within a turn"),
     ("send-before-open", "step order within a turn"),
     (
+        "crash-without-generation",
+        "a fault needs a step it can strike in",
+    ),
+    (
         "too-many-turns-with-warmup",
         "a limit on warmup_turns + turns",
     ),
@@ -318,6 +340,8 @@ const NOT_ONE_YAML_DOCUMENT: &[&str] = &[
     "duplicate-key",
     "duplicate-nested-key",
     "latin1-text",
+    "next-line-in-comment",
+    "nul-in-comment",
     "syntax-error",
     "two-documents",
 ];

@@ -16,6 +16,21 @@ use crate::input::InputError;
 use crate::report::ReportError;
 use crate::scenario::ScenarioError;
 
+/// What each exit code means, for every command (`leakloop --help`; README.md has the same table).
+pub(crate) const EXIT_CODES_HELP: &str = "\
+Exit codes (every command):
+  0  pass: every expectation held (check: every file is valid; analyze: no metric grows;
+     bench: done)
+  1  an expectation failed: a leak, an unbalanced create/delete (analyze: a metric grows)
+  2  bad input or usage: a malformed scenario, trace or report, a missing or unreadable input
+     file, a bad flag or override
+  3  the engine failed: crash, hang, load error, a missing engine library, unscripted engine
+     errors
+  4  output could not be written before there was a verdict: the --out folder, or stdout of a
+     command without a verdict (bench)
+Once a verdict is known it decides the code; a later failure to write output is a warning.
+A closed pipe on stdout (`| head`) ends the output quietly.";
+
 /// The documented exit codes (README.md, "Exit codes", and `leakloop --help`), ordered so that
 /// the worse of two verdicts is the larger.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -242,6 +257,43 @@ mod tests {
             "{:?}",
             decision.stderr
         );
+    }
+
+    /// README.md's table, `leakloop --help` and [`Exit`] list the same codes.
+    #[test]
+    fn readme_help_and_enum_agree_on_the_codes() {
+        let all = [
+            Exit::Pass,
+            Exit::ExpectationFailed,
+            Exit::BadInput,
+            Exit::EngineFailed,
+            Exit::OutputFailed,
+        ];
+        let codes: Vec<u8> = all.iter().map(|e| *e as u8).collect();
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+        let table = readme
+            .split("### Exit codes")
+            .nth(1)
+            .and_then(|rest| rest.split("\n\n").find(|block| block.starts_with("| code")))
+            .expect("README has an exit-code table");
+        let in_readme: Vec<u8> = table
+            .lines()
+            .skip(2)
+            .map(|row| row.split('|').nth(1).unwrap().trim().parse().unwrap())
+            .collect();
+        assert_eq!(in_readme, codes);
+        let in_help: Vec<u8> = EXIT_CODES_HELP
+            .lines()
+            .filter_map(|l| {
+                l.strip_prefix("  ")?
+                    .split_whitespace()
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+            .collect();
+        assert_eq!(in_help, codes);
     }
 
     #[test]

@@ -15,22 +15,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub use compare::{compare_exit, compare_runs};
+use error::EXIT_CODES_HELP;
 pub use error::{decide, CliError, Decision, Exit, Outcome};
-
-/// What each exit code means, for every command (`leakloop --help`; README.md has the same table).
-const EXIT_CODES_HELP: &str = "\
-Exit codes (every command):
-  0  pass: every expectation held (check: every file is valid; analyze: no metric grows;
-     bench: done)
-  1  an expectation failed: a leak, an unbalanced create/delete (analyze: a metric grows)
-  2  bad input or usage: a malformed scenario, trace or report, a missing or unreadable input
-     file, a bad flag or override
-  3  the engine failed: crash, hang, load error, a missing engine library, unscripted engine
-     errors
-  4  output could not be written before there was a verdict: the --out folder, or stdout of a
-     command without a verdict (bench)
-Once a verdict is known it decides the code; a later failure to write output is a warning.
-A closed pipe on stdout (`| head`) ends the output quietly.";
 
 /// Catches memory-leak regressions in on-device LLM inference engines.
 #[derive(Debug, Parser)]

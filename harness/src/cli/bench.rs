@@ -52,7 +52,7 @@ pub(crate) fn run(args: BenchArgs) -> Result<Outcome, CliError> {
             Ok(Outcome::Done)
         }
         BenchCommand::Runner { turns } => {
-            let rows = run_overhead(turns).map_err(|e| CliError::Engine(e.into()))?;
+            let rows = run_overhead(turns)?;
             output::print(&render_overhead(&rows));
             Ok(Outcome::Done)
         }

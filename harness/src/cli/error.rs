@@ -10,8 +10,10 @@
 use std::io::ErrorKind;
 
 use crate::analyze::{TraceError, VerdictStatus};
+use crate::bench::OverheadError;
 use crate::engine::litert_lm::DiscoverError;
 use crate::engine::EngineError;
+use crate::engine::WorkerError;
 use crate::input::InputError;
 use crate::report::ReportError;
 use crate::scenario::ScenarioError;
@@ -113,23 +115,22 @@ impl CliError {
     }
 }
 
-impl From<ScenarioError> for CliError {
-    fn from(e: ScenarioError) -> Self {
-        CliError::BadInput(e.into())
-    }
+/// Maps whole error types to one code each.
+macro_rules! exit_by_type {
+    ($variant:ident: $($error:ty),+ $(,)?) => {
+        $(impl From<$error> for CliError {
+            fn from(e: $error) -> Self {
+                CliError::$variant(e.into())
+            }
+        })+
+    };
 }
 
-impl From<TraceError> for CliError {
-    fn from(e: TraceError) -> Self {
-        CliError::BadInput(e.into())
-    }
-}
-
-impl From<InputError> for CliError {
-    fn from(e: InputError) -> Self {
-        CliError::BadInput(e.into())
-    }
-}
+// A scenario, trace or input file that cannot be used is bad input.
+exit_by_type!(BadInput: ScenarioError, TraceError, InputError);
+// An engine that cannot be built (its library missing, named or discovered; its model unusable;
+// a worker that does not start), or the runner benchmark's engine failing, is an engine failure.
+exit_by_type!(Engine: EngineError, OverheadError, DiscoverError);
 
 impl From<ReportError> for CliError {
     fn from(e: ReportError) -> Self {
@@ -144,18 +145,14 @@ impl From<ReportError> for CliError {
     }
 }
 
-/// An engine that cannot be built (its library, model or profile unusable, a worker that does
-/// not start) is an engine failure.
-impl From<EngineError> for CliError {
-    fn from(e: EngineError) -> Self {
-        CliError::Engine(e.into())
-    }
-}
-
-/// A missing engine library, named or discovered, is an engine failure.
-impl From<DiscoverError> for CliError {
-    fn from(e: DiscoverError) -> Self {
-        CliError::Engine(e.into())
+/// A worker whose engine cannot be built is an engine failure; one that is spoken to out of
+/// protocol (or whose pipes break) had bad input.
+impl From<WorkerError> for CliError {
+    fn from(e: WorkerError) -> Self {
+        match e {
+            WorkerError::Build(_) => CliError::Engine(e.into()),
+            _ => CliError::BadInput(e.into()),
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::cli::{CliError, Outcome};
-use crate::engine::{build_in_process, serve_stdio, WorkerError};
+use crate::engine::{build_in_process, serve_stdio};
 use crate::input::read_bounded;
 use crate::scenario::{load_scenario, Scenario, MAX_SCENARIO_BYTES};
 
@@ -19,12 +19,8 @@ pub(crate) struct WorkerArgs {
 
 pub(crate) fn run(args: WorkerArgs) -> Result<Outcome, CliError> {
     let given = args.scenario.as_deref().map(read_scenario).transpose()?;
-    match serve_stdio(given, Box::new(build_in_process)) {
-        Ok(()) => Ok(Outcome::Done),
-        Err(err @ WorkerError::Build(_)) => Err(CliError::Engine(err.into())),
-        // What came down the pipe was not the protocol (or the pipe broke).
-        Err(err) => Err(CliError::BadInput(err.into())),
-    }
+    serve_stdio(given, Box::new(build_in_process))?;
+    Ok(Outcome::Done)
 }
 
 fn read_scenario(path: &Path) -> Result<Scenario, CliError> {

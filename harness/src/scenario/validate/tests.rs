@@ -200,8 +200,15 @@ fn faults_a_backend_can_take(
     #[case] kind: &str,
     #[case] refused: Option<&str>,
 ) {
+    let turn = "[open: {}, generate: {max_output_tokens: 4}, close: {}]";
+    assert_fault_verdict(engine, turn, kind, refused);
+}
+
+/// Parses a scenario with one fault of `kind` at turn 1 and checks that it is accepted, or
+/// refused on `faults[0].kind` with a message containing `refused`.
+fn assert_fault_verdict(engine: &str, turn: &str, kind: &str, refused: Option<&str>) {
     let text = format!(
-        "name: f\nengine: {engine}\nturns: 3\nturn: [open: {{}}, generate: {{max_output_tokens: 4}}, close: {{}}]\nfaults: [{{at_turn: 1, kind: {kind}}}]\n"
+        "name: f\nengine: {engine}\nturns: 3\nturn: {turn}\nfaults: [{{at_turn: 1, kind: {kind}}}]\n"
     );
     match (parse(&text), refused) {
         (Ok(s), None) => assert_eq!(s.faults.len(), 1),
@@ -209,7 +216,7 @@ fn faults_a_backend_can_take(
             assert_eq!(e.key_path(), Some("faults[0].kind"), "{e}");
             assert!(e.message().contains(why), "{e}");
         }
-        (result, _) => panic!("{engine} with {kind}: {result:?}"),
+        (result, _) => panic!("{engine} {turn} with {kind}: {result:?}"),
     }
 }
 
@@ -264,17 +271,7 @@ fn faults_that_never_strike_are_refused(
     #[case] kind: &str,
     #[case] refused: Option<&str>,
 ) {
-    let text = format!(
-        "name: f\nengine: {engine}\nturns: 3\nturn: {turn}\nfaults: [{{at_turn: 1, kind: {kind}}}]\n"
-    );
-    match (parse(&text), refused) {
-        (Ok(s), None) => assert_eq!(s.faults.len(), 1),
-        (Err(e), Some(why)) => {
-            assert_eq!(e.key_path(), Some("faults[0].kind"), "{e}");
-            assert!(e.message().contains(why), "{e}");
-        }
-        (result, _) => panic!("{engine} {turn} with {kind}: {result:?}"),
-    }
+    assert_fault_verdict(engine, turn, kind, refused);
 }
 
 #[test]

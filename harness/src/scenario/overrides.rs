@@ -135,3 +135,105 @@ fn absolute_text(path: &Path) -> String {
         .to_string_lossy()
         .into_owned()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use super::*;
+    use crate::scenario::load_scenario_with;
+
+    fn fixture(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../fixtures/scenarios")
+            .join(name)
+    }
+
+    #[test]
+    fn fewer_turns_cannot_drop_a_scripted_fault() {
+        let overrides = Overrides {
+            turns: Some(2),
+            ..Overrides::default()
+        };
+        let err = load_scenario_with(&fixture("fault-crash.yaml"), &overrides).unwrap_err();
+        assert_eq!(err.key_path(), Some("faults[0].at_turn"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("= note: checked with --turns 2 from the command line"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn another_backend_is_checked_against_the_faults() {
+        let overrides = Overrides {
+            backend: Some(BackendKind::Opencl),
+            ..Overrides::default()
+        };
+        let err =
+            load_scenario_with(&fixture("fault-generate-error.yaml"), &overrides).unwrap_err();
+        assert_eq!(err.key_path(), Some("faults[0].kind"), "{err}");
+        assert!(err.message().contains("only the sim backend"), "{err}");
+    }
+
+    #[test]
+    fn a_misspelt_profile_is_blamed_on_the_flag_with_a_suggestion() {
+        let overrides = Overrides {
+            profile: Some("cpu-flot".into()),
+            ..Overrides::default()
+        };
+        let err =
+            load_scenario_with(&fixture("flutter-gemma-cpu-flat.yaml"), &overrides).unwrap_err();
+        assert_eq!(err.key_path(), Some("--profile cpu-flot"), "{err}");
+        assert_eq!(err.suggestion(), Some("cpu-flat"), "{err}");
+        assert_eq!(err.location(), None, "the file's line would mislead: {err}");
+    }
+
+    #[test]
+    fn zero_max_tokens_is_blamed_on_the_flag() {
+        let overrides = Overrides {
+            max_tokens: Some(0),
+            ..Overrides::default()
+        };
+        let err =
+            load_scenario_with(&fixture("flutter-gemma-cpu-flat.yaml"), &overrides).unwrap_err();
+        assert_eq!(err.key_path(), Some("--max-tokens 0"), "{err}");
+    }
+
+    #[test]
+    fn accepted_overrides_replace_the_values_and_keep_paths_as_given() {
+        let overrides = Overrides {
+            backend: Some(BackendKind::LitertLm),
+            model: Some(PathBuf::from("models/tiny.litertlm")),
+            lib: Some(PathBuf::from("libs/liblitert-lm.so")),
+            device: Some(Device::Gpu),
+            max_tokens: Some(512),
+            turns: Some(7),
+            seed: Some(9),
+            ..Overrides::default()
+        };
+        let s = load_scenario_with(&fixture("flutter-gemma-cpu-flat.yaml"), &overrides).unwrap();
+        assert_eq!(s.engine.backend, BackendKind::LitertLm);
+        assert_eq!(
+            s.engine.profile, None,
+            "a sim profile does not follow to litert-lm"
+        );
+        assert!(s.engine.isolate, "real engines run isolated by default");
+        assert_eq!(s.engine.model, Some(PathBuf::from("models/tiny.litertlm")));
+        assert_eq!(s.engine.lib, Some(PathBuf::from("libs/liblitert-lm.so")));
+        assert_eq!(s.engine.device, Device::Gpu);
+        assert_eq!((s.engine.max_tokens, s.turns, s.seed), (512, 7, 9));
+    }
+
+    #[test]
+    fn a_new_backend_without_what_it_needs_is_refused() {
+        let overrides = Overrides {
+            backend: Some(BackendKind::LitertLm),
+            ..Overrides::default()
+        };
+        let err =
+            load_scenario_with(&fixture("flutter-gemma-cpu-flat.yaml"), &overrides).unwrap_err();
+        assert_eq!(err.key_path(), Some("engine.model"), "{err}");
+        assert!(err.to_string().contains("--backend litert-lm"), "{err}");
+    }
+}

@@ -124,6 +124,20 @@ fn malformed_traces_exit_two_naming_the_line(#[case] file: &str) {
     insta::assert_snapshot!(name, stderr);
 }
 
+/// A 200 KB field used to be echoed whole; the message names it and stays short.
+#[test]
+fn an_error_never_echoes_a_huge_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("huge.csv");
+    std::fs::write(&path, format!("turn,rss\n0,1\n1,{}\n", "9x".repeat(100_000))).unwrap();
+    let out = analyze(&[path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.len() < 1000, "{} bytes: {stderr}", stderr.len());
+    assert!(stderr.contains("line 3, column `rss`"), "{stderr}");
+    assert!(stderr.contains("characters left out"), "{stderr}");
+}
+
 #[test]
 fn a_string_format_version_is_a_wrong_type_not_missing() {
     let out = analyze(&["fixtures/bad/report-string-format-version.json"]);

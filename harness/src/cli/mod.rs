@@ -53,7 +53,7 @@ pub fn main() -> ExitCode {
         Err(e) if e.use_stderr() => Err(CliError::Usage(e.render().to_string())),
         // --help and --version: their text is the output.
         Err(e) => {
-            output::print(&e.render().ansi().to_string());
+            output::print_styled(&e.render().ansi().to_string());
             Ok(Outcome::Done)
         }
     };

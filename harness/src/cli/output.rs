@@ -14,9 +14,21 @@ static STDOUT_FAILURE: Mutex<Option<std::io::Error>> = Mutex::new(None);
 /// The longest line of a message on stderr; longer lines are shortened in the middle.
 pub(crate) const MAX_MESSAGE_LINE: usize = 400;
 
-/// Writes `text` to standard output (styles kept on a terminal, stripped otherwise, as
-/// `NO_COLOR` asks), unless an earlier write failed.
+/// Writes plain `text` to standard output, unless an earlier write failed. Control characters
+/// other than newlines and tabs (an ANSI escape in a metric name read from a file) are escaped,
+/// so that the terminal shows them rather than obeys them.
 pub(crate) fn print(text: &str) {
+    let shown: String = text
+        .split('\n')
+        .map(crate::input::printable)
+        .collect::<Vec<_>>()
+        .join("\n");
+    print_styled(&shown);
+}
+
+/// Writes `text`, styled by leakloop itself, to standard output (styles kept on a terminal,
+/// stripped otherwise, as `NO_COLOR` asks), unless an earlier write failed.
+pub(crate) fn print_styled(text: &str) {
     write_stdout(|| {
         let mut stdout = anstream::stdout().lock();
         stdout.write_all(text.as_bytes())?;

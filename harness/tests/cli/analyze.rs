@@ -129,7 +129,11 @@ fn malformed_traces_exit_two_naming_the_line(#[case] file: &str) {
 fn an_error_never_echoes_a_huge_field() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("huge.csv");
-    std::fs::write(&path, format!("turn,rss\n0,1\n1,{}\n", "9x".repeat(100_000))).unwrap();
+    std::fs::write(
+        &path,
+        format!("turn,rss\n0,1\n1,{}\n", "9x".repeat(100_000)),
+    )
+    .unwrap();
     let out = analyze(&[path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -1,10 +1,16 @@
 //! The readers under test and what counts as a good answer from each.
+//!
+//! Each input is written to a file and read by the same function the command reads a user's file
+//! with (`load_scenario`, `load_trace`, `read_report`), so the fuzzing covers everything between
+//! the file and the result: the regular-file check and size limit, UTF-8 decoding, byte-order
+//! marks, and the parser.
 
-use std::path::Path;
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
 
-use leakloop::analyze::{parse_csv, TraceErrorKind};
-use leakloop::report::ReportError;
-use leakloop::scenario::{parse_scenario_bytes, ScenarioErrorKind};
+use leakloop::analyze::{load_trace, TraceErrorKind};
+use leakloop::report::{read_report, ReportError};
+use leakloop::scenario::{load_scenario, ScenarioErrorKind};
 
 /// A reader of user files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -55,18 +61,41 @@ impl Target {
         }
     }
 
-    /// Runs the reader on `bytes`.
+    /// Runs the reader on `bytes`, written to a file first.
     pub fn run(self, bytes: &[u8]) -> Outcome {
+        let path = input_file(self, bytes);
         match self {
-            Target::Scenario => scenario(bytes),
-            Target::Trace => trace(bytes),
-            Target::Report => report(bytes),
+            Target::Scenario => scenario(&path),
+            Target::Trace => trace(&path),
+            Target::Report => report(&path),
         }
     }
 }
 
-fn scenario(bytes: &[u8]) -> Outcome {
-    match parse_scenario_bytes(bytes, Path::new("fuzz.yaml")) {
+thread_local! {
+    /// A private folder per thread for the input files, removed when the thread ends.
+    static INPUT_DIR: RefCell<Option<tempfile::TempDir>> = const { RefCell::new(None) };
+}
+
+/// Writes `bytes` to this thread's input file for `target`, replacing the previous input.
+fn input_file(target: Target, bytes: &[u8]) -> PathBuf {
+    INPUT_DIR.with(|dir| {
+        let mut dir = dir.borrow_mut();
+        if dir.is_none() {
+            *dir = Some(tempfile::tempdir().expect("a temporary folder for fuzz inputs"));
+        }
+        let folder = dir
+            .as_ref()
+            .map(tempfile::TempDir::path)
+            .unwrap_or(Path::new("."));
+        let path = folder.join(format!("input.{}", target.extension()));
+        std::fs::write(&path, bytes).expect("a fuzz input is written");
+        path
+    })
+}
+
+fn scenario(path: &Path) -> Outcome {
+    match load_scenario(path) {
         Ok(_) => Outcome::Accepted,
         // An empty file has no place to point at; everything else does.
         Err(e) if e.kind() == ScenarioErrorKind::Empty || e.location().is_some() => {
@@ -76,24 +105,19 @@ fn scenario(bytes: &[u8]) -> Outcome {
     }
 }
 
-/// The trace reader works on text: bytes that are not UTF-8 are refused before it (by the file
-/// read, which hard limits and encoding checks belong to), so they are read here as lossy text.
-fn trace(bytes: &[u8]) -> Outcome {
-    let text = String::from_utf8_lossy(bytes);
-    let result = if text.trim_start().starts_with('{') {
-        leakloop::analyze::parse_report(&text).map(|_| ())
-    } else {
-        parse_csv(&text).map(|_| ())
-    };
-    match result {
-        Ok(()) => Outcome::Accepted,
-        Err(kind) => {
-            let message = kind.to_string();
-            let located = match &kind {
+/// The trace reader of `leakloop analyze`: a CSV, or a report.json when it starts with `{`.
+fn trace(path: &Path) -> Outcome {
+    match load_trace(path) {
+        Ok(_) => Outcome::Accepted,
+        Err(e) => {
+            let message = e.to_string();
+            let located = match &e.kind {
                 TraceErrorKind::Csv { line, .. } => *line >= 1,
+                TraceErrorKind::Encoding(not_utf8) => not_utf8.line >= 1,
                 TraceErrorKind::Empty => true,
                 TraceErrorKind::Report(m) => report_message_is_located(m),
-                TraceErrorKind::Io(_) => false,
+                // The file was written just before: failing to read it says nothing of where.
+                TraceErrorKind::Input(_) => false,
             };
             if located {
                 Outcome::Refused(message)
@@ -105,19 +129,20 @@ fn trace(bytes: &[u8]) -> Outcome {
 }
 
 /// The analyzer's report reader names a line (invalid JSON), a key path (`at `record.x``), or a
-/// whole-file problem (no `format_version` or `record`, a version it does not read).
+/// whole-file problem (no `format_version` or `record`, a `format_version` that is not a number or
+/// a version it does not read).
 pub(crate) fn report_message_is_located(message: &str) -> bool {
     message.contains(" at line ")
         || message.starts_with("invalid JSON at line ")
         || message.starts_with("at `record.")
         || message.starts_with("missing `format_version`")
+        || message.starts_with("wrong type of `format_version`")
         || message.starts_with("missing `record`")
         || message.starts_with("format_version ")
 }
 
-fn report(bytes: &[u8]) -> Outcome {
-    let text = String::from_utf8_lossy(bytes);
-    match leakloop::report::parse_report(Path::new("report.json"), &text) {
+fn report(path: &Path) -> Outcome {
+    match read_report(path) {
         Ok(_) => Outcome::Accepted,
         Err(e) => {
             let located = match &e {

@@ -87,6 +87,10 @@ fn the_mutator_is_deterministic_and_bounded() {
 #[case::invalid_json("invalid JSON at line 3: expected value", true)]
 #[case::key_path("at `record.samples[2].turn`: invalid type", true)]
 #[case::whole_file("missing `format_version`", true)]
+#[case::version_type(
+    "wrong type of `format_version`: expected a whole number (1), found a string",
+    true
+)]
 #[case::nowhere("something went wrong", false)]
 fn report_errors_must_name_a_place(#[case] message: &str, #[case] located: bool) {
     assert_eq!(report_message_is_located(message), located);

@@ -4,7 +4,8 @@ use crate::bench::{
     render_markdown, render_overhead, render_sequential, run_detection, run_overhead,
     run_sequential, DetectionConfig, SequentialConfig,
 };
-use crate::cli::{CliError, Exit};
+use crate::cli::output;
+use crate::cli::{CliError, Outcome};
 
 /// Arguments of `leakloop bench`.
 #[derive(Debug, clap::Args)]
@@ -38,7 +39,7 @@ enum BenchCommand {
     },
 }
 
-pub(crate) fn run(args: BenchArgs) -> Result<Exit, CliError> {
+pub(crate) fn run(args: BenchArgs) -> Result<Outcome, CliError> {
     match args.which {
         BenchCommand::Detection {
             series,
@@ -51,9 +52,9 @@ pub(crate) fn run(args: BenchArgs) -> Result<Exit, CliError> {
             };
             let start = std::time::Instant::now();
             let rows = run_sequential(&config);
-            print!("{}", render_sequential(&rows, &config));
+            output::print(&render_sequential(&rows, &config));
             report_time(config.series_per_row, rows.len(), start);
-            Ok(Exit::Pass)
+            Ok(Outcome::Done)
         }
         BenchCommand::Detection { series, seed, .. } => {
             let series = series.unwrap_or(2000);
@@ -63,23 +64,23 @@ pub(crate) fn run(args: BenchArgs) -> Result<Exit, CliError> {
             };
             let start = std::time::Instant::now();
             let rows = run_detection(&config);
-            print!("{}", render_markdown(&rows, &config));
+            output::print(&render_markdown(&rows, &config));
             report_time(series, rows.len(), start);
-            Ok(Exit::Pass)
+            Ok(Outcome::Done)
         }
         BenchCommand::Runner { turns } => {
-            let rows = run_overhead(turns).map_err(|e| CliError::Engine(e.into()))?;
-            print!("{}", render_overhead(&rows));
-            Ok(Exit::Pass)
+            let rows = run_overhead(turns)?;
+            output::print(&render_overhead(&rows));
+            Ok(Outcome::Done)
         }
     }
 }
 
 /// How many series a detection table took and how long, on stderr (the table is on stdout).
 fn report_time(series_per_row: u32, rows: usize, start: std::time::Instant) {
-    eprintln!(
+    output::note(&format!(
         "{} series in {:.1} s",
         u64::from(series_per_row) * rows as u64,
         start.elapsed().as_secs_f64()
-    );
+    ));
 }

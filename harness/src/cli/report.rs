@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use crate::analyze::VerdictStatus;
-use crate::cli::{CliError, Exit};
+use crate::cli::output;
+use crate::cli::{CliError, Exit, Outcome};
 use crate::report::{
     print_terminal, read_report, read_samples, render_partial, render_plot_svg, render_summary_md,
     write_atomic, ReportError, PLOT_SVG, REPORT_JSON, SAMPLES_JSONL, SUMMARY_MD,
@@ -36,48 +36,45 @@ pub(crate) struct ReportArgs {
     no_write: bool,
 }
 
-fn bad_input(e: ReportError) -> CliError {
-    CliError::BadInput(anyhow::Error::new(e))
-}
-
-pub(crate) fn run(args: ReportArgs) -> Result<Exit, CliError> {
+pub(crate) fn run(args: ReportArgs) -> Result<Outcome, CliError> {
     let report_path = args.dir.join(REPORT_JSON);
     if !report_path.exists() {
         return report_unfinished_run(&args);
     }
-    let report = read_report(&report_path).map_err(bad_input)?;
+    let report = read_report(&report_path)?;
     let (record, verdict) = (&report.record, &report.verdict);
     if !args.no_write {
+        // The verdict is known: a file that cannot be rewritten is a warning next to it.
         let summary = render_summary_md(record, verdict);
-        write_atomic(&args.dir.join(SUMMARY_MD), summary.as_bytes()).map_err(bad_input)?;
-        let plot = render_plot_svg(record, verdict).map_err(bad_input)?;
-        write_atomic(&args.dir.join(PLOT_SVG), plot.as_bytes()).map_err(bad_input)?;
+        let written = write_atomic(&args.dir.join(SUMMARY_MD), summary.as_bytes()).and_then(|()| {
+            let plot = render_plot_svg(record, verdict)?;
+            write_atomic(&args.dir.join(PLOT_SVG), plot.as_bytes())
+        });
+        if let Err(e) = written {
+            output::warning(&e.to_string());
+        }
     }
     match args.format {
-        Format::Text => print_terminal(record, verdict)
-            .map_err(|e| CliError::BadInput(anyhow::Error::new(e).context("writing to stdout")))?,
-        Format::Md => print!("{}", render_summary_md(record, verdict)),
+        Format::Text => output::write_stdout(|| print_terminal(record, verdict)),
+        Format::Md => output::print(&render_summary_md(record, verdict)),
     }
-    Ok(match verdict.status {
-        VerdictStatus::Pass => Exit::Pass,
-        VerdictStatus::Fail => Exit::ExpectationFailed,
-        VerdictStatus::EngineFailed => Exit::EngineFailed,
-    })
+    Ok(Outcome::Verdict(Exit::of_verdict(verdict.status)))
 }
 
-fn report_unfinished_run(args: &ReportArgs) -> Result<Exit, CliError> {
+fn report_unfinished_run(args: &ReportArgs) -> Result<Outcome, CliError> {
     let samples_path = args.dir.join(SAMPLES_JSONL);
     if !samples_path.exists() {
-        return Err(bad_input(ReportError::NothingToReport {
+        return Err(ReportError::NothingToReport {
             dir: args.dir.clone(),
-        }));
+        }
+        .into());
     }
-    let streamed = read_samples(&samples_path).map_err(bad_input)?;
-    println!(
+    let streamed = read_samples(&samples_path)?;
+    output::println(&format!(
         "{} has no {REPORT_JSON}: the run did not finish (it crashed or was killed).\n\
          What {SAMPLES_JSONL} recorded:\n",
         args.dir.display()
-    );
-    print!("{}", render_partial(&streamed));
-    Ok(Exit::EngineFailed)
+    ));
+    output::print(&render_partial(&streamed));
+    Ok(Outcome::Verdict(Exit::EngineFailed))
 }

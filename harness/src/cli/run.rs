@@ -3,10 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::anyhow;
-
-use crate::analyze::{analyze_run, StopWhenDecided, Verdict, VerdictStatus};
-use crate::cli::{CliError, Exit};
+use crate::analyze::{analyze_run, StopWhenDecided, Verdict};
+use crate::cli::output;
+use crate::cli::{CliError, Exit, Outcome};
 use crate::engine::build_engine;
 use crate::report::{
     print_terminal, render_report_json, write_reports, Fanout, ProgressObserver, SampleStream,
@@ -14,7 +13,7 @@ use crate::report::{
 use crate::runner::{
     run_scenario_until, NoObserver, RunAllTurns, RunObserver, RunRecord, StopRule,
 };
-use crate::scenario::{load_scenario, BackendKind, Device, Scenario, StopMode};
+use crate::scenario::{load_scenario_with, BackendKind, Device, Overrides, Scenario, StopMode};
 
 /// Arguments of `leakloop run`.
 #[derive(Debug, clap::Args)]
@@ -22,8 +21,8 @@ pub(crate) struct RunArgs {
     /// The scenario file (YAML).
     pub scenario: PathBuf,
     /// Run on another backend than the scenario names.
-    #[arg(long, value_parser = ["sim", "litert-lm", "opencl"])]
-    pub backend: Option<String>,
+    #[arg(long, value_enum)]
+    pub backend: Option<BackendKind>,
     /// Override the engine profile (simulator or OpenCL engine).
     #[arg(long)]
     pub profile: Option<String>,
@@ -34,8 +33,8 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     pub lib: Option<PathBuf>,
     /// Override the compute device of a real engine.
-    #[arg(long, value_parser = ["cpu", "gpu"])]
-    pub device: Option<String>,
+    #[arg(long, value_enum)]
+    pub device: Option<Device>,
     /// Override the context size (KV cache) in tokens.
     #[arg(long)]
     pub max_tokens: Option<u32>,
@@ -52,37 +51,56 @@ pub(crate) struct RunArgs {
     /// Write report.json, junit.xml, plot.svg, summary.md and the streamed samples.jsonl here.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// `text`: the verdict table; `json`: report.json on stdout.
-    #[arg(long, default_value = "text", value_parser = ["text", "json"])]
-    pub format: String,
+    /// What to print on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
 }
 
-pub(crate) fn run(args: RunArgs) -> Result<Exit, CliError> {
-    let mut scenario = load_scenario(&args.scenario).map_err(CliError::bad_input)?;
-    apply_overrides(&mut scenario, &args)?;
-    let (record, verdict) = run_and_analyze(&scenario, args.out.as_deref(), args.quiet)?;
-    if args.format == "json" {
-        let json = render_report_json(&record, &verdict).map_err(|e| CliError::Engine(e.into()))?;
-        println!("{json}");
-    } else {
-        print_terminal(&record, &verdict).map_err(|e| CliError::Engine(e.into()))?;
-        if let Some(out) = &args.out {
-            println!("reports: {}", out.display());
-        }
-    }
-    Ok(exit_for(&verdict))
+/// What `leakloop run` prints on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Format {
+    /// The verdict table.
+    Text,
+    /// report.json.
+    Json,
 }
 
-/// The exit code a verdict maps to.
-pub(crate) fn exit_for(verdict: &Verdict) -> Exit {
-    match verdict.status {
-        VerdictStatus::Pass => Exit::Pass,
-        VerdictStatus::Fail => Exit::ExpectationFailed,
-        VerdictStatus::EngineFailed => Exit::EngineFailed,
+impl RunArgs {
+    /// The scenario values this command line replaces.
+    fn overrides(&self) -> Overrides {
+        Overrides {
+            backend: self.backend,
+            profile: self.profile.clone(),
+            model: self.model.clone(),
+            lib: self.lib.clone(),
+            device: self.device,
+            max_tokens: self.max_tokens,
+            turns: self.turns,
+            seed: self.seed,
+            stop: self.stop,
+        }
     }
+}
+
+pub(crate) fn run(args: RunArgs) -> Result<Outcome, CliError> {
+    let scenario = load_scenario_with(&args.scenario, &args.overrides())?;
+    let (record, verdict) = run_and_analyze(&scenario, args.out.as_deref(), args.quiet)?;
+    match args.format {
+        Format::Json => match render_report_json(&record, &verdict) {
+            Ok(json) => output::println(&json),
+            Err(e) => output::warning(&e.to_string()),
+        },
+        Format::Text => {
+            output::write_stdout(|| print_terminal(&record, &verdict));
+            if let Some(out) = &args.out {
+                output::println(&format!("reports: {}", out.display()));
+            }
+        }
+    }
+    Ok(Outcome::Verdict(Exit::of_verdict(verdict.status)))
 }
 
 /// Builds the engine, runs the scenario (streaming samples into `out` when given), analyses the
@@ -94,21 +112,14 @@ pub(crate) fn run_and_analyze(
     quiet: bool,
 ) -> Result<(RunRecord, Verdict), CliError> {
     let mut engine = build_engine(scenario).map_err(|e| {
-        CliError::Engine(anyhow!(
-            "cannot start the `{}` engine for {}: {e}",
+        CliError::from(e).context(format!(
+            "cannot start the `{}` engine for {}",
             scenario.engine.backend.as_str(),
             scenario_label(scenario)
         ))
     })?;
     let mut progress = ProgressObserver::new(&scenario.name, scenario.total_turns(), quiet);
-    let mut stream = out
-        .map(|dir| {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                CliError::bad_input(format!("cannot create {}: {e}", dir.display()))
-            })?;
-            SampleStream::create(dir).map_err(CliError::bad_input)
-        })
-        .transpose()?;
+    let mut stream = out.map(SampleStream::create).transpose()?;
     let record = {
         let mut observers: Vec<&mut dyn RunObserver> = vec![&mut progress];
         let mut none = NoObserver;
@@ -134,13 +145,15 @@ pub(crate) fn run_and_analyze(
         // The samples are on disk already; a failed final flush is reported but the run's
         // result still stands.
         if let Err(e) = stream.finish() {
-            eprintln!("warning: {e}");
+            output::warning(&e.to_string());
         }
     }
     let verdict = analyze_run(&record);
     if let Some(dir) = out {
-        write_reports(dir, &record, &verdict)
-            .map_err(|e| CliError::bad_input(format!("cannot write reports: {e}")))?;
+        // The verdict is known: a report that cannot be written is a warning next to it.
+        if let Err(e) = write_reports(dir, &record, &verdict) {
+            output::warning(&format!("cannot write reports: {e}"));
+        }
     }
     Ok((record, verdict))
 }
@@ -149,70 +162,5 @@ fn scenario_label(scenario: &Scenario) -> String {
     match &scenario.source {
         Some(path) => format!("{} ({})", scenario.name, path.display()),
         None => scenario.name.clone(),
-    }
-}
-
-/// Applies command-line overrides, then re-checks what the DSL validator checks for the engine.
-fn apply_overrides(scenario: &mut Scenario, args: &RunArgs) -> Result<(), CliError> {
-    let engine = &mut scenario.engine;
-    if let Some(backend) = &args.backend {
-        let backend = match backend.as_str() {
-            "sim" => BackendKind::Sim,
-            "litert-lm" => BackendKind::LitertLm,
-            _ => BackendKind::Opencl,
-        };
-        if backend != engine.backend {
-            engine.backend = backend;
-            // A scenario's profile belongs to its own backend; real engines run isolated.
-            engine.profile = None;
-            engine.isolate = backend != BackendKind::Sim;
-        }
-    }
-    if let Some(profile) = &args.profile {
-        engine.profile = Some(profile.clone());
-    }
-    if let Some(model) = &args.model {
-        engine.model = Some(model.clone());
-    }
-    if let Some(lib) = &args.lib {
-        engine.lib = Some(lib.clone());
-    }
-    if let Some(device) = &args.device {
-        engine.device = if device == "gpu" {
-            Device::Gpu
-        } else {
-            Device::Cpu
-        };
-    }
-    if let Some(max_tokens) = args.max_tokens {
-        if max_tokens == 0 {
-            return Err(CliError::bad_input("--max-tokens must be at least 1"));
-        }
-        engine.max_tokens = max_tokens;
-    }
-    if let Some(turns) = args.turns {
-        if turns == 0 || turns.saturating_add(scenario.warmup_turns) > crate::scenario::MAX_TURNS {
-            return Err(CliError::bad_input(format!(
-                "--turns must be between 1 and {} minus the warm-up turns",
-                crate::scenario::MAX_TURNS
-            )));
-        }
-        scenario.turns = turns;
-    }
-    if let Some(seed) = args.seed {
-        scenario.seed = seed;
-    }
-    if let Some(stop) = args.stop {
-        scenario.stop = stop;
-    }
-    let engine = &scenario.engine;
-    match engine.backend {
-        BackendKind::Sim if engine.profile.is_none() => Err(CliError::bad_input(
-            "the sim backend needs a profile: pass --profile (e.g. cpu-flat)",
-        )),
-        BackendKind::LitertLm if engine.model.is_none() => Err(CliError::bad_input(
-            "the litert-lm backend needs a model: pass --model PATH.litertlm",
-        )),
-        _ => Ok(()),
     }
 }

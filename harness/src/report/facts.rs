@@ -3,6 +3,7 @@
 
 use crate::analyze::{Verdict, VerdictStatus};
 use crate::engine::{EngineError, EngineErrorKind};
+use crate::input::{printable, shorten};
 use crate::runner::{RunOutcome, RunRecord};
 use crate::scenario::StopMode;
 
@@ -97,7 +98,7 @@ pub(crate) fn stop_line(record: &RunRecord) -> Option<String> {
             stop.turn,
             stop.max_turns,
             // The reason comes from report.json when re-rendered: escaped and bounded.
-            stop.reason.escape_debug().take(400).collect::<String>()
+            shorten(&printable(&stop.reason), 400)
         ));
     }
     (record.scenario.stop == StopMode::Decided).then(|| {

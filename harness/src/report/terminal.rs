@@ -8,6 +8,7 @@ use anstyle::{AnsiColor, Style};
 
 use crate::analyze::units::confidence_percent;
 use crate::analyze::{Classification, Verdict, VerdictStatus};
+use crate::input::printable;
 use crate::report::facts::{
     backend_line, engine_error_text, metric_passed, metric_result_word, stop_line, turns_line,
     verdict_line,
@@ -46,8 +47,8 @@ pub fn render_terminal(record: &RunRecord, verdict: &Verdict) -> String {
     let mut out = String::new();
     out.push_str(&format!(
         "{HEADER}{}{HEADER:#}  {}  {}\n",
-        record.scenario.name,
-        backend_line(record),
+        printable(&record.scenario.name),
+        printable(&backend_line(record)),
         turns_line(record)
     ));
     if let Some(stop) = stop_line(record) {
@@ -168,7 +169,7 @@ fn errors_section(record: &RunRecord) -> String {
     for (turn, step, error) in &record.engine_errors {
         out.push_str(&format!(
             "  turn {turn} ({step}): {}\n",
-            engine_error_text(error)
+            printable(&engine_error_text(error))
         ));
     }
     out.push('\n');
@@ -185,7 +186,9 @@ fn failures_section(verdict: &Verdict) -> String {
         let turn = e.turn.map_or(String::new(), |t| format!(" (turn {t})"));
         out.push_str(&format!(
             "  {BAD}✗ {}{BAD:#}: expected {}; measured {}{turn}\n",
-            e.name, e.expected, e.measured
+            printable(&e.name),
+            printable(&e.expected),
+            printable(&e.measured)
         ));
     }
     out.push('\n');
@@ -229,6 +232,31 @@ mod tests {
             "{text}"
         );
         crate::report::golden!(insta::assert_snapshot!("terminal_crashed", text));
+    }
+
+    /// A report.json from elsewhere may carry escapes in its names; the terminal shows them.
+    #[test]
+    fn control_characters_from_a_report_are_shown_not_obeyed() {
+        let (mut record, mut verdict) = leak_run();
+        let hostile = "rss\u{1b}[2J".to_owned();
+        let analysis = verdict.metrics.values().next().unwrap().clone();
+        verdict.metrics.insert(hostile.clone(), analysis);
+        verdict.expectations[0].name = hostile.clone();
+        record.scenario.name = hostile.clone();
+        record.early_stop = Some(crate::runner::EarlyStop {
+            turn: 9,
+            max_turns: 101,
+            reason: format!("{hostile} growth{}", "x".repeat(5000)),
+        });
+        let text = render_terminal(&record, &verdict);
+        let stripped = anstream::adapter::strip_str(&text).to_string();
+        assert!(!stripped.contains('\u{1b}'), "{stripped}");
+        assert!(stripped.contains("rss\\u{1b}[2J"), "{stripped}");
+        assert!(
+            stripped.contains("(stop: decided): rss\\u{1b}[2J growth"),
+            "{stripped}"
+        );
+        assert!(stripped.contains("characters left out"), "{stripped}");
     }
 
     #[test]

@@ -96,8 +96,20 @@ pub const SIM_PROFILES: &[&str] = sim_backend::BUILTIN_PROFILES;
 /// Profiles of the reference OpenCL engine: a clean run and the injected bug classes.
 pub const OPENCL_PROFILES: &[&str] = &["clean", "leak-scratch", "leak-kv", "leak-retain"];
 
-/// Which backend runs the scenario.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+/// Which backend runs the scenario (also the values of `leakloop run --backend`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum BackendKind {
     /// The deterministic simulator (`sim-backend`).
@@ -117,16 +129,32 @@ impl BackendKind {
             BackendKind::Opencl => "opencl",
         }
     }
+
+    /// Whether this backend's engine reads a prompt's words (LiteRT-LM tokenizes them); the
+    /// simulator and the OpenCL workload use only its length, so their prompts carry no text.
+    pub fn reads_prompt_text(&self) -> bool {
+        matches!(self, BackendKind::LitertLm)
+    }
 }
 
-/// Which compute device a real engine uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Which compute device a real engine uses (also the values of `leakloop run --device`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Device {
     /// The CPU backend.
     Cpu,
     /// The GPU backend (OpenCL on Android, Metal on macOS, WebGPU/Vulkan on Linux).
     Gpu,
+}
+
+impl Device {
+    /// The name used in scenarios and on the command line.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Device::Cpu => "cpu",
+            Device::Gpu => "gpu",
+        }
+    }
 }
 
 /// The engine and its options.
@@ -205,6 +233,12 @@ pub enum PromptSpec {
     Cycle(Vec<String>),
     /// A generated prompt of this many tokens; a list is cycled per turn (a prompt-length mix).
     Tokens(Vec<u32>),
+}
+
+/// The length in tokens of a literal prompt: its word count, which common English words
+/// approximate in the tokenizers the field uses.
+pub fn text_tokens(text: &str) -> u32 {
+    u32::try_from(text.split_whitespace().count()).unwrap_or(u32::MAX)
 }
 
 /// One step of a turn.

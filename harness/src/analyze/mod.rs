@@ -21,7 +21,7 @@ pub use classify::{
     MIN_RANK_INTERVAL_POINTS, MIN_RATCHET_EPOCHS, MIN_STEADY_POINTS, PERSISTENCE_ALPHA,
     PERSISTENCE_SLOPE_FRACTION, PLATEAU_DRIFT_FRACTION, SPIKE_SIGMAS, TREND_ALPHA,
 };
-pub use run::analyze_run;
+pub use run::{analyze_run, derive_status, ENGINE_ERRORS};
 pub use series::{Epoch, MetricSeries};
 pub use trace::{load_trace, parse_csv, parse_report, Trace, TraceError, TraceErrorKind};
 pub use verdict::{

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use bytesize::ByteSize;
 
 use crate::analyze::{Verdict, VerdictStatus};
-use crate::cli::run::run_and_analyze;
+use crate::cli::interrupt::InFlight;
+use crate::cli::run::{run_and_analyze, write_out};
 use crate::cli::{CliError, Exit};
 use crate::engine::litert_lm::{discover_library, LibraryLocation};
 use crate::runner::{RunOutcome, RunRecord};
@@ -83,13 +84,16 @@ fn run_side(
             path.display()
         );
     }
-    run_and_analyze(&scenario, out, quiet).map_err(|e| {
-        let context = format!("side {label} ({})", path.display());
-        match e {
-            CliError::BadInput(e) => CliError::BadInput(e.context(context)),
-            CliError::Engine(e) => CliError::Engine(e.context(context)),
-        }
-    })
+    let (record, verdict, out) =
+        run_and_analyze(&scenario, out, quiet, &InFlight::default(), false).map_err(|e| {
+            let context = format!("side {label} ({})", path.display());
+            match e {
+                CliError::BadInput(e) => CliError::BadInput(e.context(context)),
+                CliError::Engine(e) => CliError::Engine(e.context(context)),
+            }
+        })?;
+    write_out(out, &record, &verdict);
+    Ok((record, verdict))
 }
 
 /// The exit code of a comparison: the worse of the two sides.
@@ -97,7 +101,7 @@ pub fn compare_exit(a: &Verdict, b: &Verdict) -> Exit {
     let rank = |v: &Verdict| match v.status {
         VerdictStatus::Pass => 0,
         VerdictStatus::Fail => 1,
-        VerdictStatus::EngineFailed => 2,
+        VerdictStatus::EngineFailed | VerdictStatus::Interrupted => 2,
     };
     match rank(a).max(rank(b)) {
         0 => Exit::Pass,
@@ -111,6 +115,7 @@ fn status_word(v: &Verdict) -> &'static str {
         VerdictStatus::Pass => "PASS",
         VerdictStatus::Fail => "FAIL",
         VerdictStatus::EngineFailed => "ENGINE FAILED",
+        VerdictStatus::Interrupted => "INTERRUPTED",
     }
 }
 
@@ -142,6 +147,9 @@ fn outcome_line(record: &RunRecord) -> String {
         RunOutcome::Completed => format!("completed {} turns", record.turns_completed),
         RunOutcome::EngineFailed { turn, step, error } => {
             format!("engine failed at turn {turn} ({step}): {error}")
+        }
+        RunOutcome::Interrupted { signal, turn } => {
+            format!("interrupted by {signal} at turn {turn}")
         }
     }
 }

@@ -12,6 +12,23 @@ pub enum Exit {
     BadInput = 2,
     /// The engine failed (crash, hang, load error).
     EngineFailed = 3,
+    /// `run` was stopped by SIGINT; it wrote a partial report marked interrupted (128 + 2, what a
+    /// shell reports for a process that SIGINT ended).
+    InterruptedBySigint = 130,
+    /// `run` was stopped by SIGTERM (a CI job's timeout); it wrote a partial report marked
+    /// interrupted (128 + 15).
+    InterruptedBySigterm = 143,
+}
+
+impl Exit {
+    /// The exit code of a run stopped by `signal` (`SIGINT` or `SIGTERM`).
+    pub fn interrupted(signal: &str) -> Exit {
+        if signal == "SIGINT" {
+            Exit::InterruptedBySigint
+        } else {
+            Exit::InterruptedBySigterm
+        }
+    }
 }
 
 /// Everything that can stop a subcommand, each mapped to one exit code.

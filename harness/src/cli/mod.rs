@@ -5,6 +5,7 @@ mod bench;
 mod check;
 mod compare;
 mod error;
+mod interrupt;
 mod report;
 mod run;
 mod worker;

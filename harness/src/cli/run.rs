@@ -1,17 +1,22 @@
-//! `leakloop run`: one scenario, start to finish: build the engine, run the turn loop while
-//! streaming samples to disk, analyse, write the reports and map the verdict to an exit code.
+//! `leakloop run`: one scenario, start to finish: claim the output folder, build the engine, run
+//! the turn loop while streaming samples to disk, analyse, print the verdict, write the reports
+//! and map the verdict to an exit code. SIGINT and SIGTERM end it with a partial report
+//! (`interrupt.rs`).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::anyhow;
 
 use crate::analyze::{analyze_run, Verdict, VerdictStatus};
+use crate::cli::interrupt::{self, InFlight, Pending};
 use crate::cli::{CliError, Exit};
 use crate::engine::build_engine;
 use crate::report::{
-    print_terminal, render_report_json, write_reports, Fanout, ProgressObserver, SampleStream,
+    print_terminal, render_report_json, write_reports, Fanout, OutDir, ProgressObserver,
+    SampleStream,
 };
-use crate::runner::{run_scenario, NoObserver, RunObserver, RunRecord};
+use crate::runner::{run_scenario, RunOutcome, RunRecord};
 use crate::scenario::{load_scenario, BackendKind, Device, Scenario};
 
 /// Arguments of `leakloop run`.
@@ -57,64 +62,118 @@ pub(crate) struct RunArgs {
 pub(crate) fn run(args: RunArgs) -> Result<Exit, CliError> {
     let mut scenario = load_scenario(&args.scenario).map_err(CliError::bad_input)?;
     apply_overrides(&mut scenario, &args)?;
-    let (record, verdict) = run_and_analyze(&scenario, args.out.as_deref(), args.quiet)?;
-    if args.format == "json" {
-        let json = render_report_json(&record, &verdict).map_err(|e| CliError::Engine(e.into()))?;
-        println!("{json}");
-    } else {
-        print_terminal(&record, &verdict).map_err(|e| CliError::Engine(e.into()))?;
-        if let Some(out) = &args.out {
-            println!("reports: {}", out.display());
-        }
-    }
-    Ok(exit_for(&verdict))
+    let in_flight = Arc::new(InFlight::default());
+    interrupt::install(Arc::clone(&in_flight))
+        .map_err(|e| CliError::Engine(anyhow!("cannot watch for SIGINT and SIGTERM: {e}")))?;
+    let json = args.format == "json";
+    let (record, verdict, out) =
+        run_and_analyze(&scenario, args.out.as_deref(), args.quiet, &in_flight, json)?;
+    // Print first, write second: a full disk must not hide the verdict or change the exit code.
+    print_verdict(&record, &verdict, json, out.as_ref())?;
+    write_out(out, &record, &verdict);
+    Ok(exit_for(&record, &verdict))
 }
 
 /// The exit code a verdict maps to.
-pub(crate) fn exit_for(verdict: &Verdict) -> Exit {
-    match verdict.status {
-        VerdictStatus::Pass => Exit::Pass,
-        VerdictStatus::Fail => Exit::ExpectationFailed,
-        VerdictStatus::EngineFailed => Exit::EngineFailed,
+pub(crate) fn exit_for(record: &RunRecord, verdict: &Verdict) -> Exit {
+    match (verdict.status, &record.outcome) {
+        (VerdictStatus::Pass, _) => Exit::Pass,
+        (VerdictStatus::Fail, _) => Exit::ExpectationFailed,
+        (VerdictStatus::Interrupted, RunOutcome::Interrupted { signal, .. }) => {
+            Exit::interrupted(signal)
+        }
+        (VerdictStatus::EngineFailed | VerdictStatus::Interrupted, _) => Exit::EngineFailed,
     }
 }
 
-/// Builds the engine, runs the scenario (streaming samples into `out` when given), analyses the
-/// record and writes every report. An engine that fails mid-run still yields a record and a
-/// verdict; only an engine that cannot be built at all is an error.
+/// Prints the verdict table (or report.json with `json`), then where the reports go.
+pub(crate) fn print_verdict(
+    record: &RunRecord,
+    verdict: &Verdict,
+    json: bool,
+    out: Option<&OutDir>,
+) -> Result<(), CliError> {
+    if json {
+        let json = render_report_json(record, verdict).map_err(|e| CliError::Engine(e.into()))?;
+        println!("{json}");
+    } else {
+        print_terminal(record, verdict).map_err(|e| CliError::Engine(e.into()))?;
+        if let Some(out) = out {
+            println!("reports: {}", out.dir().display());
+        }
+    }
+    Ok(())
+}
+
+/// Writes every report into the run's claimed folder and releases it. A write failure (a full
+/// disk, a read-only folder) is a warning: the verdict stands, and was printed before.
+pub(crate) fn write_out(out: Option<OutDir>, record: &RunRecord, verdict: &Verdict) {
+    let Some(out) = out else { return };
+    if let Err(e) = write_reports(out.dir(), record, verdict) {
+        eprintln!("warning: the verdict above stands, but its reports are incomplete: {e}");
+    }
+    if let Err(e) = out.release() {
+        eprintln!("warning: {e}");
+    }
+}
+
+/// Claims `out`, builds the engine, runs the scenario (streaming samples into `out` when given)
+/// and analyses the record; returns the claimed folder for [`write_out`]. An engine that fails
+/// mid-run still yields a record and a verdict; only an engine that cannot be built at all is an
+/// error (and leaves `out` without any report: the previous run's are gone, none are new).
 pub(crate) fn run_and_analyze(
     scenario: &Scenario,
     out: Option<&Path>,
     quiet: bool,
-) -> Result<(RunRecord, Verdict), CliError> {
-    let mut engine = build_engine(scenario).map_err(|e| {
-        CliError::Engine(anyhow!(
-            "cannot start the `{}` engine for {}: {e}",
-            scenario.engine.backend.as_str(),
-            scenario_label(scenario)
-        ))
-    })?;
-    let mut progress = ProgressObserver::new(&scenario.name, scenario.total_turns(), quiet);
-    let mut stream = out
-        .map(|dir| {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                CliError::bad_input(format!("cannot create {}: {e}", dir.display()))
-            })?;
-            SampleStream::create(dir).map_err(CliError::bad_input)
-        })
+    in_flight: &InFlight,
+    json: bool,
+) -> Result<(RunRecord, Verdict, Option<OutDir>), CliError> {
+    // Claimed before the engine starts: from here on the folder shows no earlier run's verdict.
+    let out = out
+        .map(|dir| OutDir::claim(dir).map_err(CliError::bad_input))
         .transpose()?;
-    let record = {
-        let mut observers: Vec<&mut dyn RunObserver> = vec![&mut progress];
-        let mut none = NoObserver;
-        match stream.as_mut() {
-            Some(stream) => observers.push(stream),
-            None => observers.push(&mut none),
+    let release = |out: Option<OutDir>| {
+        if let Some(Err(e)) = out.map(OutDir::release) {
+            eprintln!("warning: {e}");
         }
-        let mut fanout = Fanout::new(observers);
+    };
+    let mut engine = match build_engine(scenario) {
+        Ok(engine) => engine,
+        Err(e) => {
+            release(out);
+            return Err(CliError::Engine(anyhow!(
+                "cannot start the `{}` engine for {}: {e}",
+                scenario.engine.backend.as_str(),
+                scenario_label(scenario)
+            )));
+        }
+    };
+    let stream = match out.as_ref().map(|out| SampleStream::create(out.dir())) {
+        Some(Err(e)) => {
+            release(out);
+            return Err(CliError::bad_input(e));
+        }
+        stream => stream.transpose().unwrap_or(None),
+    };
+    in_flight.start(Pending {
+        scenario: scenario.clone(),
+        backend: engine.describe(),
+        stream,
+        samples: Vec::new(),
+        out,
+        turns_completed: 0,
+        json,
+    });
+    let mut progress = ProgressObserver::new(&scenario.name, scenario.total_turns(), quiet);
+    let record = {
+        let mut observer = in_flight.observer();
+        let mut fanout = Fanout::new(vec![&mut progress, &mut observer]);
         run_scenario(scenario, engine.as_mut(), &mut fanout)
     };
     drop(engine);
     progress.finish();
+    let pending = in_flight.finish();
+    let (stream, out) = pending.map_or((None, None), |p| (p.stream, p.out));
     if let Some(stream) = stream {
         // The samples are on disk already; a failed final flush is reported but the run's
         // result still stands.
@@ -123,11 +182,7 @@ pub(crate) fn run_and_analyze(
         }
     }
     let verdict = analyze_run(&record);
-    if let Some(dir) = out {
-        write_reports(dir, &record, &verdict)
-            .map_err(|e| CliError::bad_input(format!("cannot write reports: {e}")))?;
-    }
-    Ok((record, verdict))
+    Ok((record, verdict, out))
 }
 
 fn scenario_label(scenario: &Scenario) -> String {

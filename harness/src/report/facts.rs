@@ -79,7 +79,7 @@ pub(crate) fn turns_line(record: &RunRecord) -> String {
     format!("{} of {total} turns{warmup}", record.turns_completed)
 }
 
-/// The one-line verdict: `PASS`, `FAIL` or `ENGINE FAILED`, with what it rests on.
+/// The one-line verdict: `PASS`, `FAIL`, `ENGINE FAILED` or `INTERRUPTED`, with what it rests on.
 pub(crate) fn verdict_line(record: &RunRecord, verdict: &Verdict) -> (VerdictStatus, String) {
     let failed = verdict.expectations.iter().filter(|e| !e.passed).count();
     let total = verdict.expectations.len();
@@ -88,8 +88,16 @@ pub(crate) fn verdict_line(record: &RunRecord, verdict: &Verdict) -> (VerdictSta
             "ENGINE FAILED in turn {turn} ({step}): {}",
             engine_error_text(error)
         ),
-        (VerdictStatus::EngineFailed, RunOutcome::Completed) => {
-            "ENGINE FAILED (the run record says it completed)".to_owned()
+        (VerdictStatus::EngineFailed, _) => {
+            "ENGINE FAILED (the run record says it did not)".to_owned()
+        }
+        (VerdictStatus::Interrupted, RunOutcome::Interrupted { signal, turn }) => format!(
+            "INTERRUPTED by {signal} in turn {turn}: {} of {total} expectations held on what was \
+             measured so far",
+            total - failed
+        ),
+        (VerdictStatus::Interrupted, _) => {
+            "INTERRUPTED (the run record says it was not)".to_owned()
         }
         (VerdictStatus::Fail, _) => format!("FAIL: {failed} of {total} expectations failed"),
         (VerdictStatus::Pass, _) if total == 0 => "PASS: no expectations to check".to_owned(),
@@ -104,5 +112,6 @@ pub(crate) fn status_word(status: VerdictStatus) -> &'static str {
         VerdictStatus::Pass => "pass",
         VerdictStatus::Fail => "fail",
         VerdictStatus::EngineFailed => "engine failed",
+        VerdictStatus::Interrupted => "interrupted",
     }
 }

@@ -2,11 +2,13 @@
 //! each line written with one `write` call and flushed, so that a run that crashes or is killed
 //! keeps everything it measured. The reader accepts a file whose last line was torn by the kill.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::report::artifacts::SAMPLES_JSONL;
+use crate::report::out_dir::{remove_if_present, FILE_MODE};
 use crate::report::ReportError;
 use crate::runner::{RunObserver, Sample};
 
@@ -23,17 +25,26 @@ pub struct SampleStream {
 }
 
 impl SampleStream {
-    /// Creates (or truncates) `dir/samples.jsonl`, creating `dir` if needed.
+    /// Creates a new, empty `dir/samples.jsonl` (mode 0666 less the umask), creating `dir` if
+    /// needed. An existing file of that name is removed first, and the new one is created
+    /// exclusively, so a symlink planted in its place is removed, never written through.
     pub fn create(dir: &Path) -> Result<Self, ReportError> {
         std::fs::create_dir_all(dir).map_err(|source| ReportError::Write {
             path: dir.to_owned(),
             source,
         })?;
         let path = dir.join(SAMPLES_JSONL);
-        let file = File::create(&path).map_err(|source| ReportError::Write {
-            path: path.clone(),
-            source,
-        })?;
+        remove_if_present(&path)?;
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(FILE_MODE)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .map_err(|source| ReportError::Write {
+                path: path.clone(),
+                source,
+            })?;
         Ok(Self {
             path,
             file,
@@ -205,6 +216,21 @@ mod tests {
         let text = err.to_string();
         assert!(text.contains("samples.jsonl: line 2"), "{text}");
         assert!(text.contains("invalid type"), "{text}");
+    }
+
+    #[test]
+    fn a_symlink_planted_as_samples_jsonl_is_replaced_not_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        std::os::unix::fs::symlink(&victim, out.join(SAMPLES_JSONL)).unwrap();
+        let (record, _) = leak_run();
+        let path = stream(&out, &record.samples[..2]);
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert!(!std::fs::symlink_metadata(&path).unwrap().is_symlink());
+        assert_eq!(read_samples(&path).unwrap().samples, record.samples[..2]);
     }
 
     #[test]

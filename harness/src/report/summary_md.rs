@@ -39,6 +39,7 @@ fn status_mark(status: VerdictStatus) -> &'static str {
         VerdictStatus::Pass => "✅",
         VerdictStatus::Fail => "❌",
         VerdictStatus::EngineFailed => "💥",
+        VerdictStatus::Interrupted => "⏹️",
     }
 }
 

@@ -227,6 +227,20 @@ mod tests {
     }
 
     #[test]
+    fn interrupted_run_terminal_names_the_signal_and_turn() {
+        let (record, verdict) = crate::report::examples::interrupted_run();
+        let text = plain(&record, &verdict);
+        assert!(
+            text.contains("INTERRUPTED by SIGTERM in turn 5: "),
+            "{text}"
+        );
+        assert!(
+            text.contains("not evaluated: the run was interrupted"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn colour_marks_growth_red_and_clean_green() {
         let (record, verdict) = leak_run();
         let text = render_terminal(&record, &verdict);

@@ -10,7 +10,7 @@ use bytesize::ByteSize;
 
 use crate::analyze::{Verdict, VerdictStatus};
 use crate::cli::interrupt::InFlight;
-use crate::cli::run::{run_and_analyze, write_out};
+use crate::cli::run::{claim_out, run_and_analyze, write_out};
 use crate::cli::{CliError, Exit};
 use crate::engine::litert_lm::{discover_library, LibraryLocation};
 use crate::runner::{RunOutcome, RunRecord};
@@ -84,6 +84,7 @@ fn run_side(
             path.display()
         );
     }
+    let out = out.map(claim_out).transpose()?;
     let (record, verdict, out) =
         run_and_analyze(&scenario, out, quiet, &InFlight::default(), false).map_err(|e| {
             let context = format!("side {label} ({})", path.display());

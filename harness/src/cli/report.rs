@@ -94,8 +94,9 @@ fn report_unfinished_run(args: &ReportArgs, state: RunState) -> Result<Exit, Cli
              {REPORT_JSON}.\nWhat {SAMPLES_JSONL} recorded:\n"
         ),
         RunState::Ended => format!(
-            "{dir} has no {REPORT_JSON}: the last run ended without writing it (its engine could \
-             not start, or the reports could not be written; that run's output says which).\n\
+            "{dir} has no {REPORT_JSON}: the last run ended without writing it (it stopped before \
+             its engine ran, or its reports could not be written; that run's output says \
+             why).\n\
              What {SAMPLES_JSONL} recorded:\n"
         ),
         RunState::Unknown => format!(

@@ -60,17 +60,29 @@ pub(crate) struct RunArgs {
 }
 
 pub(crate) fn run(args: RunArgs) -> Result<Exit, CliError> {
-    let mut scenario = load_scenario(&args.scenario).map_err(CliError::bad_input)?;
-    apply_overrides(&mut scenario, &args)?;
     let in_flight = Arc::new(InFlight::default());
     interrupt::install(Arc::clone(&in_flight))
         .map_err(|e| CliError::Engine(anyhow!("cannot watch for SIGINT and SIGTERM: {e}")))?;
+    // Claimed before anything can fail: from here on the folder shows no earlier run's verdict,
+    // whatever stops this one.
+    let out = args.out.as_deref().map(claim_out).transpose()?;
+    let scenario = match load_scenario(&args.scenario)
+        .map_err(CliError::bad_input)
+        .and_then(|mut scenario| apply_overrides(&mut scenario, &args).map(|()| scenario))
+    {
+        Ok(scenario) => scenario,
+        Err(e) => {
+            release(out);
+            return Err(e);
+        }
+    };
     let json = args.format == "json";
-    let (record, verdict, out) =
-        run_and_analyze(&scenario, args.out.as_deref(), args.quiet, &in_flight, json)?;
-    // Print first, write second: a full disk must not hide the verdict or change the exit code.
-    print_verdict(&record, &verdict, json, out.as_ref())?;
+    let (record, verdict, out) = run_and_analyze(&scenario, out, args.quiet, &in_flight, json)?;
+    // Print first, write second: a full disk must not hide the verdict or change the exit code,
+    // and a closed stdout must not cost the reports.
+    let printed = print_verdict(&record, &verdict, json, out.as_ref());
     write_out(out, &record, &verdict);
+    printed?;
     Ok(exit_for(&record, &verdict))
 }
 
@@ -117,26 +129,29 @@ pub(crate) fn write_out(out: Option<OutDir>, record: &RunRecord, verdict: &Verdi
     }
 }
 
-/// Claims `out`, builds the engine, runs the scenario (streaming samples into `out` when given)
-/// and analyses the record; returns the claimed folder for [`write_out`]. An engine that fails
+/// Claims an output folder for a run (see [`OutDir::claim`]); a busy folder is a usage error.
+pub(crate) fn claim_out(dir: &Path) -> Result<OutDir, CliError> {
+    OutDir::claim(dir).map_err(CliError::bad_input)
+}
+
+/// Releases a claimed folder of a run that ends without reports.
+fn release(out: Option<OutDir>) {
+    if let Some(Err(e)) = out.map(OutDir::release) {
+        eprintln!("warning: {e}");
+    }
+}
+
+/// Builds the engine, runs the scenario (streaming samples into the claimed `out` folder when
+/// given) and analyses the record; returns the folder for [`write_out`]. An engine that fails
 /// mid-run still yields a record and a verdict; only an engine that cannot be built at all is an
 /// error (and leaves `out` without any report: the previous run's are gone, none are new).
 pub(crate) fn run_and_analyze(
     scenario: &Scenario,
-    out: Option<&Path>,
+    out: Option<OutDir>,
     quiet: bool,
     in_flight: &InFlight,
     json: bool,
 ) -> Result<(RunRecord, Verdict, Option<OutDir>), CliError> {
-    // Claimed before the engine starts: from here on the folder shows no earlier run's verdict.
-    let out = out
-        .map(|dir| OutDir::claim(dir).map_err(CliError::bad_input))
-        .transpose()?;
-    let release = |out: Option<OutDir>| {
-        if let Some(Err(e)) = out.map(OutDir::release) {
-            eprintln!("warning: {e}");
-        }
-    };
     let mut engine = match build_engine(scenario) {
         Ok(engine) => engine,
         Err(e) => {

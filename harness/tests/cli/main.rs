@@ -7,6 +7,7 @@ mod compare;
 mod fixtures;
 mod interrupted;
 mod opencl;
+mod out_dir;
 mod report;
 mod schema;
 mod worker;

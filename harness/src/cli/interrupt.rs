@@ -11,8 +11,9 @@
 //! signal number. The engine call that was running is not waited for: a hung engine is exactly
 //! what a CI timeout interrupts. A worker process dies with its runner (`PR_SET_PDEATHSIG`).
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::fd::IntoRawFd;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -90,15 +91,18 @@ impl InFlight {
         let mut state = self.lock();
         match std::mem::replace(&mut *state, State::Finishing) {
             // The lock stays held until the process exits: the run loop writes no more samples.
+            // Whatever happens while finishing (a closed stdout, a panic), the process exits.
             State::Running(pending) => {
-                let exit = finish_interrupted(*pending, signal.as_str());
+                let finish = AssertUnwindSafe(|| finish_interrupted(*pending, signal.as_str()));
+                let exit = std::panic::catch_unwind(finish)
+                    .unwrap_or_else(|_| Exit::interrupted(signal.as_str()));
                 std::process::exit(exit as i32)
             }
             State::Idle => {
-                eprintln!(
+                warn(&format!(
                     "leakloop: stopped by {} before the run started",
                     signal.as_str()
-                );
+                ));
                 std::process::exit(Exit::interrupted(signal.as_str()) as i32)
             }
             State::Finishing => *state = State::Finishing,
@@ -141,24 +145,29 @@ fn finish_interrupted(pending: Pending, signal: &str) -> Exit {
     if let Some(stream) = stream {
         let path = stream.path().to_owned();
         if let Err(e) = stream.finish() {
-            eprintln!("warning: {e}");
+            warn(&format!("warning: {e}"));
         }
         match read_samples(&path) {
             Ok(streamed) => samples = streamed.samples,
-            Err(e) => eprintln!("warning: {e}"),
+            Err(e) => warn(&format!("warning: {e}")),
         }
     }
     let record = interrupted_record(scenario, backend, samples, turns_completed, signal);
     let verdict = analyze_run(&record);
     if let Err(e) = print_verdict(&record, &verdict, json, out.as_ref()) {
-        eprintln!("warning: {e}");
+        warn(&format!("warning: {e:#}"));
     }
     write_out(out, &record, &verdict);
-    eprintln!(
+    warn(&format!(
         "leakloop: interrupted by {signal}; the report covers the {} sample(s) taken",
         record.samples.len()
-    );
+    ));
     Exit::interrupted(signal)
+}
+
+/// A line on stderr; a closed stderr is no reason to stop finishing.
+fn warn(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 /// The write end of the signal pipe, for the handler.

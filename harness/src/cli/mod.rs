@@ -20,11 +20,12 @@ pub use error::{CliError, Exit};
 /// Catches memory-leak regressions in on-device LLM inference engines.
 ///
 /// Exit codes: 0 every expectation held; 1 an expectation failed (a leak, an unbalanced
-/// create/delete); 2 bad input or usage; 3 the engine failed (crash, hang, load error).
+/// create/delete); 2 bad input or usage; 3 the engine failed (crash, hang, load error); 130 and
+/// 143 a run interrupted by SIGINT or SIGTERM (its partial report written).
 #[derive(Debug, Parser)]
 #[command(name = "leakloop", version, about, long_about = None)]
 #[command(
-    after_help = "Exit codes:\n  0  every expectation held\n  1  an expectation failed (a leak, an unbalanced create/delete)\n  2  bad input or usage\n  3  the engine failed (crash, hang, load error)"
+    after_help = "Exit codes:\n  0  every expectation held\n  1  an expectation failed (a leak, an unbalanced create/delete)\n  2  bad input or usage\n  3  the engine failed (crash, hang, load error)\n  130, 143  a run interrupted by SIGINT, SIGTERM (partial report written)"
 )]
 struct Cli {
     #[command(subcommand)]

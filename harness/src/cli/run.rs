@@ -3,6 +3,7 @@
 //! and map the verdict to an exit code. SIGINT and SIGTERM end it with a partial report
 //! (`interrupt.rs`).
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -105,13 +106,16 @@ pub(crate) fn print_verdict(
     json: bool,
     out: Option<&OutDir>,
 ) -> Result<(), CliError> {
+    let stdout_error =
+        |e: std::io::Error| CliError::Engine(anyhow!(e).context("writing to stdout"));
     if json {
         let json = render_report_json(record, verdict).map_err(|e| CliError::Engine(e.into()))?;
-        println!("{json}");
+        writeln!(std::io::stdout(), "{json}").map_err(stdout_error)?;
     } else {
         print_terminal(record, verdict).map_err(|e| CliError::Engine(e.into()))?;
         if let Some(out) = out {
-            println!("reports: {}", out.dir().display());
+            writeln!(std::io::stdout(), "reports: {}", out.dir().display())
+                .map_err(stdout_error)?;
         }
     }
     Ok(())
@@ -121,11 +125,15 @@ pub(crate) fn print_verdict(
 /// disk, a read-only folder) is a warning: the verdict stands, and was printed before.
 pub(crate) fn write_out(out: Option<OutDir>, record: &RunRecord, verdict: &Verdict) {
     let Some(out) = out else { return };
+    // Written with `let _`: a closed stderr must not stop the release below.
     if let Err(e) = write_reports(out.dir(), record, verdict) {
-        eprintln!("warning: the verdict above stands, but its reports are incomplete: {e}");
+        let _ = writeln!(
+            std::io::stderr(),
+            "warning: the verdict above stands, but its reports are incomplete: {e}"
+        );
     }
     if let Err(e) = out.release() {
-        eprintln!("warning: {e}");
+        let _ = writeln!(std::io::stderr(), "warning: {e}");
     }
 }
 

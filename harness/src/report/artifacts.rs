@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::analyze::Verdict;
 use crate::report::atomic::write_atomic;
+use crate::report::out_dir::create_folder;
 use crate::report::{
     render_junit, render_plot_svg, render_report_json, render_summary_md, ReportError,
 };
@@ -34,10 +35,7 @@ pub fn write_reports(
         (PLOT_SVG, render_plot_svg(record, verdict)?),
         (SUMMARY_MD, render_summary_md(record, verdict)),
     ];
-    std::fs::create_dir_all(dir).map_err(|source| ReportError::Write {
-        path: dir.to_owned(),
-        source,
-    })?;
+    create_folder(dir)?;
     let mut written = Vec::with_capacity(artifacts.len());
     for (name, contents) in artifacts {
         let path = dir.join(name);

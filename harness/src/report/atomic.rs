@@ -40,6 +40,7 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ReportError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::test_support::{plant_symlink, PRECIOUS};
 
     #[test]
     fn replaces_the_file_and_leaves_no_temporary_behind() {
@@ -58,12 +59,11 @@ mod tests {
     #[test]
     fn a_planted_symlink_is_replaced_not_followed() {
         let dir = tempfile::tempdir().unwrap();
-        let victim = dir.path().join("victim");
-        std::fs::write(&victim, "precious").unwrap();
-        let path = dir.path().join("report.json");
-        std::os::unix::fs::symlink(&victim, &path).unwrap();
+        let out = dir.path().join("out");
+        let victim = plant_symlink(&out, "report.json");
+        let path = out.join("report.json");
         write_atomic(&path, b"{}").unwrap();
-        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), PRECIOUS);
         assert!(!std::fs::symlink_metadata(&path).unwrap().is_symlink());
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "{}");
     }

@@ -106,6 +106,14 @@ pub(crate) fn verdict_line(record: &RunRecord, verdict: &Verdict) -> (VerdictSta
     (verdict.status, text)
 }
 
+/// What an empty ledger means: nothing was counted, or (for an interrupted run) nothing was kept.
+pub(crate) fn empty_ledger_text(record: &RunRecord) -> &'static str {
+    match record.outcome {
+        RunOutcome::Interrupted { .. } => "not recorded (the run was interrupted)",
+        _ => "nothing was counted",
+    }
+}
+
 /// The status word used in summary.md and JUnit properties.
 pub(crate) fn status_word(status: VerdictStatus) -> &'static str {
     match status {

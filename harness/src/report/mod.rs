@@ -24,6 +24,8 @@ mod samples;
 mod summary_md;
 mod table;
 mod terminal;
+#[cfg(test)]
+mod test_support;
 mod units;
 
 pub use artifacts::{write_reports, JUNIT_XML, PLOT_SVG, REPORT_JSON, SAMPLES_JSONL, SUMMARY_MD};

@@ -40,10 +40,7 @@ impl OutDir {
     /// removes every artifact of the previous run. A folder locked by another leakloop process
     /// is refused with [`ReportError::Busy`].
     pub fn claim(dir: &Path) -> Result<Self, ReportError> {
-        std::fs::create_dir_all(dir).map_err(|source| ReportError::Write {
-            path: dir.to_owned(),
-            source,
-        })?;
+        create_folder(dir)?;
         let lock_path = dir.join(LOCK_FILE);
         let write_error = |source| ReportError::Write {
             path: lock_path.clone(),
@@ -168,6 +165,14 @@ fn open_lock_file(path: &Path, create: bool) -> std::io::Result<File> {
     options.open(path)
 }
 
+/// Creates `dir` and its parents if missing.
+pub(crate) fn create_folder(dir: &Path) -> Result<(), ReportError> {
+    std::fs::create_dir_all(dir).map_err(|source| ReportError::Write {
+        path: dir.to_owned(),
+        source,
+    })
+}
+
 /// Removes `path` (a symlink is removed, never followed); a missing file is fine.
 pub(crate) fn remove_if_present(path: &Path) -> Result<(), ReportError> {
     match std::fs::remove_file(path) {
@@ -183,6 +188,7 @@ pub(crate) fn remove_if_present(path: &Path) -> Result<(), ReportError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::test_support::{plant_symlink, PRECIOUS};
 
     fn names(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(dir)
@@ -252,13 +258,10 @@ mod tests {
     #[test]
     fn a_symlink_planted_as_the_lock_file_is_refused_and_its_target_untouched() {
         let dir = tempfile::tempdir().unwrap();
-        let victim = dir.path().join("victim");
-        std::fs::write(&victim, "precious").unwrap();
         let out = dir.path().join("out");
-        std::fs::create_dir(&out).unwrap();
-        std::os::unix::fs::symlink(&victim, out.join(LOCK_FILE)).unwrap();
+        let victim = plant_symlink(&out, LOCK_FILE);
         let err = OutDir::claim(&out).unwrap_err();
         assert!(err.to_string().contains(LOCK_FILE), "{err}");
-        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), PRECIOUS);
     }
 }

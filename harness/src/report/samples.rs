@@ -8,7 +8,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::report::artifacts::SAMPLES_JSONL;
-use crate::report::out_dir::{remove_if_present, FILE_MODE};
+use crate::report::out_dir::{create_folder, remove_if_present, FILE_MODE};
 use crate::report::ReportError;
 use crate::runner::{RunObserver, Sample};
 
@@ -29,10 +29,7 @@ impl SampleStream {
     /// needed. An existing file of that name is removed first, and the new one is created
     /// exclusively, so a symlink planted in its place is removed, never written through.
     pub fn create(dir: &Path) -> Result<Self, ReportError> {
-        std::fs::create_dir_all(dir).map_err(|source| ReportError::Write {
-            path: dir.to_owned(),
-            source,
-        })?;
+        create_folder(dir)?;
         let path = dir.join(SAMPLES_JSONL);
         remove_if_present(&path)?;
         let file = OpenOptions::new()
@@ -155,6 +152,7 @@ pub fn read_samples(path: &Path) -> Result<StreamedSamples, ReportError> {
 mod tests {
     use super::*;
     use crate::report::examples::leak_run;
+    use crate::report::test_support::{plant_symlink, PRECIOUS};
 
     fn stream(dir: &Path, samples: &[Sample]) -> PathBuf {
         let mut stream = SampleStream::create(dir).unwrap();
@@ -221,14 +219,11 @@ mod tests {
     #[test]
     fn a_symlink_planted_as_samples_jsonl_is_replaced_not_written_through() {
         let dir = tempfile::tempdir().unwrap();
-        let victim = dir.path().join("victim");
-        std::fs::write(&victim, "precious").unwrap();
         let out = dir.path().join("out");
-        std::fs::create_dir(&out).unwrap();
-        std::os::unix::fs::symlink(&victim, out.join(SAMPLES_JSONL)).unwrap();
+        let victim = plant_symlink(&out, SAMPLES_JSONL);
         let (record, _) = leak_run();
         let path = stream(&out, &record.samples[..2]);
-        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), PRECIOUS);
         assert!(!std::fs::symlink_metadata(&path).unwrap().is_symlink());
         assert_eq!(read_samples(&path).unwrap().samples, record.samples[..2]);
     }

@@ -1,7 +1,9 @@
 //! summary.md: a short Markdown summary of one run, sized for a pull-request comment.
 
 use crate::analyze::{Verdict, VerdictStatus};
-use crate::report::facts::{backend_line, metric_passed, turns_line, verdict_line};
+use crate::report::facts::{
+    backend_line, empty_ledger_text, metric_passed, turns_line, verdict_line,
+};
 use crate::report::units::{format_bytes, format_rate_with_interval};
 use crate::runner::RunRecord;
 
@@ -85,7 +87,7 @@ fn ledger_line(record: &RunRecord) -> String {
     let totals = &record.ledger.totals;
     let imbalances = record.ledger.imbalances();
     if totals.is_empty() {
-        return "**Ledger:** nothing was counted.\n".to_owned();
+        return format!("**Ledger:** {}.\n", empty_ledger_text(record));
     }
     if imbalances.is_empty() {
         return format!("**Ledger:** balanced ({} kinds).\n", totals.len());

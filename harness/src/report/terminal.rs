@@ -8,7 +8,8 @@ use anstyle::{AnsiColor, Style};
 
 use crate::analyze::{Classification, Verdict, VerdictStatus};
 use crate::report::facts::{
-    backend_line, engine_error_text, metric_passed, metric_result_word, turns_line, verdict_line,
+    backend_line, empty_ledger_text, engine_error_text, metric_passed, metric_result_word,
+    turns_line, verdict_line,
 };
 use crate::report::table::{render_table, Cell};
 use crate::report::units::{format_bytes, format_rate_with_interval};
@@ -117,7 +118,10 @@ fn metrics_table(verdict: &Verdict) -> String {
 fn ledger_section(record: &RunRecord) -> String {
     let totals = &record.ledger.totals;
     if totals.is_empty() {
-        return format!("{HEADER}ledger{HEADER:#}: nothing was counted\n\n");
+        return format!(
+            "{HEADER}ledger{HEADER:#}: {}\n\n",
+            empty_ledger_text(record)
+        );
     }
     let imbalances = record.ledger.imbalances();
     let summary = if imbalances.is_empty() {
@@ -236,6 +240,10 @@ mod tests {
         );
         assert!(
             text.contains("not evaluated: the run was interrupted"),
+            "{text}"
+        );
+        assert!(
+            text.contains("ledger: not recorded (the run was interrupted)"),
             "{text}"
         );
     }

@@ -3,10 +3,12 @@
 //! SIGTERM writes a partial report marked interrupted; a run in progress owns its `--out`
 //! folder, and a killed run never leaves an earlier run's verdict behind.
 
+use std::io::Read;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::fixtures::{self, fixture_path};
 use leakloop::analyze::VerdictStatus;
 use leakloop::report::{read_report, read_samples, LOCK_FILE};
 use leakloop::runner::RunOutcome;
@@ -56,66 +58,100 @@ fn processes_naming(needle: &str) -> Vec<u32> {
         .collect()
 }
 
+/// A child process that is killed when the test ends, also when it fails: a hung run must not
+/// outlive its test.
+struct KillOnDrop(Child);
+
+impl std::ops::Deref for KillOnDrop {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for KillOnDrop {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// `leakloop run HANGING_SCENARIO --out OUT`, returned once it has streamed the samples of turns
 /// 0-3 and hangs in turn 4; stdout and stderr are piped.
-fn start_hanging_run(dir: &Path, out: &Path) -> Child {
+fn start_hanging_run(dir: &Path, out: &Path) -> KillOnDrop {
     let scenario = dir.join("killed-mid-run.yaml");
     std::fs::write(&scenario, HANGING_SCENARIO).unwrap();
-    let mut run = Command::new(env!("CARGO_BIN_EXE_leakloop"))
-        .arg("run")
-        .arg(&scenario)
-        .arg("--quiet")
-        .arg("--out")
-        .arg(out)
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Baseline plus the post-close samples of turns 1-3, then the worker hangs in turn 4; the
-    // folder's marker names this run (an older run's samples may still be there until then).
+    let mut run = KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_leakloop"))
+            .arg("run")
+            .arg(&scenario)
+            .arg("--quiet")
+            .arg("--out")
+            .arg(out)
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    // Baseline plus the post-close samples of turns 1-3, then the worker hangs in turn 4: exactly
+    // 4 lines. The folder's marker names this run as soon as it claims the folder, before an
+    // older run's samples.jsonl (more lines) is removed.
     let samples = out.join("samples.jsonl");
     let marker = format!("running pid {}\n", run.id());
     let deadline = Instant::now() + Duration::from_secs(60);
     while std::fs::read_to_string(out.join(LOCK_FILE)).ok().as_deref() != Some(&marker)
-        || lines_in(&samples) < 4
+        || lines_in(&samples) != 4
     {
         if Instant::now() > deadline || run.try_wait().unwrap().is_some() {
             let _ = run.kill();
-            let output = run.wait_with_output().unwrap();
-            panic!(
-                "the run never streamed 4 samples: {}",
-                String::from_utf8_lossy(&output.stderr)
-            );
+            let mut stderr = String::new();
+            let _ = run.stderr.take().map(|mut e| e.read_to_string(&mut stderr));
+            panic!("the run never streamed 4 samples: {stderr}");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     run
 }
 
-/// Waits for `child` to exit (killing it after 30 s) and returns its output.
-fn wait_for(mut child: Child) -> Output {
+/// Waits for `child` to exit (at most 30 s) and returns its exit code, stdout and stderr.
+fn wait_for(child: &mut Child) -> (Option<i32>, String, String) {
     let deadline = Instant::now() + Duration::from_secs(30);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("the process did not exit within 30 s");
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
         }
+        assert!(
+            Instant::now() < deadline,
+            "the process did not exit within 30 s"
+        );
         std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().unwrap()
-}
-
-fn leakloop(args: &[&std::ffi::OsStr]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leakloop"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
+    };
+    let read = |pipe: Option<&mut dyn Read>| {
+        let mut text = String::new();
+        if let Some(pipe) = pipe {
+            pipe.read_to_string(&mut text).unwrap();
+        }
+        text
+    };
+    let stdout = read(child.stdout.as_mut().map(|p| p as &mut dyn Read));
+    let stderr = read(child.stderr.as_mut().map(|p| p as &mut dyn Read));
+    (status.code(), stdout, stderr)
 }
 
 fn report(out: &Path) -> Output {
-    leakloop(&["report".as_ref(), out.as_os_str()])
+    Command::new(env!("CARGO_BIN_EXE_leakloop"))
+        .arg("report")
+        .arg(out)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -198,16 +234,10 @@ fn interrupted_exit(signal: Signal) -> i32 {
 fn an_interrupted_run_writes_a_partial_report_marked_interrupted(#[case] signal: Signal) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let run = start_hanging_run(dir.path(), &out);
+    let mut run = start_hanging_run(dir.path(), &out);
     kill(Pid::from_raw(run.id() as i32), signal).unwrap();
-    let output = wait_for(run);
-    let stdout = text(&output.stdout);
-    assert_eq!(
-        output.status.code(),
-        Some(interrupted_exit(signal)),
-        "{stdout}{}",
-        text(&output.stderr)
-    );
+    let (code, stdout, stderr) = wait_for(&mut run);
+    assert_eq!(code, Some(interrupted_exit(signal)), "{stdout}{stderr}");
     let name = signal.as_str();
     assert!(
         stdout.contains(&format!("INTERRUPTED by {name} in turn 4")),
@@ -255,15 +285,7 @@ fn a_second_run_into_a_busy_folder_is_refused_and_the_first_keeps_its_samples() 
     let before = std::fs::read(out.join("samples.jsonl")).unwrap();
 
     // A scenario that would finish on its own: refused, not run alongside.
-    let second = leakloop(&[
-        "run".as_ref(),
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../fixtures/scenarios/flutter-gemma-cpu-flat.yaml")
-            .as_os_str(),
-        "--quiet".as_ref(),
-        "--out".as_ref(),
-        out.as_os_str(),
-    ]);
+    let second = fixtures::run(&fixture_path("flutter-gemma-cpu-flat"), &out);
     let err = text(&second.stderr);
     assert_eq!(second.status.code(), Some(2), "{err}");
     assert!(
@@ -290,15 +312,7 @@ fn a_second_run_into_a_busy_folder_is_refused_and_the_first_keeps_its_samples() 
 fn a_killed_run_never_leaves_the_previous_runs_verdict() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let passing = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../fixtures/scenarios/flutter-gemma-cpu-flat.yaml");
-    let first = leakloop(&[
-        "run".as_ref(),
-        passing.as_os_str(),
-        "--quiet".as_ref(),
-        "--out".as_ref(),
-        out.as_os_str(),
-    ]);
+    let first = fixtures::run(&fixture_path("flutter-gemma-cpu-flat"), &out);
     assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
     assert_eq!(report(&out).status.code(), Some(0));
 
@@ -315,4 +329,21 @@ fn a_killed_run_never_leaves_the_previous_runs_verdict() {
     assert!(stdout.contains("the last run did not finish"), "{stdout}");
     assert!(!stdout.contains("PASS"), "{stdout}");
     assert!(stdout.contains("4 samples, up to turn 3"), "{stdout}");
+}
+
+/// A CI runner that gave up may have closed the pipes: the interrupted run still writes its report
+/// and exits (a failed print once killed the thread that finishes the run, and the run hung on).
+#[test]
+#[cfg(target_os = "linux")]
+fn an_interrupted_run_whose_output_pipes_are_closed_still_writes_its_report_and_exits() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut run = start_hanging_run(dir.path(), &out);
+    drop(run.stdout.take());
+    drop(run.stderr.take());
+    kill(Pid::from_raw(run.id() as i32), Signal::SIGTERM).unwrap();
+    let (code, _, _) = wait_for(&mut run);
+    assert_eq!(code, Some(interrupted_exit(Signal::SIGTERM)));
+    let report_file = read_report(&out.join("report.json")).unwrap();
+    assert_eq!(report_file.verdict.status, VerdictStatus::Interrupted);
 }

@@ -4,10 +4,12 @@
 
 use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use rstest::rstest;
+
+use crate::fixtures::{self, fixture_path};
 
 const ARTIFACTS: [&str; 5] = [
     "report.json",
@@ -16,10 +18,6 @@ const ARTIFACTS: [&str; 5] = [
     "summary.md",
     "samples.jsonl",
 ];
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../fixtures/scenarios/{name}.yaml"))
-}
 
 /// `leakloop ARGS`, run by `sh` after the shell commands in `setup` (e.g. `umask 027`).
 fn leakloop_after(setup: &str, args: &[&OsStr]) -> Output {
@@ -37,7 +35,8 @@ fn leakloop(args: &[&OsStr]) -> Output {
     leakloop_after("", args)
 }
 
-fn run_into(scenario: &Path, out: &Path, extra: &[&str]) -> Output {
+/// The arguments of `leakloop run SCENARIO --quiet --out OUT EXTRA...`.
+fn run_args<'a>(scenario: &'a Path, out: &'a Path, extra: &[&'a str]) -> Vec<&'a OsStr> {
     let mut args: Vec<&OsStr> = vec![
         "run".as_ref(),
         scenario.as_os_str(),
@@ -45,8 +44,25 @@ fn run_into(scenario: &Path, out: &Path, extra: &[&str]) -> Output {
         "--out".as_ref(),
         out.as_os_str(),
     ];
-    args.extend(extra.iter().map(OsStr::new));
-    leakloop(&args)
+    args.extend(extra.iter().map(|s| OsStr::new(*s)));
+    args
+}
+
+/// `leakloop report OUT` of a folder whose last run wrote no report: exits 3; returns stdout.
+fn report_without_verdict(out: &Path) -> String {
+    let report = leakloop(&["report".as_ref(), out.as_os_str()]);
+    let stdout = text(&report.stdout);
+    assert_eq!(
+        report.status.code(),
+        Some(3),
+        "{stdout}{}",
+        text(&report.stderr)
+    );
+    assert!(
+        !stdout.contains("PASS") && !stdout.contains("FAIL"),
+        "{stdout}"
+    );
+    stdout
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -67,11 +83,11 @@ fn a_run_that_stops_before_its_engine_runs_leaves_no_earlier_verdict(
 ) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let scenario = fixture("flutter-gemma-cpu-flat");
-    let first = run_into(&scenario, &out, &[]);
+    let scenario = fixture_path("flutter-gemma-cpu-flat");
+    let first = fixtures::run(&scenario, &out);
     assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
 
-    let failed = run_into(&scenario, &out, extra);
+    let failed = leakloop(&run_args(&scenario, &out, extra));
     assert_eq!(failed.status.code(), Some(code), "{}", text(&failed.stderr));
     for artifact in ARTIFACTS {
         assert!(
@@ -79,15 +95,7 @@ fn a_run_that_stops_before_its_engine_runs_leaves_no_earlier_verdict(
             "{artifact} of the previous run"
         );
     }
-    let report = leakloop(&["report".as_ref(), out.as_os_str()]);
-    let stdout = text(&report.stdout);
-    assert_eq!(
-        report.status.code(),
-        Some(3),
-        "{stdout}{}",
-        text(&report.stderr)
-    );
-    assert!(!stdout.contains("PASS"), "{stdout}");
+    let stdout = report_without_verdict(&out);
     assert!(
         stdout.contains("the last run ended without writing it"),
         "{stdout}"
@@ -109,16 +117,8 @@ fn every_file_respects_the_umask_and_no_planted_symlink_is_followed() {
         std::os::unix::fs::symlink(&victim, out.join(artifact)).unwrap();
         victims.push(victim);
     }
-    let output = leakloop_after(
-        "umask 027",
-        &[
-            "run".as_ref(),
-            fixture("flutter-gemma-cpu-flat").as_os_str(),
-            "--quiet".as_ref(),
-            "--out".as_ref(),
-            out.as_os_str(),
-        ],
-    );
+    let scenario = fixture_path("flutter-gemma-cpu-flat");
+    let output = leakloop_after("umask 027", &run_args(&scenario, &out, &[]));
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     for victim in &victims {
         assert_eq!(
@@ -151,16 +151,8 @@ fn a_full_disk_while_writing_reports_keeps_the_verdict_and_its_exit_code() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     // samples.jsonl (about 5 KB) fits under 8 KiB; report.json (about 23 KB) does not.
-    let output = leakloop_after(
-        &file_size_limit(16),
-        &[
-            "run".as_ref(),
-            fixture("flutter-gemma-opencl-leak").as_os_str(),
-            "--quiet".as_ref(),
-            "--out".as_ref(),
-            out.as_os_str(),
-        ],
-    );
+    let scenario = fixture_path("flutter-gemma-opencl-leak");
+    let output = leakloop_after(&file_size_limit(16), &run_args(&scenario, &out, &[]));
     let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
     assert_eq!(output.status.code(), Some(1), "{stdout}{stderr}");
     assert!(
@@ -173,9 +165,7 @@ fn a_full_disk_while_writing_reports_keeps_the_verdict_and_its_exit_code() {
     );
     assert!(stderr.contains("File too large"), "{stderr}");
 
-    let report = leakloop(&["report".as_ref(), out.as_os_str()]);
-    let stdout = text(&report.stdout);
-    assert_eq!(report.status.code(), Some(3), "{stdout}");
+    let stdout = report_without_verdict(&out);
     assert!(!stdout.contains("did not finish"), "{stdout}");
     assert!(
         stdout.contains("its reports could not be written"),
@@ -189,7 +179,7 @@ fn a_full_disk_while_writing_reports_keeps_the_verdict_and_its_exit_code() {
 fn report_prints_first_and_a_failed_rewrite_is_a_warning() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let first = run_into(&fixture("flutter-gemma-opencl-leak"), &out, &[]);
+    let first = fixtures::run(&fixture_path("flutter-gemma-opencl-leak"), &out);
     assert_eq!(first.status.code(), Some(1), "{}", text(&first.stderr));
 
     // summary.md (about 1 KB) and plot.svg do not fit in 512 bytes.

@@ -49,6 +49,12 @@ pub enum ReportError {
         /// The folder.
         dir: PathBuf,
     },
+    /// Several files could not be written.
+    #[error("{}", errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Several {
+        /// One error per file.
+        errors: Vec<ReportError>,
+    },
     /// Another leakloop process (a run, or a `report` reading it) holds the output folder.
     #[error("{} is in use by another leakloop process (a run writing it, or a report reading it): wait for it to end or choose another --out folder", dir.display())]
     Busy {

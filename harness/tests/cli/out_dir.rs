@@ -164,6 +164,9 @@ fn a_full_disk_while_writing_reports_keeps_the_verdict_and_its_exit_code() {
         "{stderr}"
     );
     assert!(stderr.contains("File too large"), "{stderr}");
+    // What fits is still written: the CI job gets its test results.
+    assert!(out.join("junit.xml").is_file());
+    assert!(!out.join("report.json").exists());
 
     let stdout = report_without_verdict(&out);
     assert!(!stdout.contains("did not finish"), "{stdout}");

@@ -105,7 +105,7 @@ impl InFlight {
                 ));
                 std::process::exit(Exit::interrupted(signal.as_str()) as i32)
             }
-            State::Finishing => *state = State::Finishing,
+            State::Finishing => {}
         }
     }
 }

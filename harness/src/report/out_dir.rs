@@ -117,7 +117,13 @@ pub fn inspect_out_dir(dir: &Path) -> Result<FolderView, ReportError> {
     };
     let mut lock = match open_lock_file(&lock_path, false) {
         Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        // No such folder, or not a folder: not an output folder of any run (the caller says so).
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
             return Ok(FolderView {
                 state: RunState::Unknown,
                 _lock: None,

@@ -13,7 +13,8 @@ use serde::Serialize;
 use crate::analyze::{
     classify, load_trace, units, Classification, ClassifyOptions, MetricAnalysis, Trace,
 };
-use crate::cli::{CliError, Exit};
+use crate::cli::output;
+use crate::cli::{CliError, Exit, Outcome};
 use crate::scenario::Tolerance;
 
 /// Arguments of `leakloop analyze`.
@@ -52,28 +53,29 @@ struct AnalyzeOutput<'a> {
     metrics: &'a BTreeMap<String, MetricAnalysis>,
 }
 
-pub(crate) fn run(args: AnalyzeArgs) -> Result<Exit, CliError> {
-    let trace = load_trace(&args.trace).map_err(CliError::bad_input)?;
+pub(crate) fn run(args: AnalyzeArgs) -> Result<Outcome, CliError> {
+    let trace = load_trace(&args.trace)?;
     let metrics = analyze_trace(&trace, &args);
-    let output = match args.format {
+    let text = match args.format {
         Format::Json => {
             let out = AnalyzeOutput {
                 trace: args.trace.display().to_string(),
                 metrics: &metrics,
             };
-            serde_json::to_string_pretty(&out).map_err(CliError::bad_input)?
+            serde_json::to_string_pretty(&out)
+                .map_err(|e| CliError::Output(anyhow::Error::new(e).context("rendering JSON")))?
         }
         Format::Text => render_table(&metrics),
     };
-    println!("{output}");
+    output::println(&text);
     let grows = metrics
         .values()
         .any(|m| m.classification == Classification::Growth);
-    Ok(if grows {
+    Ok(Outcome::Verdict(if grows {
         Exit::ExpectationFailed
     } else {
         Exit::Pass
-    })
+    }))
 }
 
 /// Classifies every metric of the trace; a report's own scenario supplies the defaults.
@@ -131,7 +133,7 @@ fn render_table(metrics: &BTreeMap<String, MetricAnalysis>) -> String {
         .iter()
         .map(|(name, m)| {
             [
-                name.clone(),
+                crate::input::printable(name).into_owned(),
                 m.classification.as_str().to_owned(),
                 human(m.baseline as f64, false),
                 human(m.last as f64, false),

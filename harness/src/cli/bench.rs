@@ -3,7 +3,8 @@
 use crate::bench::{
     render_markdown, render_overhead, run_detection, run_overhead, DetectionConfig,
 };
-use crate::cli::{CliError, Exit};
+use crate::cli::output;
+use crate::cli::{CliError, Outcome};
 
 /// Arguments of `leakloop bench`.
 #[derive(Debug, clap::Args)]
@@ -33,7 +34,7 @@ enum BenchCommand {
     },
 }
 
-pub(crate) fn run(args: BenchArgs) -> Result<Exit, CliError> {
+pub(crate) fn run(args: BenchArgs) -> Result<Outcome, CliError> {
     match args.which {
         BenchCommand::Detection { series, seed } => {
             let config = DetectionConfig {
@@ -42,18 +43,18 @@ pub(crate) fn run(args: BenchArgs) -> Result<Exit, CliError> {
             };
             let start = std::time::Instant::now();
             let rows = run_detection(&config);
-            print!("{}", render_markdown(&rows, &config));
-            eprintln!(
+            output::print(&render_markdown(&rows, &config));
+            output::note(&format!(
                 "{} series in {:.1} s",
                 u64::from(series) * rows.len() as u64,
                 start.elapsed().as_secs_f64()
-            );
-            Ok(Exit::Pass)
+            ));
+            Ok(Outcome::Done)
         }
         BenchCommand::Runner { turns } => {
-            let rows = run_overhead(turns).map_err(|e| CliError::Engine(e.into()))?;
-            print!("{}", render_overhead(&rows));
-            Ok(Exit::Pass)
+            let rows = run_overhead(turns)?;
+            output::print(&render_overhead(&rows));
+            Ok(Outcome::Done)
         }
     }
 }

@@ -11,7 +11,7 @@
 //! signal number. The engine call that was running is not waited for: a hung engine is exactly
 //! what a CI timeout interrupts. A worker process dies with its runner (`PR_SET_PDEATHSIG`).
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::fd::IntoRawFd;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -20,8 +20,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
 
 use crate::analyze::analyze_run;
-use crate::cli::run::{print_verdict, write_out};
-use crate::cli::Exit;
+use crate::cli::output;
+use crate::cli::run::{finish_run, Format};
+use crate::cli::{conclude, Exit, Outcome};
 use crate::engine::BackendInfo;
 use crate::report::{interrupted_record, read_samples, OutDir, SampleStream};
 use crate::runner::{RunObserver, Sample};
@@ -59,8 +60,8 @@ pub(crate) struct Pending {
     pub out: Option<OutDir>,
     /// Turns that ran to completion.
     pub turns_completed: u32,
-    /// `--format json`.
-    pub json: bool,
+    /// What `--format` asked to print.
+    pub format: Format,
 }
 
 impl InFlight {
@@ -96,14 +97,15 @@ impl InFlight {
                 let finish = AssertUnwindSafe(|| finish_interrupted(*pending, signal.as_str()));
                 let exit = std::panic::catch_unwind(finish)
                     .unwrap_or_else(|_| Exit::interrupted(signal.as_str()));
-                std::process::exit(exit as i32)
+                std::process::exit(conclude(Ok(Outcome::Verdict(exit))) as i32)
             }
             State::Idle => {
-                warn(&format!(
+                output::note(&format!(
                     "leakloop: stopped by {} before the run started",
                     signal.as_str()
                 ));
-                std::process::exit(Exit::interrupted(signal.as_str()) as i32)
+                let exit = Exit::interrupted(signal.as_str());
+                std::process::exit(conclude(Ok(Outcome::Verdict(exit))) as i32)
             }
             State::Finishing => {}
         }
@@ -131,7 +133,8 @@ impl RunObserver for InFlightObserver<'_> {
     }
 }
 
-/// Writes and prints the partial report of a stopped run; returns its exit code.
+/// Prints and writes the partial report of a stopped run (the same way as a finished run's,
+/// [`finish_run`]); returns its exit code.
 fn finish_interrupted(pending: Pending, signal: &str) -> Exit {
     let Pending {
         scenario,
@@ -140,34 +143,26 @@ fn finish_interrupted(pending: Pending, signal: &str) -> Exit {
         mut samples,
         out,
         turns_completed,
-        json,
+        format,
     } = pending;
     if let Some(stream) = stream {
         let path = stream.path().to_owned();
         if let Err(e) = stream.finish() {
-            warn(&format!("warning: {e}"));
+            output::warning(&e.to_string());
         }
         match read_samples(&path) {
             Ok(streamed) => samples = streamed.samples,
-            Err(e) => warn(&format!("warning: {e}")),
+            Err(e) => output::warning(&e.to_string()),
         }
     }
     let record = interrupted_record(scenario, backend, samples, turns_completed, signal);
     let verdict = analyze_run(&record);
-    if let Err(e) = print_verdict(&record, &verdict, json, out.as_ref()) {
-        warn(&format!("warning: {e:#}"));
-    }
-    write_out(out, &record, &verdict);
-    warn(&format!(
+    let exit = finish_run(&record, &verdict, format, out);
+    output::note(&format!(
         "leakloop: interrupted by {signal}; the report covers the {} sample(s) taken",
         record.samples.len()
     ));
-    Exit::interrupted(signal)
-}
-
-/// A line on stderr; a closed stderr is no reason to stop finishing.
-fn warn(line: &str) {
-    let _ = writeln!(std::io::stderr(), "{line}");
+    exit
 }
 
 /// The write end of the signal pipe, for the handler.

@@ -6,8 +6,9 @@
 
 use std::path::PathBuf;
 
-use crate::analyze::{Verdict, VerdictStatus};
-use crate::cli::{CliError, Exit};
+use crate::analyze::Verdict;
+use crate::cli::output;
+use crate::cli::{CliError, Exit, Outcome};
 use crate::report::{
     inspect_out_dir, print_terminal, read_report, read_samples, render_partial, render_plot_svg,
     render_summary_md, write_atomic, ReportError, RunState, StreamedSamples, PLOT_SVG, REPORT_JSON,
@@ -41,35 +42,27 @@ pub(crate) struct ReportArgs {
     no_write: bool,
 }
 
-fn bad_input(e: ReportError) -> CliError {
-    CliError::BadInput(anyhow::Error::new(e))
-}
-
-pub(crate) fn run(args: ReportArgs) -> Result<Exit, CliError> {
+pub(crate) fn run(args: ReportArgs) -> Result<Outcome, CliError> {
     // Held to the end: a new run cannot clear the folder while it is read and re-rendered.
-    let view = inspect_out_dir(&args.dir).map_err(bad_input)?;
+    let view = inspect_out_dir(&args.dir)?;
     let report_path = args.dir.join(REPORT_JSON);
     if matches!(view.state, RunState::InProgress | RunState::Unfinished) || !report_path.exists() {
         return report_unfinished_run(&args, view.state);
     }
-    let report = read_report(&report_path).map_err(bad_input)?;
+    let report = read_report(&report_path)?;
     let (record, verdict) = (&report.record, &report.verdict);
     // Print first, write second: a folder that cannot be written still shows its verdict.
     match args.format {
-        Format::Text => print_terminal(record, verdict)
-            .map_err(|e| CliError::BadInput(anyhow::Error::new(e).context("writing to stdout")))?,
-        Format::Md => print!("{}", render_summary_md(record, verdict)),
+        Format::Text => output::write_stdout(|| print_terminal(record, verdict)),
+        Format::Md => output::print(&render_summary_md(record, verdict)),
     }
     if !args.no_write {
+        // The verdict is known: a file that cannot be rewritten is a warning next to it.
         if let Err(e) = rewrite(&args, record, verdict) {
-            eprintln!("warning: the verdict above stands, but {e}");
+            output::warning(&format!("the verdict above stands, but {e}"));
         }
     }
-    Ok(match verdict.status {
-        VerdictStatus::Pass => Exit::Pass,
-        VerdictStatus::Fail => Exit::ExpectationFailed,
-        VerdictStatus::EngineFailed | VerdictStatus::Interrupted => Exit::EngineFailed,
-    })
+    Ok(Outcome::Verdict(Exit::of_verdict(verdict.status)))
 }
 
 /// Rewrites summary.md and plot.svg from the report.
@@ -82,7 +75,7 @@ fn rewrite(args: &ReportArgs, record: &RunRecord, verdict: &Verdict) -> Result<(
 
 /// A folder without a report of its last run: says why, as far as the folder tells, and shows
 /// what samples.jsonl holds.
-fn report_unfinished_run(args: &ReportArgs, state: RunState) -> Result<Exit, CliError> {
+fn report_unfinished_run(args: &ReportArgs, state: RunState) -> Result<Outcome, CliError> {
     let dir = args.dir.display();
     let why = match state {
         RunState::InProgress => format!(
@@ -106,18 +99,19 @@ fn report_unfinished_run(args: &ReportArgs, state: RunState) -> Result<Exit, Cli
     };
     let samples_path = args.dir.join(SAMPLES_JSONL);
     let streamed = if samples_path.exists() {
-        read_samples(&samples_path).map_err(bad_input)?
+        read_samples(&samples_path)?
     } else if state == RunState::Unknown {
-        return Err(bad_input(ReportError::NothingToReport {
+        return Err(ReportError::NothingToReport {
             dir: args.dir.clone(),
-        }));
+        }
+        .into());
     } else {
         StreamedSamples {
             samples: Vec::new(),
             torn_last_line: false,
         }
     };
-    println!("{why}");
-    print!("{}", render_partial(&streamed));
-    Ok(Exit::EngineFailed)
+    output::println(&why);
+    output::print(&render_partial(&streamed));
+    Ok(Outcome::Verdict(Exit::EngineFailed))
 }

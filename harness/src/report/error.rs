@@ -21,6 +21,9 @@ pub enum ReportError {
         /// The underlying error.
         source: std::io::Error,
     },
+    /// A file to read is missing, not a regular file or too large.
+    #[error(transparent)]
+    Input(#[from] crate::input::InputError),
     /// A file is not the JSON it should be; `field` is the path of the offending field.
     #[error("{}: line {line}, column {column}{}: {message}", path.display(), field_suffix(field))]
     Parse {

@@ -7,6 +7,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::analyze::{derive_status, Verdict, VerdictStatus};
+use crate::input::{read_bounded, utf8_text, MAX_REPORT_BYTES};
 use crate::report::ReportError;
 use crate::runner::RunRecord;
 
@@ -57,11 +58,20 @@ pub fn render_report_json(record: &RunRecord, verdict: &Verdict) -> Result<Strin
 
 /// Reads and checks a report.json file.
 pub fn read_report(path: &Path) -> Result<ReportFile, ReportError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
+    let bytes = read_bounded(
+        path,
+        MAX_REPORT_BYTES,
+        "a report.json is at most a few hundred MB",
+    )?;
+    let text = utf8_text(&bytes).map_err(|e| ReportError::Parse {
         path: path.to_owned(),
-        source,
+        line: e.line,
+        column: e.column,
+        field: None,
+        message: e.to_string(),
     })?;
-    parse_report(path, &text)
+    // A byte-order mark from an editor is not part of the JSON.
+    parse_report(path, text.strip_prefix('\u{feff}').unwrap_or(text))
 }
 
 /// Parses report.json text and checks that its verdict follows from its expectations; `path` is
@@ -125,6 +135,11 @@ fn check_format_version(path: &Path, value: &serde_json::Value) -> Result<(), Re
                      ({LEAKLOOP_VERSION}) reads format_version {FORMAT_VERSION}: upgrade leakloop"
                 )))
             }
+            _ if !v.is_number() => Err(error(format!(
+                "wrong type of `format_version`: expected a whole number ({FORMAT_VERSION}), \
+                 found {}",
+                crate::input::shorten(&v.to_string(), 40)
+            ))),
             _ => Err(error(format!(
                 "unsupported `format_version` {v}: this leakloop ({LEAKLOOP_VERSION}) reads \
                  format_version {FORMAT_VERSION}"
@@ -239,6 +254,33 @@ mod tests {
             err.to_string().contains("no `format_version` field"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_string_format_version_is_a_wrong_type() {
+        let text = rewrite(|v| v["format_version"] = "1".into());
+        let err = parse_report(Path::new("report.json"), &text).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "report.json: wrong type of `format_version`: expected a whole number (1), found \"1\""
+        );
+    }
+
+    #[test]
+    fn a_byte_order_mark_and_a_fifo_are_handled() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("report.json");
+        let text = rewrite(|_| {});
+        std::fs::write(&path, format!("\u{feff}{text}")).unwrap();
+        assert!(read_report(&path).is_ok());
+        let fifo = dir.path().join("fifo.json");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let err = read_report(&fifo).unwrap_err();
+        assert!(matches!(err, ReportError::Input(_)), "{err}");
     }
 
     #[test]

@@ -3,10 +3,11 @@
 //! keeps everything it measured. The reader accepts a file whose last line was torn by the kill.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use crate::input::{open_regular, InputError, InputErrorKind, MAX_REPORT_BYTES};
 use crate::report::artifacts::SAMPLES_JSONL;
 use crate::report::out_dir::{create_folder, remove_if_present, FILE_MODE};
 use crate::report::ReportError;
@@ -110,13 +111,26 @@ pub fn read_samples(path: &Path) -> Result<StreamedSamples, ReportError> {
         path: path.to_owned(),
         source,
     };
-    let mut reader = BufReader::new(File::open(path).map_err(read_error)?);
+    let file = open_regular(path)?;
+    let mut reader = BufReader::new(file.take(MAX_REPORT_BYTES + 1));
     let mut samples = Vec::new();
     let mut buffer = Vec::new();
     let mut number = 0;
+    let mut total: u64 = 0;
     loop {
         buffer.clear();
         let n = reader.read_until(b'\n', &mut buffer).map_err(read_error)?;
+        total += n as u64;
+        if total > MAX_REPORT_BYTES {
+            return Err(InputError {
+                path: path.to_owned(),
+                kind: InputErrorKind::TooLarge {
+                    limit: MAX_REPORT_BYTES,
+                    hint: "samples.jsonl of a leakloop run is at most a few hundred MB",
+                },
+            }
+            .into());
+        }
         if n == 0 {
             return Ok(StreamedSamples {
                 samples,

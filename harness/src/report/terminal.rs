@@ -7,6 +7,7 @@ use std::io::Write;
 use anstyle::{AnsiColor, Style};
 
 use crate::analyze::{Classification, Verdict, VerdictStatus};
+use crate::input::printable;
 use crate::report::facts::{
     backend_line, empty_ledger_text, engine_error_text, metric_passed, metric_result_word,
     turns_line, verdict_line,
@@ -45,8 +46,8 @@ pub fn render_terminal(record: &RunRecord, verdict: &Verdict) -> String {
     let mut out = String::new();
     out.push_str(&format!(
         "{HEADER}{}{HEADER:#}  {}  {}\n",
-        record.scenario.name,
-        backend_line(record),
+        printable(&record.scenario.name),
+        printable(&backend_line(record)),
         turns_line(record)
     ));
     out.push('\n');
@@ -167,7 +168,7 @@ fn errors_section(record: &RunRecord) -> String {
     for (turn, step, error) in &record.engine_errors {
         out.push_str(&format!(
             "  turn {turn} ({step}): {}\n",
-            engine_error_text(error)
+            printable(&engine_error_text(error))
         ));
     }
     out.push('\n');
@@ -184,7 +185,9 @@ fn failures_section(verdict: &Verdict) -> String {
         let turn = e.turn.map_or(String::new(), |t| format!(" (turn {t})"));
         out.push_str(&format!(
             "  {BAD}✗ {}{BAD:#}: expected {}; measured {}{turn}\n",
-            e.name, e.expected, e.measured
+            printable(&e.name),
+            printable(&e.expected),
+            printable(&e.measured)
         ));
     }
     out.push('\n');
@@ -228,6 +231,21 @@ mod tests {
             "{text}"
         );
         crate::report::golden!(insta::assert_snapshot!("terminal_crashed", text));
+    }
+
+    /// A report.json from elsewhere may carry escapes in its names; the terminal shows them.
+    #[test]
+    fn control_characters_from_a_report_are_shown_not_obeyed() {
+        let (mut record, mut verdict) = leak_run();
+        let hostile = "rss\u{1b}[2J".to_owned();
+        let analysis = verdict.metrics.values().next().unwrap().clone();
+        verdict.metrics.insert(hostile.clone(), analysis);
+        verdict.expectations[0].name = hostile.clone();
+        record.scenario.name = hostile;
+        let text = render_terminal(&record, &verdict);
+        let stripped = anstream::adapter::strip_str(&text).to_string();
+        assert!(!stripped.contains('\u{1b}'), "{stripped}");
+        assert!(stripped.contains("rss\\u{1b}[2J"), "{stripped}");
     }
 
     #[test]

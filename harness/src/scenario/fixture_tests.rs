@@ -96,6 +96,31 @@ fn redact(text: &str) -> String {
     Some("expect.rss.tolerance")
 )]
 #[case::syntax_error("syntax-error", Kind::Syntax, None)]
+#[case::nul_in_comment("nul-in-comment", Kind::Encoding, None)]
+#[case::next_line_in_comment("next-line-in-comment", Kind::Encoding, None)]
+#[case::step_value_wrong_type(
+    "step-value-wrong-type",
+    Kind::Shape,
+    Some("turn[1].generate.max_output_tokens")
+)]
+#[case::profile_size_not_a_size(
+    "profile-size-not-a-size",
+    Kind::Shape,
+    Some("profiles.my-phone.weights")
+)]
+#[case::profile_size_negative(
+    "profile-size-negative",
+    Kind::Shape,
+    Some("profiles.my-phone.weights")
+)]
+#[case::profile_size_tagged("profile-size-tagged", Kind::Shape, Some("profiles.my-phone.weights"))]
+#[case::profile_place_mapping(
+    "profile-place-mapping",
+    Kind::Shape,
+    Some("profiles.my-phone.context_on")
+)]
+#[case::crash_without_generation("crash-without-generation", Kind::Invalid, Some("faults[0].kind"))]
+#[case::huge_name("huge-name", Kind::Invalid, Some("name"))]
 #[case::two_documents("two-documents", Kind::Syntax, None)]
 fn bad_scenario_is_rejected(
     #[case] file: &str,

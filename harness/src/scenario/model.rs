@@ -87,8 +87,20 @@ pub const SIM_PROFILES: &[&str] = sim_backend::BUILTIN_PROFILES;
 /// Profiles of the reference OpenCL engine: a clean run and the injected bug classes.
 pub const OPENCL_PROFILES: &[&str] = &["clean", "leak-scratch", "leak-kv", "leak-retain"];
 
-/// Which backend runs the scenario.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+/// Which backend runs the scenario (also the values of `leakloop run --backend`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum BackendKind {
     /// The deterministic simulator (`sim-backend`).
@@ -110,14 +122,24 @@ impl BackendKind {
     }
 }
 
-/// Which compute device a real engine uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Which compute device a real engine uses (also the values of `leakloop run --device`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Device {
     /// The CPU backend.
     Cpu,
     /// The GPU backend (OpenCL on Android, Metal on macOS, WebGPU/Vulkan on Linux).
     Gpu,
+}
+
+impl Device {
+    /// The name used in scenarios and on the command line.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Device::Cpu => "cpu",
+            Device::Gpu => "gpu",
+        }
+    }
 }
 
 /// The engine and its options.

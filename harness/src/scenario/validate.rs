@@ -127,7 +127,13 @@ pub(crate) fn validate(raw: RawScenario, cx: &Context<'_>) -> Result<Scenario, S
     let turn = validate_turn(&raw.turn, cx)?;
     let sample = validate_sample(raw.sample, &turn, cx)?;
     let watch = validate_watch(raw.watch.unwrap_or_default(), cx)?;
-    let faults = validate_faults(raw.faults.unwrap_or_default(), &engine, total_turns, cx)?;
+    let faults = validate_faults(
+        raw.faults.unwrap_or_default(),
+        &engine,
+        &turn,
+        total_turns,
+        cx,
+    )?;
     let expect = validate_expect(raw.expect.unwrap_or_default(), cx)?;
     check_samples_for_expectations(&expect, &sample, cx)?;
     Ok(Scenario {
@@ -535,6 +541,7 @@ fn validate_watch(watch: Vec<String>, cx: &Context<'_>) -> Result<Vec<String>, S
 fn validate_faults(
     faults: Vec<crate::scenario::raw::RawFault>,
     engine: &EngineSpec,
+    turn: &[Step],
     total_turns: u32,
     cx: &Context<'_>,
 ) -> Result<Vec<Fault>, ScenarioError> {
@@ -547,7 +554,9 @@ fn validate_faults(
                 format!("turn {at_turn} never runs: the scenario has {total_turns} turns (warm-up included)"),
             ));
         }
-        if let Some(why) = fault_refusal(f.kind, engine) {
+        if let Some(why) =
+            fault_refusal(f.kind, engine).or_else(|| never_strikes(f.kind, engine, turn))
+        {
             return Err(cx.invalid(&format!("faults[{i}].kind"), why));
         }
         out.push(Fault {
@@ -576,6 +585,29 @@ fn fault_refusal(kind: FaultKind, engine: &EngineSpec) -> Option<String> {
         FaultKind::GenerateError => Some(format!(
             "only the sim backend can inject `generate_error`; `{backend}` supports `skip_close`, \
              and `crash` and `hang` when isolated"
+        )),
+    }
+}
+
+/// Why `kind` would never strike in this turn, if it would not. Engine faults strike during
+/// generation; a worker process that strikes `crash` or `hang` does it when the session opens
+/// if the turn never generates.
+fn never_strikes(kind: FaultKind, engine: &EngineSpec, turn: &[Step]) -> Option<String> {
+    let generates = turn
+        .iter()
+        .any(|s| matches!(s, Step::Generate { .. } | Step::Cancel { .. }));
+    let opens = turn.iter().any(|s| matches!(s, Step::Open(_)));
+    let name = fault_name(kind);
+    match kind {
+        FaultKind::SkipClose => None,
+        _ if generates => None,
+        FaultKind::Crash | FaultKind::Hang if engine.isolate && opens => None,
+        FaultKind::Crash | FaultKind::Hang if engine.isolate => Some(format!(
+            "`{name}` strikes when a session opens or generates, and the turn has no `open`, \
+             `generate` or `cancel` step"
+        )),
+        _ => Some(format!(
+            "`{name}` strikes during generation, and the turn has no `generate` or `cancel` step"
         )),
     }
 }

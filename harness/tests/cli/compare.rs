@@ -154,7 +154,8 @@ fn a_missing_library_is_named_before_anything_runs() {
         dir.path().join("out").to_str().unwrap(),
     ]);
     let (stdout, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    // A missing engine library is an engine failure, as in `leakloop run --lib`.
+    assert_eq!(out.status.code(), Some(3), "{stdout}{stderr}");
     assert!(stderr.contains("--lib for side A"), "{stderr}");
     assert!(stderr.contains("no-such-build"), "{stderr}");
     assert!(stderr.contains("ci/fetch-litert-lm.sh"), "{stderr}");

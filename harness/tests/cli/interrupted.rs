@@ -60,7 +60,7 @@ fn processes_naming(needle: &str) -> Vec<u32> {
 
 /// A child process that is killed when the test ends, also when it fails: a hung run must not
 /// outlive its test.
-struct KillOnDrop(Child);
+pub(crate) struct KillOnDrop(Child);
 
 impl std::ops::Deref for KillOnDrop {
     type Target = Child;
@@ -85,6 +85,11 @@ impl Drop for KillOnDrop {
 /// `leakloop run HANGING_SCENARIO --out OUT`, returned once it has streamed the samples of turns
 /// 0-3 and hangs in turn 4; stdout and stderr are piped.
 fn start_hanging_run(dir: &Path, out: &Path) -> KillOnDrop {
+    start_hanging_run_with(dir, out, Stdio::piped())
+}
+
+/// [`start_hanging_run`] with its standard output going to `stdout`.
+pub(crate) fn start_hanging_run_with(dir: &Path, out: &Path, stdout: Stdio) -> KillOnDrop {
     let scenario = dir.join("killed-mid-run.yaml");
     std::fs::write(&scenario, HANGING_SCENARIO).unwrap();
     let mut run = KillOnDrop(
@@ -95,7 +100,7 @@ fn start_hanging_run(dir: &Path, out: &Path) -> KillOnDrop {
             .arg("--out")
             .arg(out)
             .env("NO_COLOR", "1")
-            .stdout(Stdio::piped())
+            .stdout(stdout)
             .stderr(Stdio::piped())
             .spawn()
             .unwrap(),
@@ -121,7 +126,7 @@ fn start_hanging_run(dir: &Path, out: &Path) -> KillOnDrop {
 }
 
 /// Waits for `child` to exit (at most 30 s) and returns its exit code, stdout and stderr.
-fn wait_for(child: &mut Child) -> (Option<i32>, String, String) {
+pub(crate) fn wait_for(child: &mut Child) -> (Option<i32>, String, String) {
     let deadline = Instant::now() + Duration::from_secs(30);
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -222,7 +227,7 @@ fn is_zombie(pid: u32) -> bool {
 }
 
 /// The shell's code for a process ended by `signal`: 128 + its number.
-fn interrupted_exit(signal: Signal) -> i32 {
+pub(crate) fn interrupted_exit(signal: Signal) -> i32 {
     128 + signal as i32
 }
 

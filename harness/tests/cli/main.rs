@@ -4,6 +4,7 @@ mod analyze;
 mod bench;
 mod check;
 mod compare;
+mod exit_codes;
 mod fixtures;
 mod interrupted;
 mod opencl;

@@ -267,3 +267,23 @@ fn a_killed_run_keeps_every_sample_it_streamed() {
     assert_eq!(output.status.code(), Some(3));
     assert!(stdout(&output).contains("the run did not finish"));
 }
+
+/// A report.json from elsewhere may name a metric with terminal escapes; neither the table nor
+/// summary.md on stdout passes them to the terminal.
+#[test]
+fn escapes_in_a_report_are_shown_not_obeyed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (record, mut verdict) = leak_run();
+    let analysis = verdict.metrics.values().next().unwrap().clone();
+    verdict.metrics.insert("rss\u{1b}[2J".to_owned(), analysis);
+    write_reports(dir.path(), &record, &verdict).unwrap();
+    for format in ["text", "md"] {
+        let output = leakloop(
+            &["report", path(dir.path()), "--format", format, "--no-write"],
+            &[("CLICOLOR_FORCE", "1")],
+        );
+        let out = stdout(&output);
+        assert!(out.contains("rss\\u{1b}[2J"), "{format}: {out}");
+        assert!(!out.contains("\u{1b}[2J"), "{format}: {out}");
+    }
+}

@@ -286,6 +286,24 @@ const SCHEMA_REJECTS: &[(&str, &str, &str)] = &[
     ("wrong-type-turns", "/turns", "type"),
     ("zero-prompt-tokens", "/turn/1", "oneOf"),
     ("zero-turns", "/turns", "minimum"),
+    ("step-value-wrong-type", "/turn/1", "oneOf"),
+    (
+        "profile-size-not-a-size",
+        "/profiles/my-phone/weights",
+        "pattern",
+    ),
+    (
+        "profile-size-negative",
+        "/profiles/my-phone/weights",
+        "minimum",
+    ),
+    ("profile-size-tagged", "/profiles/my-phone/weights", "type"),
+    (
+        "profile-place-mapping",
+        "/profiles/my-phone/context_on",
+        "enum",
+    ),
+    ("huge-name", "/name", "pattern"),
 ];
 
 /// Malformed fixtures whose defect needs more than a schema can say (relations between values,
@@ -303,6 +321,10 @@ const BEYOND_SCHEMA: &[(&str, &str)] = &[
     ("open-twice", "step order within a turn"),
     ("send-before-open", "step order within a turn"),
     (
+        "crash-without-generation",
+        "a fault needs a step it can strike in",
+    ),
+    (
         "too-many-turns-with-warmup",
         "a limit on warmup_turns + turns",
     ),
@@ -318,6 +340,8 @@ const NOT_ONE_YAML_DOCUMENT: &[&str] = &[
     "duplicate-key",
     "duplicate-nested-key",
     "latin1-text",
+    "next-line-in-comment",
+    "nul-in-comment",
     "syntax-error",
     "two-documents",
 ];
@@ -863,7 +887,7 @@ fn every_dsl_unit_is_in_the_schema(#[case] place: &str, #[case] unknown: &str) {
 #[case::opencl_hang_in_process(with_engine("{backend: opencl, isolate: false}") + "faults: [{at_turn: 1, kind: hang}]\n", false)]
 #[case::opencl_generate_error(with_engine("{backend: opencl}") + "faults: [{at_turn: 1, kind: generate_error}]\n", false)]
 #[case::opencl_skip_close(with_engine("{backend: opencl}") + "faults: [{at_turn: 1, kind: skip_close}]\n", true)]
-#[case::sim_crash(format!("{MINIMAL}faults: [{{at_turn: 1, kind: crash}}]\n"), true)]
+#[case::sim_crash(with_turn("[open: {}, generate: {max_output_tokens: 4}, close: {}]") + "faults: [{at_turn: 1, kind: crash}]\n", true)]
 #[case::fault_at_zero(format!("{MINIMAL}faults: [{{at_turn: 0, kind: crash}}]\n"), false)]
 #[case::litert_any_profile(
     with_engine("{backend: litert-lm, model: m.litertlm, profile: Whatever It Is}"),

@@ -200,8 +200,15 @@ fn faults_a_backend_can_take(
     #[case] kind: &str,
     #[case] refused: Option<&str>,
 ) {
+    let turn = "[open: {}, generate: {max_output_tokens: 4}, close: {}]";
+    assert_fault_verdict(engine, turn, kind, refused);
+}
+
+/// Parses a scenario with one fault of `kind` at turn 1 and checks that it is accepted, or
+/// refused on `faults[0].kind` with a message containing `refused`.
+fn assert_fault_verdict(engine: &str, turn: &str, kind: &str, refused: Option<&str>) {
     let text = format!(
-        "name: f\nengine: {engine}\nturns: 3\nturn: [open: {{}}, close: {{}}]\nfaults: [{{at_turn: 1, kind: {kind}}}]\n"
+        "name: f\nengine: {engine}\nturns: 3\nturn: {turn}\nfaults: [{{at_turn: 1, kind: {kind}}}]\n"
     );
     match (parse(&text), refused) {
         (Ok(s), None) => assert_eq!(s.faults.len(), 1),
@@ -209,8 +216,62 @@ fn faults_a_backend_can_take(
             assert_eq!(e.key_path(), Some("faults[0].kind"), "{e}");
             assert!(e.message().contains(why), "{e}");
         }
-        (result, _) => panic!("{engine} with {kind}: {result:?}"),
+        (result, _) => panic!("{engine} {turn} with {kind}: {result:?}"),
     }
+}
+
+/// A fault that would never strike is refused by `check`, not left for `run` to fail on when it
+/// builds the engine (it exited 3, "cannot start the sim engine").
+#[rstest::rstest]
+#[case::sim_crash_needs_generation(
+    "{backend: sim, profile: no-generation}",
+    "[open: {}, close: {}]",
+    "crash",
+    Some("strikes during generation")
+)]
+#[case::sim_hang_needs_generation(
+    "{backend: sim, profile: cpu-flat}",
+    "[open: {}, close: {}]",
+    "hang",
+    Some("no `generate` or `cancel`")
+)]
+#[case::generate_error_needs_generation(
+    "{backend: sim, profile: cpu-flat, isolate: true}",
+    "[open: {}, close: {}]",
+    "generate_error",
+    Some("strikes during generation")
+)]
+#[case::isolated_crash_strikes_at_open(
+    "{backend: sim, profile: cpu-flat, isolate: true}",
+    "[open: {}, close: {}]",
+    "crash",
+    None
+)]
+#[case::isolated_crash_needs_a_session(
+    "{backend: opencl}",
+    "[idle: 1s]",
+    "crash",
+    Some("no `open`, `generate` or `cancel`")
+)]
+#[case::cancel_is_generation(
+    "{backend: sim, profile: cpu-flat}",
+    "[open: {}, cancel: {after_tokens: 1, max_output_tokens: 4}, close: {}]",
+    "crash",
+    None
+)]
+#[case::skip_close_needs_nothing(
+    "{backend: sim, profile: cpu-flat}",
+    "[idle: 1s]",
+    "skip_close",
+    None
+)]
+fn faults_that_never_strike_are_refused(
+    #[case] engine: &str,
+    #[case] turn: &str,
+    #[case] kind: &str,
+    #[case] refused: Option<&str>,
+) {
+    assert_fault_verdict(engine, turn, kind, refused);
 }
 
 #[test]

@@ -15,7 +15,7 @@ use crate::analyze::{
 };
 use crate::cli::output;
 use crate::cli::{CliError, Exit, Outcome};
-use crate::scenario::Tolerance;
+use crate::scenario::{parse_tolerance_arg, Tolerance};
 
 /// Arguments of `leakloop analyze`.
 #[derive(Debug, clap::Args)]
@@ -29,7 +29,7 @@ pub(crate) struct AnalyzeArgs {
     /// Allowed distance from the baseline: a size (`5MiB`, `2MB`, `1048576`) or a percentage of
     /// the baseline (`2%`). Default: a report's own expectations, else 1% of the baseline (at
     /// least 1 MiB).
-    #[arg(long, value_parser = parse_tolerance)]
+    #[arg(long, value_parser = parse_tolerance_arg)]
     tolerance: Option<Tolerance>,
     /// Turns after the baseline to treat as warm-up (default: a report's own, else 0; later
     /// warm-up is found from the data).
@@ -102,20 +102,6 @@ fn analyze_trace(trace: &Trace, args: &AnalyzeArgs) -> BTreeMap<String, MetricAn
             (name.clone(), classify(series, &options))
         })
         .collect()
-}
-
-/// Parses `5MiB`, `2 MB`, `1048576` or `2%`.
-fn parse_tolerance(text: &str) -> Result<Tolerance, String> {
-    let text = text.trim();
-    if let Some(percent) = text.strip_suffix('%') {
-        return match percent.trim().parse::<f64>() {
-            Ok(p) if p.is_finite() && p >= 0.0 => Ok(Tolerance::Percent(p)),
-            _ => Err(format!("`{text}` is not a percentage (e.g. 2%)")),
-        };
-    }
-    text.parse::<bytesize::ByteSize>()
-        .map(|size| Tolerance::Bytes(size.as_u64()))
-        .map_err(|_| format!("`{text}` is not a size (e.g. 5MiB, 2MB, 1048576) or a percentage"))
 }
 
 fn render_table(metrics: &BTreeMap<String, MetricAnalysis>) -> String {
@@ -207,14 +193,32 @@ mod tests {
     #[case("4096", Tolerance::Bytes(4096))]
     #[case("2%", Tolerance::Percent(2.0))]
     fn tolerances(#[case] text: &str, #[case] expected: Tolerance) {
-        assert_eq!(parse_tolerance(text), Ok(expected));
+        assert_eq!(parse_tolerance_arg(text), Ok(expected));
     }
 
+    /// Regression: `--tolerance` was read by another parser than the DSL's, which took `5Mib`,
+    /// `5m` and `0.5B`; the DSL refuses them, and so does the command line, in the same words.
     #[rstest]
-    #[case("five")]
-    #[case("-2%")]
-    #[case("3 parsecs")]
-    fn bad_tolerances(#[case] text: &str) {
-        assert!(parse_tolerance(text).is_err());
+    #[case(
+        "five",
+        "bad tolerance `five`: expected a size as a number followed by a unit"
+    )]
+    #[case("-2%", "bad tolerance `-2%`: a percentage cannot be negative")]
+    #[case(
+        "3 parsecs",
+        "bad tolerance `3 parsecs`: unknown size unit `parsecs`; expected one of"
+    )]
+    #[case(
+        "5Mib",
+        "bad tolerance `5Mib`: unknown size unit `Mib`; did you mean `MiB`?"
+    )]
+    #[case(
+        "5m",
+        "bad tolerance `5m`: unknown size unit `m`; expected one of `B`, `KB`"
+    )]
+    #[case("0.5B", "bad tolerance `0.5B`: a size in bytes is a whole number")]
+    fn bad_tolerances(#[case] text: &str, #[case] message: &str) {
+        let err = parse_tolerance_arg(text).unwrap_err();
+        assert!(err.starts_with(message), "{err}");
     }
 }

@@ -168,7 +168,12 @@ impl Run<'_> {
                     let (Some(id), None) = (session, &recovery) else {
                         continue;
                     };
-                    let prompt = prompt_for_turn(spec, turn, self.scenario.seed);
+                    let prompt = prompt_for_turn(
+                        spec,
+                        turn,
+                        self.scenario.seed,
+                        self.scenario.engine.backend,
+                    );
                     if let Err(error) = self.engine.send(id, &prompt) {
                         recovery = Some(self.non_fatal(turn, "send", error)?);
                     }

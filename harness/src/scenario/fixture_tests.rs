@@ -44,6 +44,11 @@ fn redact(text: &str) -> String {
     Kind::Invalid,
     Some("expect.native_heap.max_growth_per_turn")
 )]
+#[case::inline_profile_unit(
+    "inline-profile-unit",
+    Kind::Invalid,
+    Some("profiles.mine.leak_per_generation")
+)]
 #[case::unknown_duration_unit("unknown-duration-unit", Kind::Invalid, Some("turn[4].idle"))]
 #[case::negative_tolerance("negative-tolerance", Kind::Invalid, Some("expect.rss.tolerance"))]
 #[case::unknown_backend("unknown-backend", Kind::Shape, Some("engine.backend"))]
@@ -67,6 +72,16 @@ fn redact(text: &str) -> String {
 )]
 #[case::send_two_prompts("send-two-prompts", Kind::Invalid, Some("turn[1].send"))]
 #[case::zero_prompt_tokens("zero-prompt-tokens", Kind::Invalid, Some("turn[1].send.tokens[1]"))]
+#[case::prompt_longer_than_context(
+    "prompt-longer-than-context",
+    Kind::Invalid,
+    Some("turn[1].send.tokens")
+)]
+#[case::generated_prompt_too_long(
+    "generated-prompt-too-long",
+    Kind::Invalid,
+    Some("turn[1].send.tokens[1]")
+)]
 #[case::fault_after_last_turn("fault-after-last-turn", Kind::Invalid, Some("faults[0].at_turn"))]
 #[case::crash_in_process("crash-in-process", Kind::Invalid, Some("faults[0].kind"))]
 #[case::generate_error_real_engine(
@@ -105,12 +120,12 @@ fn redact(text: &str) -> String {
 )]
 #[case::profile_size_not_a_size(
     "profile-size-not-a-size",
-    Kind::Shape,
+    Kind::Invalid,
     Some("profiles.my-phone.weights")
 )]
 #[case::profile_size_negative(
     "profile-size-negative",
-    Kind::Shape,
+    Kind::Invalid,
     Some("profiles.my-phone.weights")
 )]
 #[case::profile_size_tagged("profile-size-tagged", Kind::Shape, Some("profiles.my-phone.weights"))]

@@ -246,7 +246,15 @@ fn shape_error(
             format!("{path}.{key}")
         };
     }
-    let (message, suggestion, expected) = explain_unknown(&message, &path);
+    // A size or duration in a simulator profile, read by the same parser as the DSL's own: the
+    // same error as the same mistake anywhere else in the file.
+    let (message, suggestion, expected) = match leakloop_units::serde::explain_message(&message) {
+        Some(unit_error) => {
+            kind = ScenarioErrorKind::Invalid;
+            unit_error
+        }
+        None => explain_unknown(&message, &path),
+    };
     ScenarioError::new(file, kind, plain_values(&plain_types(&message)))
         .key(path)
         .at(location, text)
@@ -311,28 +319,14 @@ fn plain_types(message: &str) -> String {
     out
 }
 
-/// Replaces what serde's size, name and tag parsers say about a bad value (simulator profiles
-/// use them) with words a scenario author knows.
+/// Replaces what serde says about a tagged value or a bad name in a simulator profile with
+/// words a scenario author knows (sizes and durations there are read by `leakloop_units`).
 fn plain_values(message: &str) -> String {
-    const A_SIZE: &str = "expected a size such as `512MiB`, `1.5GB` or a whole number of bytes";
-    if let Some(value) = message
-        .strip_prefix("invalid value: string ")
-        .and_then(|m| m.strip_suffix(", expected parsable string"))
-    {
-        return format!("{value} is not a size: {A_SIZE}");
-    }
-    if let Some(value) = message
-        .strip_prefix("invalid value: integer `")
-        .and_then(|m| m.strip_suffix("`, expected integer overflow"))
-    {
-        return format!("{value} is negative: {A_SIZE}");
-    }
     message
         .replace(
             "invalid type: enum",
             "invalid type: a tagged value (`!tag value`)",
         )
-        .replace("expected an integer or string", A_SIZE)
         .replace(
             "expected a YAML tag starting with '!'",
             "expected one name, such as `gpu`",
@@ -345,17 +339,9 @@ mod tests {
     use rstest::rstest;
 
     #[rstest]
-    #[case::size_text(
-        "invalid value: string \"lots\", expected parsable string",
-        "\"lots\" is not a size: expected a size such as `512MiB`, `1.5GB` or a whole number of bytes"
-    )]
-    #[case::negative_size(
-        "invalid value: integer `-1`, expected integer overflow",
-        "-1 is negative: expected a size such as `512MiB`, `1.5GB` or a whole number of bytes"
-    )]
     #[case::tag(
-        "invalid type: enum, expected an integer or string",
-        "invalid type: a tagged value (`!tag value`), expected a size such as `512MiB`, `1.5GB` or a whole number of bytes"
+        "invalid type: enum, expected a size: whole bytes or a number and a unit, e.g. 110MiB",
+        "invalid type: a tagged value (`!tag value`), expected a size: whole bytes or a number and a unit, e.g. 110MiB"
     )]
     #[case::place(
         "invalid type: a mapping, expected a YAML tag starting with '!'",

@@ -22,9 +22,12 @@ pub use load::{
     load_scenario, load_scenario_with, parse_scenario, parse_scenario_bytes, MAX_SCENARIO_BYTES,
 };
 pub use model::{
-    BackendKind, Device, EngineSpec, Expectations, Fault, FaultKind, MetricExpectation, PromptSpec,
-    SamplePlan, SamplePoint, Scenario, SessionOptions, Step, Tolerance, MAX_TURNS, OPENCL_PROFILES,
-    SIM_PROFILES,
+    text_tokens, BackendKind, Device, EngineSpec, Expectations, Fault, FaultKind,
+    MetricExpectation, PromptSpec, SamplePlan, SamplePoint, Scenario, SessionOptions, Step,
+    Tolerance, MAX_TURNS, OPENCL_PROFILES, SIM_PROFILES,
 };
 pub use overrides::Overrides;
-pub use validate::{DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_TOKENS, METRICS};
+pub use units::{parse_tolerance, parse_tolerance_arg};
+pub use validate::{
+    DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_TOKENS, MAX_GENERATED_PROMPT_TOKENS, METRICS,
+};

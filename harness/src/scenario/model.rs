@@ -120,6 +120,12 @@ impl BackendKind {
             BackendKind::Opencl => "opencl",
         }
     }
+
+    /// Whether this backend's engine reads a prompt's words (LiteRT-LM tokenizes them); the
+    /// simulator and the OpenCL workload use only its length, so their prompts carry no text.
+    pub fn reads_prompt_text(&self) -> bool {
+        matches!(self, BackendKind::LitertLm)
+    }
 }
 
 /// Which compute device a real engine uses (also the values of `leakloop run --device`).
@@ -218,6 +224,12 @@ pub enum PromptSpec {
     Cycle(Vec<String>),
     /// A generated prompt of this many tokens; a list is cycled per turn (a prompt-length mix).
     Tokens(Vec<u32>),
+}
+
+/// The length in tokens of a literal prompt: its word count, which common English words
+/// approximate in the tokenizers the field uses.
+pub fn text_tokens(text: &str) -> u32 {
+    u32::try_from(text.split_whitespace().count()).unwrap_or(u32::MAX)
 }
 
 /// One step of a turn.

@@ -200,6 +200,50 @@ mod tests {
         assert_eq!(err.key_path(), Some("--max-tokens 0"), "{err}");
     }
 
+    /// Regression: a smaller context given on the command line was applied after the prompt-size
+    /// check, so a prompt longer than `--max-tokens` reached the engine.
+    #[test]
+    fn a_smaller_context_is_checked_against_the_prompts() {
+        let overrides = Overrides {
+            max_tokens: Some(8),
+            ..Overrides::default()
+        };
+        let err =
+            load_scenario_with(&fixture("flutter-gemma-cpu-flat.yaml"), &overrides).unwrap_err();
+        assert_eq!(err.key_path(), Some("turn[1].send.prompt"), "{err}");
+        assert!(
+            err.message()
+                .contains("does not fit the engine's context of 8 tokens"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("--max-tokens 8"), "{err}");
+    }
+
+    /// Regression: a generated prompt the simulator only counts is made in memory by LiteRT-LM,
+    /// so `--backend litert-lm` must meet that backend's cap on generated prompts.
+    #[test]
+    fn another_backend_is_checked_against_the_prompt_sizes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big-prompt.yaml");
+        std::fs::write(
+            &path,
+            "name: big\nengine: {backend: sim, profile: cpu-flat, max_tokens: 100000000}\n\
+             turns: 3\nturn:\n  - open: {}\n  - send: {tokens: 50000000}\n\
+             \x20 - generate: {max_output_tokens: 8}\n  - close: {}\n",
+        )
+        .unwrap();
+        load_scenario_with(&path, &Overrides::default()).expect("the simulator counts tokens");
+        let overrides = Overrides {
+            backend: Some(BackendKind::LitertLm),
+            model: Some(PathBuf::from("models/tiny.litertlm")),
+            ..Overrides::default()
+        };
+        let err = load_scenario_with(&path, &overrides).unwrap_err();
+        assert_eq!(err.key_path(), Some("turn[1].send.tokens"), "{err}");
+        assert!(err.message().contains("for the litert-lm backend"), "{err}");
+        assert!(err.to_string().contains("--backend litert-lm"), "{err}");
+    }
+
     #[test]
     fn accepted_overrides_replace_the_values_and_keep_paths_as_given() {
         let overrides = Overrides {

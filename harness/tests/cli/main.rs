@@ -7,6 +7,7 @@ mod compare;
 mod exit_codes;
 mod fixtures;
 mod interrupted;
+mod library;
 mod opencl;
 mod out_dir;
 mod report;

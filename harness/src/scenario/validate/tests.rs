@@ -289,3 +289,19 @@ fn metrics_list_matches_expect_fields() {
         .collect();
     assert_eq!(names, METRICS);
 }
+
+#[test]
+fn a_literal_prompt_longer_than_the_context_is_refused_at_its_key() {
+    let text = "name: p\nengine: {backend: sim, profile: cpu-flat, max_tokens: 2}\nturns: 1\nturn:\n  - open: {}\n  - send: {prompts: [a b, c d e]}\n  - close: {}\n";
+    let err = parse(text).unwrap_err();
+    assert_eq!(err.key_path(), Some("turn[1].send.prompts[1]"), "{err}");
+    assert!(err.to_string().contains("context of 2 tokens"), "{err}");
+    let err = parse(&text.replace("prompts: [a b, c d e]", "prompt: a b c")).unwrap_err();
+    assert_eq!(err.key_path(), Some("turn[1].send.prompt"), "{err}");
+}
+
+#[test]
+fn a_prompt_as_long_as_the_context_is_accepted_and_the_simulator_has_no_text_cap() {
+    let text = "name: p\nengine: {backend: sim, profile: cpu-flat, max_tokens: 200000000}\nturns: 1\nturn:\n  - open: {}\n  - send: {tokens: 200000000}\n  - close: {}\n";
+    parse(text).unwrap();
+}

@@ -24,7 +24,7 @@ pub use classify::{
     MIN_RANK_INTERVAL_POINTS, MIN_RATCHET_EPOCHS, MIN_STEADY_POINTS, PERSISTENCE_ALPHA,
     PERSISTENCE_SLOPE_FRACTION, PLATEAU_DRIFT_FRACTION, SPIKE_SIGMAS, TREND_ALPHA,
 };
-pub use run::{analyze_run, analyze_run_with};
+pub use run::{analyze_run, analyze_run_with, derive_status, ENGINE_ERRORS};
 pub use sequential::{
     final_levels, look_levels, look_schedule, spent, undecided, Levels, StopWhenDecided,
     FIRST_LOOK, LOOK_GROWTH, MIN_LOOK_STEP,

@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use bytesize::ByteSize;
 
 use crate::analyze::{Verdict, VerdictStatus};
+use crate::cli::interrupt::InFlight;
 use crate::cli::output;
-use crate::cli::run::run_and_analyze;
+use crate::cli::run::{claim_out, run_and_analyze, write_out, Format};
 use crate::cli::Outcome;
 use crate::cli::{CliError, Exit};
 use crate::engine::litert_lm::{discover_library, LibraryLocation};
@@ -85,8 +86,12 @@ fn run_side(
             path.display()
         ));
     }
-    run_and_analyze(&scenario, out, quiet)
-        .map_err(|e| e.context(format!("side {label} ({})", path.display())))
+    let out = out.map(claim_out).transpose()?;
+    let (record, verdict, out) =
+        run_and_analyze(&scenario, out, quiet, &InFlight::default(), Format::Text)
+            .map_err(|e| e.context(format!("side {label} ({})", path.display())))?;
+    write_out(out, &record, &verdict);
+    Ok((record, verdict))
 }
 
 /// The exit code of a comparison: the worse of the two sides (an engine failure is worse than a
@@ -100,6 +105,7 @@ fn status_word(v: &Verdict) -> &'static str {
         VerdictStatus::Pass => "PASS",
         VerdictStatus::Fail => "FAIL",
         VerdictStatus::EngineFailed => "ENGINE FAILED",
+        VerdictStatus::Interrupted => "INTERRUPTED",
     }
 }
 
@@ -131,6 +137,9 @@ fn outcome_line(record: &RunRecord) -> String {
         RunOutcome::Completed => format!("completed {} turns", record.turns_completed),
         RunOutcome::EngineFailed { turn, step, error } => {
             format!("engine failed at turn {turn} ({step}): {error}")
+        }
+        RunOutcome::Interrupted { signal, turn } => {
+            format!("interrupted by {signal} at turn {turn}")
         }
     }
 }

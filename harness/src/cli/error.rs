@@ -9,13 +9,14 @@
 
 use std::io::ErrorKind;
 
-use crate::analyze::{TraceError, VerdictStatus};
+use crate::analyze::{TraceError, Verdict, VerdictStatus};
 use crate::bench::OverheadError;
 use crate::engine::litert_lm::DiscoverError;
 use crate::engine::EngineError;
 use crate::engine::WorkerError;
 use crate::input::InputError;
 use crate::report::ReportError;
+use crate::runner::{RunOutcome, RunRecord};
 use crate::scenario::ScenarioError;
 
 /// What each exit code means, for every command (`leakloop --help`; README.md has the same table).
@@ -30,6 +31,8 @@ Exit codes (every command):
      errors
   4  output could not be written before there was a verdict: the --out folder, or stdout of a
      command without a verdict (bench)
+  130  run: interrupted by SIGINT; the partial report is written, marked interrupted
+  143  run: interrupted by SIGTERM (a CI job's timeout); the partial report is written
 Once a verdict is known it decides the code; a later failure to write output is a warning.
 A closed pipe on stdout (`| head`) ends the output quietly.";
 
@@ -50,15 +53,42 @@ pub enum Exit {
     /// Output could not be written before there was a verdict (the `--out` folder, standard
     /// output of a command without a verdict).
     OutputFailed = 4,
+    /// `run` was stopped by SIGINT; it wrote a partial report marked interrupted (128 + 2, what a
+    /// shell reports for a process that SIGINT ended).
+    InterruptedBySigint = 130,
+    /// `run` was stopped by SIGTERM (a CI job's timeout); it wrote a partial report marked
+    /// interrupted (128 + 15).
+    InterruptedBySigterm = 143,
 }
 
 impl Exit {
-    /// The exit code a run's verdict maps to.
+    /// The exit code a saved or compared verdict maps to. A run that was interrupted did not
+    /// finish, so its verdict read back (`report`) counts as an engine failure.
     pub fn of_verdict(status: VerdictStatus) -> Exit {
         match status {
             VerdictStatus::Pass => Exit::Pass,
             VerdictStatus::Fail => Exit::ExpectationFailed,
-            VerdictStatus::EngineFailed => Exit::EngineFailed,
+            VerdictStatus::EngineFailed | VerdictStatus::Interrupted => Exit::EngineFailed,
+        }
+    }
+
+    /// The exit code of a run that just ended with `verdict`: its verdict's, or 128 + the
+    /// signal's number when a signal stopped it.
+    pub fn of_run(record: &RunRecord, verdict: &Verdict) -> Exit {
+        match (&record.outcome, verdict.status) {
+            (RunOutcome::Interrupted { signal, .. }, VerdictStatus::Interrupted) => {
+                Exit::interrupted(signal)
+            }
+            (_, status) => Exit::of_verdict(status),
+        }
+    }
+
+    /// The exit code of a run stopped by `signal` (`SIGINT` or `SIGTERM`).
+    pub fn interrupted(signal: &str) -> Exit {
+        if signal == "SIGINT" {
+            Exit::InterruptedBySigint
+        } else {
+            Exit::InterruptedBySigterm
         }
     }
 }
@@ -135,11 +165,16 @@ exit_by_type!(Engine: EngineError, OverheadError, DiscoverError);
 impl From<ReportError> for CliError {
     fn from(e: ReportError) -> Self {
         match e {
-            ReportError::Write { .. } | ReportError::Render { .. } => CliError::Output(e.into()),
+            ReportError::Write { .. }
+            | ReportError::Render { .. }
+            | ReportError::Several { .. } => CliError::Output(e.into()),
+            // A folder another run holds is a usage error: wait, or choose another --out.
             ReportError::Read { .. }
             | ReportError::Input(_)
             | ReportError::Parse { .. }
             | ReportError::FormatVersion { .. }
+            | ReportError::Inconsistent { .. }
+            | ReportError::Busy { .. }
             | ReportError::NothingToReport { .. } => CliError::BadInput(e.into()),
         }
     }
@@ -265,6 +300,8 @@ mod tests {
             Exit::BadInput,
             Exit::EngineFailed,
             Exit::OutputFailed,
+            Exit::InterruptedBySigint,
+            Exit::InterruptedBySigterm,
         ];
         let codes: Vec<u8> = all.iter().map(|e| *e as u8).collect();
         let readme =
@@ -302,5 +339,13 @@ mod tests {
         assert_eq!(CliError::from(write).exit(), Exit::OutputFailed);
         let nothing = ReportError::NothingToReport { dir: "out".into() };
         assert_eq!(CliError::from(nothing).exit(), Exit::BadInput);
+        let busy = ReportError::Busy { dir: "out".into() };
+        assert_eq!(CliError::from(busy).exit(), Exit::BadInput);
+        let inconsistent = ReportError::Inconsistent {
+            path: "out/report.json".into(),
+            stored: "pass".into(),
+            derived: "fail".into(),
+        };
+        assert_eq!(CliError::from(inconsistent).exit(), Exit::BadInput);
     }
 }

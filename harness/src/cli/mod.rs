@@ -5,6 +5,7 @@ mod bench;
 mod check;
 mod compare;
 mod error;
+mod interrupt;
 mod output;
 mod report;
 mod run;
@@ -57,11 +58,18 @@ pub fn main() -> ExitCode {
             Ok(Outcome::Done)
         }
     };
+    ExitCode::from(conclude(result) as u8)
+}
+
+/// Decides the exit code of a command's `result` (with what happened to standard output, in
+/// [`decide`]) and says on stderr what the decision says. `main` and an interrupted run's signal
+/// thread both end here.
+pub(crate) fn conclude(result: Result<Outcome, CliError>) -> Exit {
     let decision = decide(result, output::take_stdout_failure().as_ref());
     if let Some(text) = &decision.stderr {
         output::note(text.trim_end());
     }
-    ExitCode::from(decision.exit as u8)
+    decision.exit
 }
 
 fn run_command(command: Command) -> Result<Outcome, CliError> {

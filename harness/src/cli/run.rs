@@ -1,18 +1,23 @@
-//! `leakloop run`: one scenario, start to finish: build the engine, run the turn loop while
-//! streaming samples to disk, analyse, write the reports and map the verdict to an exit code.
+//! `leakloop run`: one scenario, start to finish: claim the output folder, build the engine, run
+//! the turn loop while streaming samples to disk, analyse, print the verdict, write the reports
+//! and map the verdict to an exit code. SIGINT and SIGTERM end it with a partial report
+//! (`interrupt.rs`).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::anyhow;
 
 use crate::analyze::{analyze_run, StopWhenDecided, Verdict};
+use crate::cli::interrupt::{self, InFlight, Pending};
 use crate::cli::output;
 use crate::cli::{CliError, Exit, Outcome};
 use crate::engine::build_engine;
 use crate::report::{
-    print_terminal, render_report_json, write_reports, Fanout, ProgressObserver, SampleStream,
+    print_terminal, render_report_json, write_reports, Fanout, OutDir, ProgressObserver,
+    SampleStream,
 };
-use crate::runner::{
-    run_scenario_until, NoObserver, RunAllTurns, RunObserver, RunRecord, StopRule,
-};
+use crate::runner::{run_scenario_until, RunAllTurns, RunRecord, StopRule};
 use crate::scenario::{load_scenario_with, BackendKind, Device, Overrides, Scenario, StopMode};
 
 /// Arguments of `leakloop run`.
@@ -86,48 +91,128 @@ impl RunArgs {
 }
 
 pub(crate) fn run(args: RunArgs) -> Result<Outcome, CliError> {
-    let scenario = load_scenario_with(&args.scenario, &args.overrides())?;
-    let (record, verdict) = run_and_analyze(&scenario, args.out.as_deref(), args.quiet)?;
-    match args.format {
-        Format::Json => match render_report_json(&record, &verdict) {
+    let in_flight = Arc::new(InFlight::default());
+    interrupt::install(Arc::clone(&in_flight))
+        .map_err(|e| CliError::Engine(anyhow!("cannot watch for SIGINT and SIGTERM: {e}")))?;
+    // Claimed before anything can fail: from here on the folder shows no earlier run's verdict,
+    // whatever stops this one.
+    let out = args.out.as_deref().map(claim_out).transpose()?;
+    let scenario = match load_scenario_with(&args.scenario, &args.overrides()) {
+        Ok(scenario) => scenario,
+        Err(e) => {
+            release(out);
+            return Err(e.into());
+        }
+    };
+    let (record, verdict, out) =
+        run_and_analyze(&scenario, out, args.quiet, &in_flight, args.format)?;
+    Ok(Outcome::Verdict(finish_run(
+        &record,
+        &verdict,
+        args.format,
+        out,
+    )))
+}
+
+/// How every run ends once it has a verdict, finished or interrupted: print first, write second
+/// (a full disk must not hide the verdict or change the exit code, and a closed stdout must not
+/// cost the reports); returns the run's exit code.
+pub(crate) fn finish_run(
+    record: &RunRecord,
+    verdict: &Verdict,
+    format: Format,
+    out: Option<OutDir>,
+) -> Exit {
+    print_verdict(record, verdict, format, out.as_ref());
+    write_out(out, record, verdict);
+    Exit::of_run(record, verdict)
+}
+
+/// Prints the verdict table (or report.json with `--format json`), then where the reports go.
+/// A failed write to stdout is kept for [`super::decide`].
+fn print_verdict(record: &RunRecord, verdict: &Verdict, format: Format, out: Option<&OutDir>) {
+    match format {
+        Format::Json => match render_report_json(record, verdict) {
             Ok(json) => output::println(&json),
             Err(e) => output::warning(&e.to_string()),
         },
         Format::Text => {
-            output::write_stdout(|| print_terminal(&record, &verdict));
-            if let Some(out) = &args.out {
-                output::println(&format!("reports: {}", out.display()));
+            output::write_stdout(|| print_terminal(record, verdict));
+            if let Some(out) = out {
+                output::println(&format!("reports: {}", out.dir().display()));
             }
         }
     }
-    Ok(Outcome::Verdict(Exit::of_verdict(verdict.status)))
 }
 
-/// Builds the engine, runs the scenario (streaming samples into `out` when given), analyses the
-/// record and writes every report. An engine that fails mid-run still yields a record and a
-/// verdict; only an engine that cannot be built at all is an error.
+/// Writes every report into the run's claimed folder and releases it. A write failure (a full
+/// disk, a read-only folder) is a warning: the verdict stands, and was printed before.
+pub(crate) fn write_out(out: Option<OutDir>, record: &RunRecord, verdict: &Verdict) {
+    let Some(out) = out else { return };
+    if let Err(e) = write_reports(out.dir(), record, verdict) {
+        output::warning(&format!(
+            "the verdict above stands, but its reports are incomplete: {e}"
+        ));
+    }
+    release(Some(out));
+}
+
+/// Claims an output folder for a run (see [`OutDir::claim`]): a busy folder is a usage error, one
+/// that cannot be created or marked an output failure (error.rs).
+pub(crate) fn claim_out(dir: &Path) -> Result<OutDir, CliError> {
+    Ok(OutDir::claim(dir)?)
+}
+
+/// Releases a claimed folder; a failure is a warning.
+fn release(out: Option<OutDir>) {
+    if let Some(Err(e)) = out.map(OutDir::release) {
+        output::warning(&e.to_string());
+    }
+}
+
+/// Builds the engine, runs the scenario (streaming samples into the claimed `out` folder when
+/// given) and analyses the record; returns the folder for [`write_out`]. An engine that fails
+/// mid-run still yields a record and a verdict; only an engine that cannot be built at all is an
+/// error (and leaves `out` without any report: the previous run's are gone, none are new).
+/// `format` is what the signal thread prints should the run be interrupted.
 pub(crate) fn run_and_analyze(
     scenario: &Scenario,
-    out: Option<&Path>,
+    out: Option<OutDir>,
     quiet: bool,
-) -> Result<(RunRecord, Verdict), CliError> {
-    let mut engine = build_engine(scenario).map_err(|e| {
-        CliError::from(e).context(format!(
-            "cannot start the `{}` engine for {}",
-            scenario.engine.backend.as_str(),
-            scenario_label(scenario)
-        ))
-    })?;
-    let mut progress = ProgressObserver::new(&scenario.name, scenario.total_turns(), quiet);
-    let mut stream = out.map(SampleStream::create).transpose()?;
-    let record = {
-        let mut observers: Vec<&mut dyn RunObserver> = vec![&mut progress];
-        let mut none = NoObserver;
-        match stream.as_mut() {
-            Some(stream) => observers.push(stream),
-            None => observers.push(&mut none),
+    in_flight: &InFlight,
+    format: Format,
+) -> Result<(RunRecord, Verdict, Option<OutDir>), CliError> {
+    let mut engine = match build_engine(scenario) {
+        Ok(engine) => engine,
+        Err(e) => {
+            release(out);
+            return Err(CliError::from(e).context(format!(
+                "cannot start the `{}` engine for {}",
+                scenario.engine.backend.as_str(),
+                scenario_label(scenario)
+            )));
         }
-        let mut fanout = Fanout::new(observers);
+    };
+    let stream = match out.as_ref().map(|out| SampleStream::create(out.dir())) {
+        Some(Err(e)) => {
+            release(out);
+            return Err(e.into());
+        }
+        stream => stream.transpose().unwrap_or(None),
+    };
+    in_flight.start(Pending {
+        scenario: scenario.clone(),
+        backend: engine.describe(),
+        stream,
+        samples: Vec::new(),
+        out,
+        turns_completed: 0,
+        format,
+    });
+    let mut progress = ProgressObserver::new(&scenario.name, scenario.total_turns(), quiet);
+    let record = {
+        let mut observer = in_flight.observer();
+        let mut fanout = Fanout::new(vec![&mut progress, &mut observer]);
         let mut run_all = RunAllTurns;
         let mut decided;
         let stop: &mut dyn StopRule = match scenario.stop {
@@ -141,6 +226,8 @@ pub(crate) fn run_and_analyze(
     };
     drop(engine);
     progress.finish();
+    let pending = in_flight.finish();
+    let (stream, out) = pending.map_or((None, None), |p| (p.stream, p.out));
     if let Some(stream) = stream {
         // The samples are on disk already; a failed final flush is reported but the run's
         // result still stands.
@@ -149,13 +236,7 @@ pub(crate) fn run_and_analyze(
         }
     }
     let verdict = analyze_run(&record);
-    if let Some(dir) = out {
-        // The verdict is known: a report that cannot be written is a warning next to it.
-        if let Err(e) = write_reports(dir, &record, &verdict) {
-            output::warning(&format!("cannot write reports: {e}"));
-        }
-    }
-    Ok((record, verdict))
+    Ok((record, verdict, out))
 }
 
 fn scenario_label(scenario: &Scenario) -> String {

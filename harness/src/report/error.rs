@@ -52,6 +52,28 @@ pub enum ReportError {
         /// The folder.
         dir: PathBuf,
     },
+    /// Several files could not be written.
+    #[error("{}", errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Several {
+        /// One error per file.
+        errors: Vec<ReportError>,
+    },
+    /// Another leakloop process (a run, or a `report` reading it) holds the output folder.
+    #[error("{} is in use by another leakloop process (a run writing it, or a report reading it): wait for it to end or choose another --out folder", dir.display())]
+    Busy {
+        /// The folder.
+        dir: PathBuf,
+    },
+    /// report.json's stored status disagrees with its own outcome and expectations.
+    #[error("{}: the stored verdict `{stored}` does not follow from the report's own expectations and outcome (they give `{derived}`): the file was altered or is corrupt", path.display())]
+    Inconsistent {
+        /// The report file.
+        path: PathBuf,
+        /// The status the file stores.
+        stored: String,
+        /// The status its expectations and outcome give.
+        derived: String,
+    },
     /// Rendering an artifact failed (e.g. the plot).
     #[error("cannot render {artifact}: {message}")]
     Render {

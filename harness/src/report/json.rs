@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::analyze::Verdict;
+use crate::analyze::{derive_status, Verdict, VerdictStatus};
 use crate::input::{read_bounded, utf8_text, MAX_REPORT_BYTES};
 use crate::report::ReportError;
 use crate::runner::RunRecord;
@@ -74,15 +74,38 @@ pub fn read_report(path: &Path) -> Result<ReportFile, ReportError> {
     parse_report(path, text.strip_prefix('\u{feff}').unwrap_or(text))
 }
 
-/// Parses report.json text; `path` is only used in error messages.
+/// Parses report.json text and checks that its verdict follows from its expectations; `path` is
+/// only used in error messages.
 pub fn parse_report(path: &Path, text: &str) -> Result<ReportFile, ReportError> {
     let value: serde_json::Value =
         serde_json::from_str(text).map_err(|e| ReportError::parse(path, None, &e))?;
     check_format_version(path, &value)?;
     let mut deserializer = serde_json::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
+    let report: ReportFile = serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
         let field = e.path().to_string();
         ReportError::parse(path, Some(field), e.inner())
+    })?;
+    check_status(path, &report)?;
+    Ok(report)
+}
+
+/// The stored status must be the one the report's own outcome and expectations give: a report
+/// that says `pass` above failed expectations is refused, never believed.
+fn check_status(path: &Path, report: &ReportFile) -> Result<(), ReportError> {
+    let derived = derive_status(&report.record.outcome, &report.verdict.expectations);
+    if derived == report.verdict.status {
+        return Ok(());
+    }
+    let word = |status: VerdictStatus| {
+        serde_json::to_value(status)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    };
+    Err(ReportError::Inconsistent {
+        path: path.to_owned(),
+        stored: word(report.verdict.status),
+        derived: word(derived),
     })
 }
 
@@ -176,6 +199,7 @@ mod tests {
     #[case::leak(crate::report::examples::leak_run())]
     #[case::clean(crate::report::examples::clean_run())]
     #[case::crashed(crate::report::examples::crashed_run())]
+    #[case::interrupted(crate::report::examples::interrupted_run())]
     fn rendered_reports_match_the_published_schema(#[case] run: (RunRecord, Verdict)) {
         let text = render_report_json(&run.0, &run.1).unwrap();
         let value: serde_json::Value = serde_json::from_str(&text).unwrap();
@@ -290,6 +314,21 @@ mod tests {
         assert_eq!(field.as_deref(), Some("record.samples[1].turn"));
         assert!(*line > 1);
         assert!(err.to_string().contains("invalid type"), "{err}");
+    }
+
+    /// Regression: a report whose status said pass above failed expectations printed PASS.
+    #[test]
+    fn a_stored_status_that_contradicts_the_expectations_is_refused() {
+        let text = rewrite(|v| {
+            v["verdict"]["expectations"][0]["passed"] = false.into();
+        });
+        let err = parse_report(Path::new("out/report.json"), &text).unwrap_err();
+        assert!(matches!(err, ReportError::Inconsistent { .. }), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "out/report.json: the stored verdict `pass` does not follow from the report's own \
+             expectations and outcome (they give `fail`): the file was altered or is corrupt"
+        );
     }
 
     #[test]

@@ -2,7 +2,9 @@
 
 use crate::analyze::units::confidence_percent;
 use crate::analyze::{Verdict, VerdictStatus};
-use crate::report::facts::{backend_line, metric_passed, stop_line, turns_line, verdict_line};
+use crate::report::facts::{
+    backend_line, empty_ledger_text, metric_passed, stop_line, turns_line, verdict_line,
+};
 use crate::report::units::{format_bytes, format_rate_with_interval};
 use crate::runner::RunRecord;
 
@@ -43,6 +45,7 @@ fn status_mark(status: VerdictStatus) -> &'static str {
         VerdictStatus::Pass => "✅",
         VerdictStatus::Fail => "❌",
         VerdictStatus::EngineFailed => "💥",
+        VerdictStatus::Interrupted => "⏹️",
     }
 }
 
@@ -88,7 +91,7 @@ fn ledger_line(record: &RunRecord) -> String {
     let totals = &record.ledger.totals;
     let imbalances = record.ledger.imbalances();
     if totals.is_empty() {
-        return "**Ledger:** nothing was counted.\n".to_owned();
+        return format!("**Ledger:** {}.\n", empty_ledger_text(record));
     }
     if imbalances.is_empty() {
         return format!("**Ledger:** balanced ({} kinds).\n", totals.len());

@@ -10,8 +10,8 @@ use crate::analyze::units::confidence_percent;
 use crate::analyze::{Classification, Verdict, VerdictStatus};
 use crate::input::printable;
 use crate::report::facts::{
-    backend_line, engine_error_text, metric_passed, metric_result_word, stop_line, turns_line,
-    verdict_line,
+    backend_line, empty_ledger_text, engine_error_text, metric_passed, metric_result_word,
+    stop_line, turns_line, verdict_line,
 };
 use crate::report::table::{render_table, Cell};
 use crate::report::units::{format_bytes, format_rate_with_interval};
@@ -123,7 +123,10 @@ fn metrics_table(verdict: &Verdict) -> String {
 fn ledger_section(record: &RunRecord) -> String {
     let totals = &record.ledger.totals;
     if totals.is_empty() {
-        return format!("{HEADER}ledger{HEADER:#}: nothing was counted\n\n");
+        return format!(
+            "{HEADER}ledger{HEADER:#}: {}\n\n",
+            empty_ledger_text(record)
+        );
     }
     let imbalances = record.ledger.imbalances();
     let summary = if imbalances.is_empty() {
@@ -257,6 +260,39 @@ mod tests {
             "{stripped}"
         );
         assert!(stripped.contains("characters left out"), "{stripped}");
+    }
+
+    /// Regression: an interrupted or crashed `stop: decided` run was said to have found no turn
+    /// at which every metric was decided, as if it had run to its last turn.
+    #[test]
+    fn a_decided_run_that_did_not_finish_makes_no_claim_about_its_looks() {
+        for (mut record, verdict) in [crate::report::examples::interrupted_run(), crashed_run()] {
+            record.scenario.stop = crate::scenario::StopMode::Decided;
+            let text = plain(&record, &verdict);
+            assert!(!text.contains("no look before turn"), "{text}");
+        }
+        let (mut record, verdict) = leak_run();
+        record.scenario.stop = crate::scenario::StopMode::Decided;
+        let text = plain(&record, &verdict);
+        assert!(text.contains("no look before turn"), "{text}");
+    }
+
+    #[test]
+    fn interrupted_run_terminal_names_the_signal_and_turn() {
+        let (record, verdict) = crate::report::examples::interrupted_run();
+        let text = plain(&record, &verdict);
+        assert!(
+            text.contains("INTERRUPTED by SIGTERM in turn 5: "),
+            "{text}"
+        );
+        assert!(
+            text.contains("not evaluated: the run was interrupted"),
+            "{text}"
+        );
+        assert!(
+            text.contains("ledger: not recorded (the run was interrupted)"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -57,6 +57,15 @@ pub enum RunOutcome {
         /// The engine's error.
         error: EngineError,
     },
+    /// The run was stopped from outside (SIGINT, SIGTERM: a CI job's timeout) before it ended.
+    /// Such a record holds the samples streamed so far; its ledger and engine errors stayed in
+    /// the stopped runner and are empty.
+    Interrupted {
+        /// The signal, e.g. `SIGTERM`.
+        signal: String,
+        /// The turn that was running (0 = while loading, before the baseline sample).
+        turn: u32,
+    },
 }
 
 /// Everything a run measured.

@@ -2,8 +2,9 @@
 //! standard output open, full (`> /dev/full`) and closed (`| head -0`).
 //!
 //! The table (README.md, "Exit codes"): 0 pass, 1 an expectation failed, 2 bad input or usage,
-//! 3 the engine failed, 4 output could not be written before there was a verdict. Once a
-//! verdict is known it decides the code; a closed pipe ends the output quietly. `compare`'s 0
+//! 3 the engine failed, 4 output could not be written before there was a verdict, 130 and 143 a
+//! run interrupted by SIGINT or SIGTERM. Once a verdict is known it decides the code; a closed
+//! pipe ends the output quietly. `compare`'s 0
 //! and 1 need a real LiteRT-LM library and are walked in `compare.rs`'s engine tests.
 
 use std::io::Write;
@@ -13,7 +14,11 @@ use std::process::{Command, Stdio};
 use leakloop::report::examples::{clean_run, crashed_run, leak_run};
 use leakloop::report::{write_reports, SampleStream};
 use leakloop::runner::RunObserver;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use rstest::rstest;
+
+use crate::interrupted::{interrupted_exit, start_hanging_run_with, wait_for};
 
 /// Where the command's standard output goes.
 #[derive(Debug, Clone, Copy)]
@@ -83,6 +88,7 @@ const LITERT: &str = "fixtures/scenarios/litert-cpu-chat.yaml";
 #[case::run_engine_crash_full_stdout(&["run", "fixtures/scenarios/fault-crash.yaml"], Stdout::Full, "", 3)]
 #[case::run_missing_library(&["run", LITERT, "--lib", "{tmp}/no-such-lib.so"], Stdout::Open, "", 3)]
 #[case::run_out_folder_cannot_be_made(&["run", FLAT, "--turns", "3", "--out", "/dev/null/out"], Stdout::Open, "", 4)]
+// run's 130 and 143 (a signal in the middle of a run): `run_interrupted_exits_128_plus_the_signal`.
 // analyze: 0 nothing grows, 1 something grows, 2 a bad trace.
 #[case::analyze_clean(&["analyze", "fixtures/traces/short-noisy.csv"], Stdout::Open, "", 0)]
 #[case::analyze_growth(&["analyze", "fixtures/traces/synthetic-four-classes.csv"], Stdout::Open, "", 1)]
@@ -140,15 +146,7 @@ fn every_command_exits_as_documented(
         .env("LITERT_LM_LIB", tmp.path().join("no-such-lib.so"))
         .stdin(Stdio::piped())
         .stderr(Stdio::piped());
-    match stdout {
-        Stdout::Open => command.stdout(Stdio::piped()),
-        Stdout::Full => command.stdout(std::fs::File::create("/dev/full").expect("/dev/full")),
-        Stdout::Closed => {
-            let (reader, writer) = std::io::pipe().unwrap();
-            drop(reader);
-            command.stdout(writer)
-        }
-    };
+    command.stdout(stdio(stdout));
     let mut child = command.spawn().expect("leakloop starts");
     let mut input = child.stdin.take().unwrap();
     // A worker that stops reading early may close its end first.
@@ -162,6 +160,45 @@ fn every_command_exits_as_documented(
         "leakloop {}: {stderr}",
         args.join(" ")
     );
+    stderr_tells(stdout, &stderr);
+}
+
+/// Regression (issue 10, item 4): a run stopped by SIGINT or SIGTERM exits 130 or 143 after
+/// writing its partial report, whatever happens to its standard output.
+#[rstest]
+#[case::sigint(Signal::SIGINT, Stdout::Open)]
+#[case::sigterm(Signal::SIGTERM, Stdout::Open)]
+#[case::sigterm_full_stdout(Signal::SIGTERM, Stdout::Full)]
+#[case::sigterm_closed_stdout(Signal::SIGTERM, Stdout::Closed)]
+#[cfg(target_os = "linux")]
+fn run_interrupted_exits_128_plus_the_signal(#[case] signal: Signal, #[case] stdout: Stdout) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let mut run = start_hanging_run_with(tmp.path(), &out, stdio(stdout));
+    kill(Pid::from_raw(run.id() as i32), signal).unwrap();
+    let (code, _, stderr) = wait_for(&mut run);
+    assert_eq!(code, Some(interrupted_exit(signal)), "{stderr}");
+    assert!(out.join("report.json").is_file(), "{stderr}");
+    stderr_tells(stdout, &stderr);
+}
+
+/// Where a command's standard output goes, for [`Command::stdout`].
+fn stdio(stdout: Stdout) -> Stdio {
+    match stdout {
+        Stdout::Open => Stdio::piped(),
+        Stdout::Full => std::fs::File::create("/dev/full")
+            .expect("/dev/full")
+            .into(),
+        Stdout::Closed => {
+            let (reader, writer) = std::io::pipe().unwrap();
+            drop(reader);
+            writer.into()
+        }
+    }
+}
+
+/// No panic, a closed pipe is quiet, a failed write is reported.
+fn stderr_tells(stdout: Stdout, stderr: &str) {
     assert!(!stderr.contains("panicked"), "{stderr}");
     match stdout {
         Stdout::Closed => assert!(

@@ -9,6 +9,7 @@ mod fixtures;
 mod interrupted;
 mod library;
 mod opencl;
+mod out_dir;
 mod report;
 mod schema;
 mod stop;

@@ -3,8 +3,10 @@
 
 mod detection;
 mod overhead;
+mod sequential;
 mod synthetic;
 
 pub use detection::{render_markdown, run_detection, DetectionConfig, DetectionRow, Detector};
 pub use overhead::{render_overhead, run_overhead, OverheadError, OverheadRow};
+pub use sequential::{render_sequential, run_sequential, SequentialConfig, SequentialRow};
 pub use synthetic::{SeriesKind, SyntheticSeries};

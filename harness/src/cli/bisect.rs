@@ -10,15 +10,18 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use crate::analyze::VerdictStatus;
-use crate::cli::run::run_and_analyze;
+use crate::cli::interrupt::InFlight;
+use crate::cli::output;
+use crate::cli::run::{claim_out, run_and_analyze, write_out, Format};
 use crate::cli::table::aligned;
-use crate::cli::{CliError, Exit};
-use crate::engine::litert_lm::check_library;
+use crate::cli::{CliError, Outcome};
+use crate::engine::litert_lm::{check_library, DiscoverError, LibraryRefusal};
 use crate::report::{
-    format_bytes, format_signed_bytes, render_trend_svg, write_atomic, Trend, TrendPoint,
+    format_bytes, format_signed_bytes, remove_if_present, render_trend_svg, write_atomic, OutDir,
+    Trend, TrendPoint,
 };
 use crate::runner::RunOutcome;
-use crate::scenario::{load_scenario, Scenario, MAX_TURNS};
+use crate::scenario::{load_scenario_with, Overrides, Scenario};
 
 use builds::{fetch, resolve, Build};
 use search::{search, Figures, Metric, Order};
@@ -62,6 +65,40 @@ pub(crate) struct BisectArgs {
     pub out: Option<PathBuf>,
 }
 
+/// The files `bisect` writes into the top of its `--out` folder.
+const BISECT_FILES: [&str; 2] = ["trend.svg", "bisect.txt"];
+
+/// Why `bisect` could not give a table; `cli/error.rs` maps each kind to its exit code.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BisectError {
+    /// `--versions` could not be turned into builds.
+    #[error("--versions: {0}")]
+    Builds(String),
+    /// A library path in `--versions` is no library.
+    #[error("--versions: {0}")]
+    Library(DiscoverError),
+    /// `--versions` names no build at all.
+    #[error("--versions {versions} names no build")]
+    NoBuild {
+        /// The `--versions` value.
+        versions: String,
+    },
+    /// A library already on disk cannot run a step of the scenario.
+    #[error("build {build}: {refusal}")]
+    Refused {
+        /// The build's label.
+        build: String,
+        /// What the library lacks.
+        refusal: LibraryRefusal,
+    },
+    /// No build measured the figure (each build's note in the table says why).
+    #[error("no build measured {what} (see the table)")]
+    NothingMeasured {
+        /// The figure.
+        what: String,
+    },
+}
+
 /// What one build gave.
 #[derive(Debug, Clone, Default)]
 struct BuildResult {
@@ -72,25 +109,34 @@ struct BuildResult {
     note: String,
 }
 
-pub(crate) fn run(args: BisectArgs) -> Result<Exit, CliError> {
-    let mut scenario = load_scenario(&args.scenario).map_err(CliError::bad_input)?;
-    if let Some(turns) = args.turns {
-        if turns == 0 || turns.saturating_add(scenario.warmup_turns) > MAX_TURNS {
-            return Err(CliError::bad_input(format!(
-                "--turns must be between 1 and {MAX_TURNS} minus the warm-up turns"
-            )));
-        }
-        scenario.turns = turns;
+/// Runs the builds, prints the table, then writes it with the trend plot into `--out`. There is
+/// no verdict: the table is the result, so a failure to print or write it is an output failure.
+pub(crate) fn run(args: BisectArgs) -> Result<Outcome, CliError> {
+    // Claimed before anything runs, as `run` claims its folder: a folder another run holds is
+    // refused, and the previous bisect's table and plot are gone before this one starts.
+    let out = args.out.as_deref().map(claim_out).transpose()?;
+    let result = bisect(&args, out.as_ref());
+    if let Some(Err(e)) = out.map(OutDir::release) {
+        output::warning(&e.to_string());
     }
-    if let Some(max_tokens) = args.max_tokens {
-        if max_tokens == 0 {
-            return Err(CliError::bad_input("--max-tokens must be at least 1"));
+    result
+}
+
+fn bisect(args: &BisectArgs, out: Option<&OutDir>) -> Result<Outcome, CliError> {
+    if let Some(out) = out {
+        for name in BISECT_FILES {
+            remove_if_present(&out.dir().join(name))?;
         }
-        scenario.engine.max_tokens = max_tokens;
     }
+    let overrides = Overrides {
+        turns: args.turns,
+        max_tokens: args.max_tokens,
+        ..Overrides::default()
+    };
+    let scenario = load_scenario_with(&args.scenario, &overrides)?;
     let min_change = match &args.min_change {
-        Some(text) => crate::scenario::parse_size(text)
-            .map_err(|e| CliError::bad_input(format!("--min-change `{text}`: {}", e.message)))?
+        Some(text) => leakloop_units::parse_size(text)
+            .map_err(|e| CliError::bad_input(e.one_line("--min-change", text)))?
             as f64,
         None => 0.0,
     };
@@ -102,19 +148,23 @@ pub(crate) fn run(args: BisectArgs) -> Result<Exit, CliError> {
             .cloned()
             .unwrap_or_else(|| "rss".to_owned()),
     };
-    let builds = resolve(&scenario, &args.versions).map_err(CliError::bad_input)?;
+    let builds = resolve(&scenario, &args.versions)?;
     if builds.is_empty() {
-        return Err(CliError::bad_input(format!(
-            "--versions {} names no build",
-            args.versions
-        )));
+        return Err(BisectError::NoBuild {
+            versions: args.versions.clone(),
+        }
+        .into());
     }
     // Libraries already on disk are checked before anything runs: a build that cannot run a
     // step of the scenario is bad input, as in `run`.
     for build in &builds {
         if let Build::Library(lib) = build {
-            check_library(&with_build(&scenario, build), None)
-                .map_err(|why| CliError::bad_input(format!("build {}: {why}", lib.version)))?;
+            check_library(&with_build(&scenario, build), None).map_err(|refusal| {
+                BisectError::Refused {
+                    build: lib.version.clone(),
+                    refusal,
+                }
+            })?;
         }
     }
 
@@ -125,8 +175,11 @@ pub(crate) fn run(args: BisectArgs) -> Result<Exit, CliError> {
         Order::Sequential
     };
     let mut results: Vec<Option<BuildResult>> = vec![None; builds.len()];
+    // The first run folder that could not be claimed: no build runs after it, and the command
+    // ends with it once the table of what did run is printed.
+    let mut failure: Option<CliError> = None;
     let found = search(builds.len(), order, min_change, |i| {
-        let result = measure(&scenario, &builds[i], &args, &watch);
+        let result = measure(&scenario, &builds[i], args, &watch, &mut failure);
         let figures = result.figures.clone();
         results[i] = Some(result);
         figures
@@ -134,14 +187,18 @@ pub(crate) fn run(args: BisectArgs) -> Result<Exit, CliError> {
 
     let table = render_table(
         &scenario,
-        &args,
+        args,
         &watch,
         &labels,
         &results,
         found.first_change,
     );
-    print!("{table}");
-    if let Some(dir) = &args.out {
+    // Print first, write second: the table is on stdout whatever happens to the folder.
+    output::print(&table);
+    if let Some(err) = failure {
+        return Err(err);
+    }
+    if let Some(out) = out {
         let trend = Trend {
             title: format!(
                 "{}: {} across builds ({} runs each)",
@@ -161,24 +218,23 @@ pub(crate) fn run(args: BisectArgs) -> Result<Exit, CliError> {
                 .collect(),
             first_change: found.first_change.map(|(i, _)| i),
         };
-        let svg = render_trend_svg(&trend).map_err(|e| CliError::Engine(e.into()))?;
-        std::fs::create_dir_all(dir)
-            .map_err(|e| CliError::bad_input(format!("cannot create {}: {e}", dir.display())))?;
-        for (name, body) in [("trend.svg", svg.as_str()), ("bisect.txt", table.as_str())] {
-            write_atomic(&dir.join(name), body.as_bytes()).map_err(|e| {
-                CliError::bad_input(format!("cannot write {}: {e}", dir.join(name).display()))
-            })?;
+        let svg = render_trend_svg(&trend)?;
+        for (name, body) in BISECT_FILES.into_iter().zip([svg.as_str(), table.as_str()]) {
+            write_atomic(&out.dir().join(name), body.as_bytes())?;
         }
-        println!("trend plot: {}", dir.join("trend.svg").display());
+        output::println(&format!(
+            "trend plot: {}",
+            out.dir().join(BISECT_FILES[0]).display()
+        ));
     }
     let ran = results.iter().flatten().any(|r| !r.figures.0.is_empty());
     if !ran {
-        return Err(CliError::Engine(anyhow::anyhow!(
-            "no build measured {} (see the table)",
-            args.metric.describe(&watch)
-        )));
+        return Err(BisectError::NothingMeasured {
+            what: args.metric.describe(&watch),
+        }
+        .into());
     }
-    Ok(Exit::Pass)
+    Ok(Outcome::Done)
 }
 
 /// The scenario set up to run on `build`.
@@ -196,9 +252,22 @@ fn with_build(scenario: &Scenario, build: &Build) -> Scenario {
     s
 }
 
-/// Runs `args.runs` runs of the scenario on one build (fetching it first when needed).
-fn measure(scenario: &Scenario, build: &Build, args: &BisectArgs, watch: &str) -> BuildResult {
+/// Runs `args.runs` runs of the scenario on one build (fetching it first when needed). A run
+/// folder that cannot be claimed goes into `failure`, and nothing more runs.
+fn measure(
+    scenario: &Scenario,
+    build: &Build,
+    args: &BisectArgs,
+    watch: &str,
+    failure: &mut Option<CliError>,
+) -> BuildResult {
     let label = build.label();
+    if failure.is_some() {
+        return BuildResult {
+            note: "not run: an output folder could not be claimed".into(),
+            ..Default::default()
+        };
+    }
     let build = match build {
         Build::Unfetched(v) if args.offline => {
             return BuildResult {
@@ -207,7 +276,7 @@ fn measure(scenario: &Scenario, build: &Build, args: &BisectArgs, watch: &str) -
             }
         }
         Build::Unfetched(v) => {
-            eprintln!("bisect: fetching LiteRT-LM {v}");
+            output::note(&format!("bisect: fetching LiteRT-LM {v}"));
             match fetch(v) {
                 Ok(lib) => Build::Library(lib),
                 Err(why) => {
@@ -223,7 +292,7 @@ fn measure(scenario: &Scenario, build: &Build, args: &BisectArgs, watch: &str) -
     let base = with_build(scenario, &build);
     if let Err(why) = check_library(&base, None) {
         return BuildResult {
-            note: why,
+            note: why.to_string(),
             ..Default::default()
         };
     }
@@ -231,16 +300,26 @@ fn measure(scenario: &Scenario, build: &Build, args: &BisectArgs, watch: &str) -
     for r in 0..args.runs {
         let mut s = base.clone();
         s.seed = scenario.seed.wrapping_add(u64::from(r));
-        let out = args
+        let folder = args
             .out
             .as_ref()
             .map(|d| d.join(safe_name(&label)).join(format!("run-{}", r + 1)));
-        match run_and_analyze(&s, out.as_deref(), true) {
-            Ok((record, verdict)) => {
+        let out = match folder.as_deref().map(claim_out).transpose() {
+            Ok(out) => out,
+            Err(e) => {
+                result.note = "not run: its output folder could not be claimed".into();
+                *failure = Some(e);
+                break;
+            }
+        };
+        match run_and_analyze(&s, out, true, &InFlight::default(), Format::Text) {
+            Ok((record, verdict, out)) => {
+                write_out(out, &record, &verdict);
                 let word = match verdict.status {
                     VerdictStatus::Pass => "PASS",
                     VerdictStatus::Fail => "FAIL",
                     VerdictStatus::EngineFailed => "ENGINE FAILED",
+                    VerdictStatus::Interrupted => "INTERRUPTED",
                 };
                 result.verdicts.push(word);
                 if let Some(v) = args.metric.of(watch, &record, &verdict) {
@@ -258,24 +337,24 @@ fn measure(scenario: &Scenario, build: &Build, args: &BisectArgs, watch: &str) -
                         None => format!("uses {used}"),
                     };
                 }
-                eprintln!(
+                output::note(&format!(
                     "bisect: {label} run {}/{}: {} ({word})",
                     r + 1,
                     args.runs,
                     args.metric
                         .of(watch, &record, &verdict)
                         .map_or("not measured".to_owned(), |v| show(args.metric, v))
-                );
+                ));
             }
             Err(e) => {
                 result.verdicts.push("ENGINE FAILED");
                 result.note = first_line(&format!("{e:#}"));
-                eprintln!(
+                output::note(&format!(
                     "bisect: {label} run {}/{}: {}",
                     r + 1,
                     args.runs,
                     result.note
-                );
+                ));
             }
         }
     }
@@ -373,7 +452,7 @@ fn render_table(
         };
         let f = &r.figures;
         let mut verdicts: Vec<String> = Vec::new();
-        for word in ["PASS", "FAIL", "ENGINE FAILED"] {
+        for word in ["PASS", "FAIL", "ENGINE FAILED", "INTERRUPTED"] {
             let n = r.verdicts.iter().filter(|v| **v == word).count();
             if n > 0 {
                 verdicts.push(format!("{n} {word}"));

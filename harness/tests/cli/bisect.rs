@@ -155,3 +155,47 @@ fn bisect_reports_the_native_heap_difference_between_0_11_and_0_14() {
     assert!(text.contains("first change: 0.14.0 ("), "{text}\n{stderr}");
     assert!(text.contains("against 6."), "{text}");
 }
+
+/// Merge of bisect with the claimed `--out` folder: bisect claims its folder as `run` does, so a
+/// folder another run holds is refused (exit 2) and the previous bisect's table and plot are
+/// gone before anything can fail.
+#[test]
+#[cfg(target_os = "linux")]
+fn the_out_folder_is_claimed_like_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let stale = dir.path().join("stale");
+    std::fs::create_dir(&stale).unwrap();
+    for name in ["trend.svg", "bisect.txt"] {
+        std::fs::write(stale.join(name), "an earlier bisect").unwrap();
+    }
+    let stale_text = stale.to_str().unwrap();
+    let out = bisect(&[
+        SCENARIO,
+        "--versions",
+        "build-0..build-99",
+        "--out",
+        stale_text,
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    for name in ["trend.svg", "bisect.txt"] {
+        assert!(!stale.join(name).exists(), "{name} of the earlier bisect");
+    }
+
+    let busy = dir.path().join("busy");
+    let _run =
+        crate::interrupted::start_hanging_run_with(dir.path(), &busy, std::process::Stdio::null());
+    let busy_text = busy.to_str().unwrap();
+    let out = bisect(&[
+        SCENARIO,
+        "--versions",
+        "build-4..build-5",
+        "--out",
+        busy_text,
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("is in use by another leakloop process"),
+        "{stderr}"
+    );
+}

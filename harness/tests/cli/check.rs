@@ -102,7 +102,7 @@ fn no_files_is_a_usage_error() {
 
 /// The LiteRT-LM functions a 0.13-era library exports that capabilities look at (the core every
 /// release has, streaming, cancel, the sampler struct setter, optional args).
-const OLD_RELEASE_EXPORTS: &[&str] = &[
+pub(crate) const OLD_RELEASE_EXPORTS: &[&str] = &[
     "litert_lm_set_min_log_level",
     "litert_lm_engine_settings_create",
     "litert_lm_engine_create",
@@ -115,7 +115,7 @@ const OLD_RELEASE_EXPORTS: &[&str] = &[
 ];
 
 /// [`OLD_RELEASE_EXPORTS`] without `missing`.
-fn exports_without(missing: &str) -> Vec<&'static str> {
+pub(crate) fn exports_without(missing: &str) -> Vec<&'static str> {
     OLD_RELEASE_EXPORTS
         .iter()
         .copied()
@@ -124,8 +124,9 @@ fn exports_without(missing: &str) -> Vec<&'static str> {
 }
 
 /// A shared library exporting `names` as empty stubs: `check` reads its symbol table and never
-/// loads it. `None` (after a visible skip) where no C compiler is installed.
-fn stub_library(dir: &Path, names: &[&str]) -> Option<PathBuf> {
+/// loads it. `None` (after a visible skip, or a failure under `LEAKLOOP_REQUIRE_ENGINE=1`) where
+/// no C compiler is installed.
+pub(crate) fn stub_library(dir: &Path, names: &[&str]) -> Option<PathBuf> {
     let source = dir.join("stub.c");
     let body: String = names
         .iter()
@@ -141,7 +142,13 @@ fn stub_library(dir: &Path, names: &[&str]) -> Option<PathBuf> {
     {
         Ok(s) if s.success() => Some(lib),
         other => {
-            eprintln!("SKIPPED: stub LiteRT-LM library: no working C compiler `cc` ({other:?}; install build-essential)");
+            leakloop::engine::skip_or_require(
+                "LEAKLOOP_REQUIRE_ENGINE",
+                &format!(
+                    "stub LiteRT-LM library: no working C compiler `cc` ({other:?}; install \
+                     build-essential)"
+                ),
+            );
             None
         }
     }

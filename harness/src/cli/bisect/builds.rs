@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::cli::bisect::BisectError;
 use crate::engine::litert_lm::{
     compare_versions, discover_library, fetched_libraries, LibraryLocation,
 };
@@ -60,18 +61,18 @@ fn is_nightly(version: &str) -> bool {
 }
 
 /// Resolves `spec` (`FROM..TO` or a comma-separated list) for `scenario`.
-pub(crate) fn resolve(scenario: &Scenario, spec: &str) -> Result<Vec<Build>, String> {
+pub(crate) fn resolve(scenario: &Scenario, spec: &str) -> Result<Vec<Build>, BisectError> {
     match scenario.engine.backend {
-        BackendKind::Sim => resolve_profiles(scenario, spec),
+        BackendKind::Sim => resolve_profiles(scenario, spec).map_err(BisectError::Builds),
         BackendKind::LitertLm => {
             let fetched = fetched_libraries();
             resolve_libraries(spec, &published(), &fetched)
         }
-        other => Err(format!(
+        other => Err(BisectError::Builds(format!(
             "bisect runs litert-lm scenarios across library builds and sim scenarios across their \
              own profiles; this scenario uses `{}`",
             other.as_str()
-        )),
+        ))),
     }
 }
 
@@ -140,7 +141,7 @@ pub(crate) fn resolve_libraries(
     spec: &str,
     published: &[String],
     fetched: &[LibraryLocation],
-) -> Result<Vec<Build>, String> {
+) -> Result<Vec<Build>, BisectError> {
     let mut known: Vec<String> = published.to_vec();
     for l in fetched {
         if !known.contains(&l.version) {
@@ -177,9 +178,14 @@ pub(crate) fn resolve_libraries(
         None => Build::Unfetched(v),
     };
     if let Some((from, to)) = split_range(spec) {
-        let (from, to) = (version(from)?, version(to)?);
+        let (from, to) = (
+            version(from).map_err(BisectError::Builds)?,
+            version(to).map_err(BisectError::Builds)?,
+        );
         if compare_versions(&from, &to).is_gt() {
-            return Err(format!("the range {from}..{to} runs backwards"));
+            return Err(BisectError::Builds(format!(
+                "the range {from}..{to} runs backwards"
+            )));
         }
         return Ok(known
             .iter()
@@ -194,9 +200,9 @@ pub(crate) fn resolve_libraries(
             if is_path(item) {
                 discover_library(Some(Path::new(item)))
                     .map(Build::Library)
-                    .map_err(|e| e.to_string())
+                    .map_err(BisectError::Library)
             } else {
-                version(item).map(build_of)
+                version(item).map(build_of).map_err(BisectError::Builds)
             }
         })
         .collect()
@@ -249,7 +255,7 @@ mod tests {
         LibraryLocation {
             path: PathBuf::from(format!("target/litert-lm/{v}/liblitert-lm.so")),
             version: v.to_owned(),
-            source: LibrarySource::Fetched,
+            source: LibrarySource::Workspace,
         }
     }
 
@@ -275,9 +281,13 @@ mod tests {
         );
         assert_eq!(builds[0], Build::Unfetched("0.13.1".into()));
         assert_eq!(builds[1], Build::Library(lib("0.14.0")));
-        let err = resolve_libraries("0.14.0..0.11.0", &published, &fetched).unwrap_err();
+        let err = resolve_libraries("0.14.0..0.11.0", &published, &fetched)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("backwards"), "{err}");
-        let err = resolve_libraries("0.9.9..0.14.0", &published, &fetched).unwrap_err();
+        let err = resolve_libraries("0.9.9..0.14.0", &published, &fetched)
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("`0.9.9` is no known LiteRT-LM version"),
             "{err}"
@@ -289,7 +299,12 @@ mod tests {
         let published: Vec<String> = vec!["0.11.0".into()];
         let err =
             resolve_libraries("0.11.0,/nowhere/liblitert-lm.so", &published, &[]).unwrap_err();
-        assert!(err.contains("/nowhere/liblitert-lm.so"), "{err}");
+        // A library that is not there is an engine failure, as `run --lib` makes it.
+        assert!(matches!(err, BisectError::Library(_)), "{err}");
+        assert!(
+            err.to_string().contains("/nowhere/liblitert-lm.so"),
+            "{err}"
+        );
         let builds = resolve_libraries("0.11.0", &published, &[]).unwrap();
         assert_eq!(builds, [Build::Unfetched("0.11.0".into())]);
     }

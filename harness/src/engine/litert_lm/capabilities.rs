@@ -197,15 +197,28 @@ pub struct CheckedLibrary {
     pub capabilities: Capabilities,
 }
 
+/// A LiteRT-LM library that cannot run a step of a scenario (bad input: the CLI's one exit
+/// mapping in `cli/error.rs` turns it into exit 2).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("LiteRT-LM {version} ({}) cannot run it: {why}", path.display())]
+pub struct LibraryRefusal {
+    /// The library's version.
+    pub version: String,
+    /// Where the library is.
+    pub path: std::path::PathBuf,
+    /// Which step needs what the library lacks.
+    pub why: String,
+}
+
 /// Checks, before anything runs, that the LiteRT-LM library a `litert-lm` scenario would run on
 /// (`lib`, else the scenario's `engine.lib`, else `LITERT_LM_LIB` or the newest fetched one) can
-/// run every step of it. `Err` is the reason it cannot (bad input: exit 2); `Ok(None)` means
+/// run every step of it. `Err` is the reason it cannot; `Ok(None)` means
 /// there is nothing to check here (another backend, or no readable library: the run itself
 /// reports that).
 pub fn check_library(
     scenario: &Scenario,
     lib: Option<&Path>,
-) -> Result<Option<CheckedLibrary>, String> {
+) -> Result<Option<CheckedLibrary>, LibraryRefusal> {
     if scenario.engine.backend != BackendKind::LitertLm {
         return Ok(None);
     }
@@ -216,11 +229,11 @@ pub fn check_library(
         return Ok(None);
     };
     if let Some(why) = capabilities.refusal(scenario) {
-        return Err(format!(
-            "LiteRT-LM {} ({}) cannot run it: {why}",
-            location.version,
-            location.path.display()
-        ));
+        return Err(LibraryRefusal {
+            version: location.version,
+            path: location.path,
+            why,
+        });
     }
     Ok(Some(CheckedLibrary {
         location,

@@ -9,7 +9,7 @@ mod ffi;
 mod handles;
 mod stream;
 
-pub use capabilities::{check_library, Capabilities, Capability, CheckedLibrary};
+pub use capabilities::{check_library, Capabilities, Capability, CheckedLibrary, LibraryRefusal};
 pub use discover::{
     compare_versions, discover_library, fetched_libraries, DiscoverError, LibraryLocation,
     LibrarySource, FETCH_HINT, LIB_ENV, LIB_FILE,

@@ -287,13 +287,13 @@ mod tests {
     fn leakloop_separates_plateaus_from_leaks_where_naive_detectors_cannot() {
         let rows = rows();
         assert_eq!(rows.len(), TURNS.len() * kinds().len());
-        let plateau = row(&rows, 20, SeriesKind::Plateau);
+        let plateau = row(rows, 20, SeriesKind::Plateau);
         assert!(plateau.leakloop <= 0.03, "{plateau:?}");
         assert!(plateau.last_minus_first >= 0.9, "{plateau:?}");
-        let clean = row(&rows, 20, SeriesKind::Clean);
+        let clean = row(rows, 20, SeriesKind::Clean);
         assert!(clean.leakloop <= 0.03, "{clean:?}");
         assert!(clean.ols_slope > 0.3, "{clean:?}");
-        let leak = row(&rows, 20, SeriesKind::Leak(1.0));
+        let leak = row(rows, 20, SeriesKind::Leak(1.0));
         assert!(leak.leakloop >= 0.9, "{leak:?}");
     }
 
@@ -301,13 +301,13 @@ mod tests {
     fn leakloop_sees_memory_each_reload_leaves_behind_without_flagging_clean_reloads() {
         let rows = rows();
         for turns in TURNS {
-            let clean = row(&rows, turns, SeriesKind::ReloadClean);
+            let clean = row(rows, turns, SeriesKind::ReloadClean);
             assert!(clean.leakloop <= 0.03, "{clean:?}");
         }
         // 10 turns are two epochs: too few to claim a ratchet.
-        let short = row(&rows, 10, SeriesKind::Ratchet(8.0));
+        let short = row(rows, 10, SeriesKind::Ratchet(8.0));
         assert!(short.leakloop <= 0.03, "{short:?}");
-        let long = row(&rows, 40, SeriesKind::Ratchet(2.0));
+        let long = row(rows, 40, SeriesKind::Ratchet(2.0));
         assert!(long.leakloop >= 0.9, "{long:?}");
     }
 
@@ -331,11 +331,11 @@ mod tests {
     fn the_oracle_reaches_the_textbook_power_at_its_false_positive_rate() {
         // OLS one-sided at 1%: 95% power at about 0.154 sigma/turn in 20 turns, 0.44 in 10.
         let rows = rows();
-        assert!(row(&rows, 20, SeriesKind::Leak(0.25)).oracle.unwrap() >= 0.97);
-        assert!(row(&rows, 10, SeriesKind::Leak(1.0)).oracle.unwrap() >= 0.97);
-        let clean = row(&rows, 20, SeriesKind::Clean).oracle.unwrap();
+        assert!(row(rows, 20, SeriesKind::Leak(0.25)).oracle.unwrap() >= 0.97);
+        assert!(row(rows, 10, SeriesKind::Leak(1.0)).oracle.unwrap() >= 0.97);
+        let clean = row(rows, 20, SeriesKind::Clean).oracle.unwrap();
         assert!(clean <= 0.04, "{clean}");
-        assert!(row(&rows, 20, SeriesKind::ReloadClean).oracle.is_none());
+        assert!(row(rows, 20, SeriesKind::ReloadClean).oracle.is_none());
         let line: Vec<(u64, u64)> = (0..10).map(|t| (t, 1000 + 10 * t + t % 2)).collect();
         assert!(oracle(&line));
         let flat: Vec<(u64, u64)> = (0..10).map(|t| (t, 1000 + t % 2)).collect();

@@ -76,6 +76,10 @@ pub const PERSISTENCE_ALPHA: f64 = 0.1;
 /// For growth the later half of the steady part must rise at least this fraction of the slope of
 /// the whole (a warm-up decelerates, a leak does not).
 pub const PERSISTENCE_SLOPE_FRACTION: f64 = 0.5;
+/// One-sided significance level the least-squares slope must also reach for growth, against the
+/// scatter around the line: a rank test sees only the order of the samples, so a sawtooth or a
+/// few large deviations can look like a trend to it, never to this test.
+pub const LEAST_SQUARES_ALPHA: f64 = 0.01;
 /// One-sided significance level at which shrinking steps make a series decelerating: growth is
 /// then claimed only when the rise is significant without the first third of the steady part.
 pub const DECELERATION_ALPHA: f64 = 0.05;
@@ -626,6 +630,70 @@ impl Steady {
         (jump > SPIKE_SIGMAS * prepared.sigma.max(MIN_SIGMA) && beyond).then_some(jump)
     }
 
+    /// Whether a sample the warm-up search set aside lies above the line through its epoch's
+    /// steady samples by more than [`SPIKE_SIGMAS`] noise deviations. A warm-up rises to the
+    /// steady level; memory that was higher before and fell (a garbage collection, a pool
+    /// trimmed) is not one, and the rise after it may be the next tooth of a sawtooth.
+    fn fell_during_warmup(&self, prepared: &Prepared<'_>, slope: f64) -> bool {
+        let threshold = SPIKE_SIGMAS * prepared.sigma.max(MIN_SIGMA);
+        let mut blocks = self.blocks.iter();
+        prepared.epochs.iter().enumerate().any(|(index, epoch)| {
+            let bound = prepared.bound(index);
+            if !epoch.iter().any(|p| p.0 >= bound) {
+                return false;
+            }
+            let Some(block) = blocks.next() else {
+                return false;
+            };
+            let residuals: Vec<f64> = block.iter().map(|(x, y)| y - slope * x).collect();
+            let Some(intercept) = robust::median(&residuals) else {
+                return false;
+            };
+            epoch
+                .iter()
+                .filter(|p| p.0 < bound)
+                .any(|p| p.2 - (intercept + slope * p.1 as f64) > threshold)
+        })
+    }
+
+    /// The one-sided p-value of the least-squares slope of the steady part (pooled within blocks),
+    /// judged against the scatter of the samples around the fitted lines (Student t on `n - 2k`
+    /// degrees of freedom for `n` samples in `k` blocks).
+    fn least_squares_p(&self) -> f64 {
+        let (mut sxy, mut sxx, mut n) = (0.0, 0.0, 0usize);
+        let mut fits = Vec::with_capacity(self.blocks.len());
+        for block in &self.blocks {
+            let m = block.len() as f64;
+            let mx = block.iter().map(|p| p.0).sum::<f64>() / m;
+            let my = block.iter().map(|p| p.1).sum::<f64>() / m;
+            for (x, y) in block {
+                sxy += (x - mx) * (y - my);
+                sxx += (x - mx).powi(2);
+            }
+            n += block.len();
+            fits.push((mx, my));
+        }
+        let df = n as f64 - 2.0 * self.blocks.len() as f64 + 1.0 - 1.0;
+        if sxx <= 0.0 || df < 1.0 {
+            return 1.0;
+        }
+        let slope = sxy / sxx;
+        let rss: f64 = self
+            .blocks
+            .iter()
+            .zip(&fits)
+            .flat_map(|(b, (mx, my))| {
+                b.iter()
+                    .map(move |(x, y)| (y - my - slope * (x - mx)).powi(2))
+            })
+            .sum();
+        let se = (rss / df / sxx).sqrt();
+        if se <= 0.0 {
+            return if slope > 0.0 { 0.0 } else { 1.0 };
+        }
+        StudentsT::new(0.0, 1.0, df).map_or(1.0, |t| 1.0 - t.cdf(slope / se))
+    }
+
     /// Whether the steady part still rises significantly (Mann-Kendall `p <` [`TREND_ALPHA`])
     /// without the first third of every block: growth claimed on a decelerating series must not
     /// rest on the samples right after the warm-up.
@@ -640,7 +708,7 @@ impl Steady {
 
     /// On the later half of every block: the one-sided Mann-Kendall p-value and the pooled
     /// Theil-Sen slope.
-    fn later_half_trend(&self) -> (f64, f64) {
+    fn later_half_trend(&self) -> (f64, f64, f64) {
         let halves: Vec<Vec<(f64, f64)>> = self
             .blocks
             .iter()
@@ -651,7 +719,14 @@ impl Steady {
             .map(|b| b.iter().map(|p| p.1).collect())
             .collect();
         let slope = theil_sen::sen_slope(&halves, CONFIDENCE).map_or(0.0, |s| s.slope);
-        (mann_kendall(&values).p_increasing, slope)
+        let sxx: f64 = halves
+            .iter()
+            .map(|b| {
+                let mean = b.iter().map(|p| p.0).sum::<f64>() / b.len().max(1) as f64;
+                b.iter().map(|p| (p.0 - mean).powi(2)).sum::<f64>()
+            })
+            .sum();
+        (mann_kendall(&values).p_increasing, slope, sxx)
     }
 
     fn decide(&self, prepared: &Prepared<'_>, analysis: &mut MetricAnalysis) {
@@ -717,8 +792,31 @@ impl Steady {
             }
         );
         let rising = trend.p_increasing < TREND_ALPHA && lo > 0.0;
-        let (late, late_slope) = self.later_half_trend();
-        let persists = late < PERSISTENCE_ALPHA && late_slope >= PERSISTENCE_SLOPE_FRACTION * slope;
+        let (late, late_slope, late_sxx) = self.later_half_trend();
+        // The later half must not rise significantly slower than half the overall slope (a
+        // saturating warm-up's tail flattens out; a leak keeps its slope), judged against its own
+        // standard error so that a short or noisy run does not need a significant rise in each
+        // half. The least-squares slope must be significant against the scatter around the line
+        // too, and no set-aside warm-up sample may stand above the line (a sawtooth).
+        let late_se = THEIL_SEN_SE_FACTOR * prepared.sigma / late_sxx.max(f64::MIN_POSITIVE).sqrt();
+        let late_z = standard_normal().inverse_cdf(1.0 - PERSISTENCE_ALPHA);
+        let least_squares_p = self.least_squares_p();
+        let doubt = if late_slope < PERSISTENCE_SLOPE_FRACTION * slope - late_z * late_se {
+            Some(format!(
+                "the later half of those turns rises only {} per turn (p = {late:.2})",
+                signed_bytes(late_slope)
+            ))
+        } else if least_squares_p >= LEAST_SQUARES_ALPHA {
+            Some(format!(
+                "against the scatter around the line the slope is not significant (least squares \
+                 p = {least_squares_p:.3})"
+            ))
+        } else if self.fell_during_warmup(prepared, slope) {
+            Some("memory stood higher before the steady part and fell (a sawtooth?)".to_owned())
+        } else {
+            None
+        };
+        let persists = doubt.is_none();
         if rising && persists && prepared.decelerating() && !self.rises_without_first_third() {
             analysis.classification = Classification::Inconclusive;
             analysis.turns_needed = Some(prepared.twice_as_long());
@@ -752,11 +850,11 @@ impl Steady {
             analysis.turns_needed = Some(prepared.twice_as_long());
             analysis.reason = format!(
                 "rose {} per turn from turn {settle} ({interval_text}; Mann-Kendall p = {:.2e}) but \
-                 the later half of those turns rises {} per turn (p = {late:.2}): a warm-up still \
-                 settling or a leak too small to show yet; a run twice as long would tell",
+                 {}: a warm-up still settling, a sawtooth or a leak too small to show yet; a run \
+                 twice as long would tell",
                 signed_bytes(slope),
                 trend.p_increasing,
-                signed_bytes(late_slope)
+                doubt.unwrap_or_default()
             );
             return;
         }

@@ -630,8 +630,8 @@ impl Steady {
         (jump > SPIKE_SIGMAS * prepared.sigma.max(MIN_SIGMA) && beyond).then_some(jump)
     }
 
-    /// Whether a sample the warm-up search set aside lies above the line through its epoch's
-    /// steady samples by more than [`SPIKE_SIGMAS`] noise deviations. A warm-up rises to the
+    /// Whether a sample the warm-up search set aside lies above where the line through its epoch's
+    /// steady samples starts by more than [`SPIKE_SIGMAS`] noise deviations. A warm-up rises to the
     /// steady level; memory that was higher before and fell (a garbage collection, a pool
     /// trimmed) is not one, and the rise after it may be the next tooth of a sawtooth.
     fn fell_during_warmup(&self, prepared: &Prepared<'_>, slope: f64) -> bool {
@@ -646,13 +646,16 @@ impl Steady {
                 return false;
             };
             let residuals: Vec<f64> = block.iter().map(|(x, y)| y - slope * x).collect();
-            let Some(intercept) = robust::median(&residuals) else {
+            let (Some(intercept), Some(first)) = (robust::median(&residuals), block.first()) else {
                 return false;
             };
+            // Where the steady line starts: a warm-up stays below it, and so does a leak whose
+            // first samples the search set aside.
+            let start_level = intercept + slope * first.0;
             epoch
                 .iter()
                 .filter(|p| p.0 < bound)
-                .any(|p| p.2 - (intercept + slope * p.1 as f64) > threshold)
+                .any(|p| p.2 - start_level > threshold)
         })
     }
 

@@ -237,6 +237,36 @@ mod tests {
         assert_eq!(series.epochs[1].start_turn, 1);
     }
 
+    #[test]
+    fn repeated_load_samples_are_baseline_samples() {
+        // `sample: {baseline: 3}`: three load samples at turn 0, settling between them.
+        let samples = vec![
+            sample(0, Phase::Load, 1, 100),
+            sample(0, Phase::Load, 1, 130),
+            sample(0, Phase::Load, 1, 90),
+            sample(1, Phase::Close, 1, 110),
+            sample(2, Phase::Close, 1, 120),
+        ];
+        let series = epochs_of(samples);
+        assert_eq!(series.baseline_samples, vec![100, 130, 90]);
+        assert_eq!(series.epochs[0].points, vec![(0, 100), (1, 110), (2, 120)]);
+    }
+
+    #[test]
+    fn samples_out_of_order_are_refused_naming_the_sample() {
+        let samples = vec![
+            sample(0, Phase::Load, 1, 100),
+            sample(2, Phase::Close, 1, 110),
+            sample(1, Phase::Close, 1, 120),
+        ];
+        let record = crate::analyze::test_support::record_with_samples(samples);
+        let error = MetricSeries::from_record(&record, "rss").unwrap_err();
+        assert_eq!(
+            error,
+            "samples[2] (turn 1, Close) comes after turn 2: samples must be in turn order"
+        );
+    }
+
     fn epochs_of(samples: Vec<Sample>) -> MetricSeries {
         let record = crate::analyze::test_support::record_with_samples(samples);
         MetricSeries::from_record(&record, "rss").unwrap()

@@ -233,37 +233,35 @@ fn four_rows_with_a_huge_last_turn_and_a_far_warmup_end_promptly() {
     );
 }
 
-#[test]
-fn a_report_with_samples_out_of_order_exits_two_naming_the_sample() {
-    let (_dir, path) = edited_report(|samples| samples.swap(3, 9));
+/// A report whose samples `edit` spoils exits 2 with a message containing every fragment.
+fn spoiled_report_exits_two(edit: impl FnOnce(&mut Vec<serde_json::Value>), fragments: &[&str]) {
+    let (_dir, path) = edited_report(edit);
     let out = analyze(&[&path]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("samples[") && stderr.contains("must be in turn order"),
-        "{stderr}"
+    for fragment in fragments {
+        assert!(stderr.contains(fragment), "{fragment}: {stderr}");
+    }
+}
+
+#[test]
+fn a_report_with_samples_out_of_order_exits_two_naming_the_sample() {
+    spoiled_report_exits_two(
+        |samples| samples.swap(3, 9),
+        &["samples[", "must be in turn order"],
     );
 }
 
 #[test]
 fn a_report_without_samples_exits_two() {
-    let (_dir, path) = edited_report(Vec::clear);
-    let out = analyze(&[&path]);
-    assert_eq!(out.status.code(), Some(2), "{out:?}");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no data rows"));
+    spoiled_report_exits_two(Vec::clear, &["no data rows"]);
 }
 
 #[test]
 fn a_saturated_value_in_a_report_exits_two() {
-    let (_dir, path) = edited_report(|samples| {
-        samples[5]["metrics"]["rss"] = serde_json::json!(u64::MAX);
-    });
-    let out = analyze(&[&path]);
-    assert_eq!(out.status.code(), Some(2), "{out:?}");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("samples[5].metrics.rss") && stderr.contains("saturated"),
-        "{stderr}"
+    spoiled_report_exits_two(
+        |samples| samples[5]["metrics"]["rss"] = serde_json::json!(u64::MAX),
+        &["samples[5].metrics.rss", "saturated"],
     );
 }
 

@@ -1,7 +1,8 @@
 //! `leakloop bench`: benchmarks that print figures (no pass/fail on timings).
 
 use crate::bench::{
-    render_markdown, render_overhead, run_detection, run_overhead, DetectionConfig,
+    render_analysis_cost, render_markdown, render_overhead, run_analysis_cost, run_detection,
+    run_overhead, DetectionConfig,
 };
 use crate::cli::{CliError, Exit};
 
@@ -23,6 +24,13 @@ enum BenchCommand {
         /// Seed of the synthetic series.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+    },
+    /// How long the analyzer takes on series of 1e3 to 1e6 samples, with reload epochs and with
+    /// sparse turn numbers up to 2^53; prints a Markdown table.
+    Analysis {
+        /// The longest series timed, in samples.
+        #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1_000..=1_000_000))]
+        max_samples: u64,
     },
     /// The runner's own cost per turn and per engine call, in process and through a worker
     /// process, on the simulator; prints a Markdown table.
@@ -48,6 +56,10 @@ pub(crate) fn run(args: BenchArgs) -> Result<Exit, CliError> {
                 u64::from(series) * rows.len() as u64,
                 start.elapsed().as_secs_f64()
             );
+            Ok(Exit::Pass)
+        }
+        BenchCommand::Analysis { max_samples } => {
+            print!("{}", render_analysis_cost(&run_analysis_cost(max_samples)));
             Ok(Exit::Pass)
         }
         BenchCommand::Runner { turns } => {

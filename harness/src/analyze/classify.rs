@@ -31,12 +31,18 @@
 //! With `T` the tolerance in bytes, `[lo, hi]` the slope interval, `D` the span of the steady part
 //! in turns, `D'` the turns from its centre to its end, `p` the Mann-Kendall p-value:
 //!
-//! - **growth** if `p <` [`TREND_ALPHA`], `lo > 0`, and the rise persists: the Mann-Kendall test
-//!   on the later half of the steady part (of every epoch) also gives `p <`
-//!   [`PERSISTENCE_ALPHA`] and that half's Theil-Sen slope is at least
-//!   [`PERSISTENCE_SLOPE_FRACTION`] of the whole part's. A saturating warm-up whose tail is still settling after the detected
-//!   settle turn rises early and stops; a leak keeps rising. A rise that fails only the
-//!   persistence check is inconclusive (a run twice as long would tell);
+//! - **growth** if `p <` [`TREND_ALPHA`], `lo > 0`, and the rise persists: the later half of the
+//!   steady part (of every epoch) does not rise significantly slower than
+//!   [`PERSISTENCE_SLOPE_FRACTION`] of the whole part's slope (its Theil-Sen slope is at least
+//!   that less `z(1 - `[`PERSISTENCE_ALPHA`]`)` standard errors); the least-squares slope is
+//!   significant against the scatter around the line (`p <` [`LEAST_SQUARES_ALPHA`]: a sawtooth
+//!   is not a leak); no sample set aside as warm-up stands above where the steady line starts;
+//!   and, when the steps shrink from the (re)load on (`p <` [`DECELERATION_ALPHA`]), the rise is
+//!   significant without the first third of the steady part. A saturating warm-up whose tail is
+//!   still settling after the detected settle turn rises early and stops; a leak keeps rising. A
+//!   rise that fails only these checks is inconclusive (a run twice as long would tell). Whether
+//!   the growth *matters* (fails `leakloop analyze`) is judged apart: `growth_matters`;
+//! - a jump of the last sample beyond [`SPIKE_SIGMAS`] and the tolerance bars clean and plateau;
 //! - **clean** if the worst case stays within tolerance: `rise_hi + max(hi, 0) * D' <= T`;
 //! - **plateau** if the rise is beyond tolerance even at its lower bound (`rise_lo > T`) and the
 //!   worst-case drift after settling is small: `max(hi, 0) * D <= max(T, `

@@ -267,6 +267,24 @@ mod tests {
         );
     }
 
+    #[test]
+    fn repeated_baseline_samples_of_a_reload_give_their_median() {
+        let samples = vec![
+            sample(0, Phase::Load, 1, 100),
+            sample(0, Phase::Load, 1, 102),
+            sample(0, Phase::Load, 1, 98),
+            sample(1, Phase::Close, 1, 110),
+            sample(1, Phase::Reload, 2, 100),
+            sample(1, Phase::Reload, 2, 104),
+            sample(2, Phase::Close, 2, 111),
+        ];
+        let series = epochs_of(samples);
+        assert_eq!(series.epochs.len(), 2);
+        assert_eq!(series.epochs[0].points, vec![(0, 100), (1, 110)]);
+        assert_eq!(series.baseline_samples, vec![100, 102, 98]);
+        assert_eq!(series.epochs[1].points, vec![(1, 102), (2, 111)]);
+    }
+
     fn epochs_of(samples: Vec<Sample>) -> MetricSeries {
         let record = crate::analyze::test_support::record_with_samples(samples);
         MetricSeries::from_record(&record, "rss").unwrap()

@@ -81,13 +81,21 @@ pub struct DetectionRow {
     pub oracle: Option<f64>,
 }
 
-/// Every series kind of the table, in row order within a run length.
-pub fn kinds() -> Vec<SeriesKind> {
+/// The kinds of series of every run length in the first tables (the sequential table uses them).
+pub(crate) fn row_kinds() -> Vec<SeriesKind> {
     [SeriesKind::Clean, SeriesKind::Plateau, SeriesKind::Spiky]
         .into_iter()
         .chain(LEAKS.iter().map(|k| SeriesKind::Leak(*k)))
         .chain([SeriesKind::ReloadClean])
         .chain(RATCHETS.iter().map(|k| SeriesKind::Ratchet(*k)))
+        .collect()
+}
+
+/// Every series kind of the detection table, in row order within a run length: those of
+/// [`row_kinds`], then the rows for what real data does.
+pub fn kinds() -> Vec<SeriesKind> {
+    row_kinds()
+        .into_iter()
         .chain([SeriesKind::SaturatingWarmup])
         .chain(REAL_DATA_LEAKS.iter().map(|k| SeriesKind::Quantized(*k)))
         .chain(REAL_DATA_LEAKS.iter().map(|k| SeriesKind::HeavyTailed(*k)))
@@ -235,8 +243,8 @@ pub fn render_markdown(rows: &[DetectionRow], config: &DetectionConfig) -> Strin
     out
 }
 
-/// The series and leak columns of a row.
-fn row_label(kind: SeriesKind) -> (&'static str, String) {
+/// A row's `series` and `leak` cells.
+pub(crate) fn row_label(kind: SeriesKind) -> (&'static str, String) {
     let leak = |k: f64| {
         if k > 0.0 {
             format!("{k}")

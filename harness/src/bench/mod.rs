@@ -4,9 +4,11 @@
 mod analysis;
 mod detection;
 mod overhead;
+mod sequential;
 mod synthetic;
 
 pub use analysis::{render_analysis_cost, run_analysis_cost, AnalysisCostRow, Layout};
 pub use detection::{render_markdown, run_detection, DetectionConfig, DetectionRow, Detector};
 pub use overhead::{render_overhead, run_overhead, OverheadError, OverheadRow};
+pub use sequential::{render_sequential, run_sequential, SequentialConfig, SequentialRow};
 pub use synthetic::{SeriesKind, SyntheticSeries};

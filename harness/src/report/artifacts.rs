@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::analyze::Verdict;
 use crate::report::atomic::write_atomic;
+use crate::report::out_dir::create_folder;
 use crate::report::{
     render_junit, render_plot_svg, render_report_json, render_summary_md, ReportError,
 };
@@ -22,7 +23,9 @@ pub const SAMPLES_JSONL: &str = "samples.jsonl";
 
 /// Renders and atomically writes report.json, junit.xml, plot.svg and summary.md into `dir`
 /// (created if missing); returns the paths written, in that order. Every artifact is rendered
-/// before the first is written, so a rendering error leaves the folder as it was.
+/// before the first is written, so a rendering error leaves the folder as it was. A file that
+/// cannot be written (a full disk) does not keep the others from being tried: a CI job may
+/// still get its small junit.xml when the large report.json does not fit.
 pub fn write_reports(
     dir: &Path,
     record: &RunRecord,
@@ -34,17 +37,21 @@ pub fn write_reports(
         (PLOT_SVG, render_plot_svg(record, verdict)?),
         (SUMMARY_MD, render_summary_md(record, verdict)),
     ];
-    std::fs::create_dir_all(dir).map_err(|source| ReportError::Write {
-        path: dir.to_owned(),
-        source,
-    })?;
+    create_folder(dir)?;
     let mut written = Vec::with_capacity(artifacts.len());
+    let mut failed = Vec::new();
     for (name, contents) in artifacts {
         let path = dir.join(name);
-        write_atomic(&path, contents.as_bytes())?;
-        written.push(path);
+        match write_atomic(&path, contents.as_bytes()) {
+            Ok(()) => written.push(path),
+            Err(e) => failed.push(e),
+        }
     }
-    Ok(written)
+    match failed.len() {
+        0 => Ok(written),
+        1 => Err(failed.remove(0)),
+        _ => Err(ReportError::Several { errors: failed }),
+    }
 }
 
 #[cfg(test)]
@@ -52,6 +59,20 @@ mod tests {
     use super::*;
     use crate::report::examples::leak_run;
     use crate::report::read_report;
+
+    #[test]
+    fn an_artifact_that_cannot_be_written_does_not_stop_the_others() {
+        let dir = tempfile::tempdir().unwrap();
+        // A non-empty folder where report.json goes: the rename over it fails, even for root.
+        std::fs::create_dir_all(dir.path().join(REPORT_JSON).join("x")).unwrap();
+        let (record, verdict) = leak_run();
+        let err = write_reports(dir.path(), &record, &verdict).unwrap_err();
+        assert!(matches!(err, ReportError::Write { .. }), "{err}");
+        assert!(err.to_string().contains(REPORT_JSON), "{err}");
+        for name in [JUNIT_XML, PLOT_SVG, SUMMARY_MD] {
+            assert!(dir.path().join(name).is_file(), "{name} written");
+        }
+    }
 
     #[test]
     fn writes_the_four_artifacts_and_the_report_reads_back() {

@@ -1,11 +1,13 @@
 //! Benchmarks that print figures rather than assert timings: the analyzer's detection power next
 //! to the naive detectors people use today, and the harness's own per-turn and per-call cost.
 
+mod analysis;
 mod detection;
 mod overhead;
 mod sequential;
 mod synthetic;
 
+pub use analysis::{render_analysis_cost, run_analysis_cost, AnalysisCostRow, Layout};
 pub use detection::{render_markdown, run_detection, DetectionConfig, DetectionRow, Detector};
 pub use overhead::{render_overhead, run_overhead, OverheadError, OverheadRow};
 pub use sequential::{render_sequential, run_sequential, SequentialConfig, SequentialRow};

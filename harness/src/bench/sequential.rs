@@ -55,6 +55,7 @@ pub struct SequentialRow {
 /// The series' turns up to `last`, as a run stopped after turn `last` would have recorded them
 /// (no reload sample after its last turn).
 fn prefix(series: &MetricSeries, last: u32) -> MetricSeries {
+    let last = u64::from(last);
     let mut cut = series.clone();
     let first_start = cut.epochs.first().map(|e| e.start_turn);
     cut.epochs

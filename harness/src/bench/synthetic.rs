@@ -1,9 +1,11 @@
 //! Seeded synthetic post-close series: a baseline with Gaussian noise, optionally a one-time
-//! step or bounded warm-up, spikes, or a per-turn leak in units of the noise; and series with a
-//! reload every [`RELOAD_EVERY`] turns, clean or leaving memory behind at each reload.
+//! step or bounded warm-up, spikes, or a per-turn leak in units of the noise; what real data does
+//! besides (quantized metrics, slow saturating warm-ups, heavy-tailed noise, garbage-collected
+//! heaps); and series with a reload every [`RELOAD_EVERY`] turns, clean or leaving memory behind
+//! at each reload.
 
 use rand::{Rng, RngExt};
-use rand_distr::{Distribution, Normal};
+use rand_distr::{Distribution, Normal, StudentT};
 
 use crate::analyze::{Epoch, MetricSeries};
 
@@ -15,6 +17,12 @@ pub const SIGMA: f64 = 1024.0 * 1024.0;
 pub const RELOAD_EVERY: u32 = 5;
 /// How far each reload's level scatters around where it should land, in noise standard deviations.
 pub const RELOAD_SCATTER_SIGMAS: f64 = 0.5;
+/// The step of the quantized series (an allocator that maps 2 MiB segments), in bytes.
+pub const QUANTUM: f64 = 2.0 * SIGMA;
+/// Degrees of freedom of the heavy-tailed noise (Student t, scaled to standard deviation sigma).
+pub const HEAVY_TAIL_DF: f64 = 3.0;
+/// How much garbage a collected heap gathers per turn before a collection, in sigma.
+pub const GARBAGE_PER_TURN_SIGMAS: f64 = 2.0;
 
 /// What a synthetic series contains besides baseline and noise.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -37,17 +45,33 @@ pub enum SeriesKind {
     /// As [`SeriesKind::ReloadClean`], but every reload settles this many sigma higher than the
     /// one before (flat inside each epoch).
     Ratchet(f64),
+    /// A leak of this many sigma per turn (0: none), as [`SeriesKind::Leak`], read through a
+    /// metric that moves in whole [`QUANTUM`]s (rounded down, as segment counts are).
+    Quantized(f64),
+    /// A saturating (exponential) warm-up of 20-200 sigma with a time constant of 1-3 turns,
+    /// slower than the plateau rows': still visibly rising for several turns. Not a leak.
+    SaturatingWarmup,
+    /// A leak of this many sigma per turn (0: none) in heavy-tailed noise: Student t with
+    /// [`HEAVY_TAIL_DF`] degrees of freedom, scaled to standard deviation sigma.
+    HeavyTailed(f64),
+    /// A garbage-collected heap: it gathers [`GARBAGE_PER_TURN_SIGMAS`] per turn and drops back
+    /// every 4-6 turns (random phase); plus a leak of this many sigma per turn (0: none) that the
+    /// collections do not give back.
+    Sawtooth(f64),
 }
 
 /// A generated series and what it contains.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SyntheticSeries {
     /// `(turn, bytes)` for turns `0..=turns`.
-    pub points: Vec<(u32, u64)>,
+    pub points: Vec<(u64, u64)>,
     /// Whether it contains a leak.
     pub leaks: bool,
     /// The same samples split into load epochs (one epoch without reloads).
     pub series: MetricSeries,
+    /// The first turn after the generated warm-up (0 when there is none): what an oracle that
+    /// knows the warm-up fits from.
+    pub steady_from: u64,
 }
 
 impl SeriesKind {
@@ -59,12 +83,54 @@ impl SeriesKind {
         }
     }
 
+    /// Whether series of this kind contain a leak.
+    pub fn leaks(&self) -> bool {
+        match *self {
+            SeriesKind::Leak(k)
+            | SeriesKind::Ratchet(k)
+            | SeriesKind::Quantized(k)
+            | SeriesKind::HeavyTailed(k)
+            | SeriesKind::Sawtooth(k) => k > 0.0,
+            SeriesKind::Clean
+            | SeriesKind::Plateau
+            | SeriesKind::Spiky
+            | SeriesKind::ReloadClean
+            | SeriesKind::SaturatingWarmup => false,
+        }
+    }
+
     /// Generates one series of `turns` turns after the baseline.
     pub fn generate(&self, turns: u32, rng: &mut impl Rng) -> SyntheticSeries {
         let noise = Normal::new(0.0, SIGMA).expect("positive sigma");
+        let mut steady_from = 0;
         let shape: Vec<f64> = match *self {
             SeriesKind::Clean => vec![0.0; turns as usize + 1],
-            SeriesKind::Plateau => plateau_shape(turns, rng),
+            SeriesKind::Plateau => {
+                let (shape, settled) = plateau_shape(turns, rng);
+                steady_from = settled;
+                shape
+            }
+            SeriesKind::SaturatingWarmup => {
+                let size = rng.random_range(20.0..200.0) * SIGMA;
+                let tau = rng.random_range(1.0..3.0);
+                steady_from = settle_of_exponential(size, tau, turns);
+                (0..=turns)
+                    .map(|t| size * (1.0 - (-f64::from(t) / tau).exp()))
+                    .collect()
+            }
+            SeriesKind::Quantized(per_turn) | SeriesKind::HeavyTailed(per_turn) => (0..=turns)
+                .map(|t| per_turn * SIGMA * f64::from(t))
+                .collect(),
+            SeriesKind::Sawtooth(per_turn) => {
+                let period = rng.random_range(4..=6u32);
+                let phase = rng.random_range(0..period);
+                (0..=turns)
+                    .map(|t| {
+                        let garbage = GARBAGE_PER_TURN_SIGMAS * f64::from((t + phase) % period);
+                        (garbage + per_turn * f64::from(t)) * SIGMA
+                    })
+                    .collect()
+            }
             SeriesKind::Spiky => {
                 let mut shape = vec![0.0; turns as usize + 1];
                 let spikes = rng.random_range(1..=2usize);
@@ -79,6 +145,7 @@ impl SeriesKind {
             SeriesKind::Ratchet(per_reload) => return reloading(turns, per_reload, rng),
             SeriesKind::Leak(per_turn) => {
                 let step = if rng.random_bool(0.5) {
+                    steady_from = 1;
                     rng.random_range(20.0..2000.0) * SIGMA
                 } else {
                     0.0
@@ -94,17 +161,40 @@ impl SeriesKind {
                     .collect()
             }
         };
-        let points: Vec<(u32, u64)> = shape
+        let heavy = StudentT::new(HEAVY_TAIL_DF).expect("positive degrees of freedom");
+        // A t with nu degrees of freedom has variance nu / (nu - 2).
+        let heavy_scale = SIGMA / (HEAVY_TAIL_DF / (HEAVY_TAIL_DF - 2.0)).sqrt();
+        let points: Vec<(u64, u64)> = shape
             .iter()
             .enumerate()
-            .map(|(t, s)| (t as u32, sample(BASELINE + s, &noise, rng)))
+            .map(|(t, s)| {
+                let value = match self {
+                    SeriesKind::HeavyTailed(_) => (BASELINE + s + heavy_scale * heavy.sample(rng))
+                        .max(0.0)
+                        .round() as u64,
+                    SeriesKind::Quantized(_) => {
+                        let exact = BASELINE + s + noise.sample(rng);
+                        ((exact / QUANTUM).floor() * QUANTUM).max(0.0) as u64
+                    }
+                    _ => sample(BASELINE + s, &noise, rng),
+                };
+                (t as u64, value)
+            })
             .collect();
         SyntheticSeries {
             series: MetricSeries::from_points(&points),
             points,
-            leaks: matches!(self, SeriesKind::Leak(_)),
+            leaks: self.leaks(),
+            steady_from,
         }
     }
+}
+
+/// The first turn at which an exponential warm-up of `size` has less than a tenth of the noise
+/// left to rise (at most two turns before the end).
+fn settle_of_exponential(size: f64, tau: f64, turns: u32) -> u64 {
+    let t = (tau * (size / (0.1 * SIGMA)).ln()).ceil().max(0.0) as u64;
+    t.min(u64::from(turns.saturating_sub(2)))
 }
 
 fn sample(mean: f64, noise: &Normal<f64>, rng: &mut impl Rng) -> u64 {
@@ -134,30 +224,40 @@ fn reloading(turns: u32, per_reload: f64, rng: &mut impl Rng) -> SyntheticSeries
         let points = (start..=end)
             .map(|t| {
                 let value = if t > start { level + step } else { level };
-                (t, sample(value, &noise, rng))
+                (u64::from(t), sample(value, &noise, rng))
             })
             .collect();
         epochs.push(Epoch {
-            start_turn: start,
+            start_turn: u64::from(start),
             points,
         });
         start = end;
     }
-    let series = MetricSeries { epochs };
+    let series = MetricSeries {
+        epochs,
+        baseline_samples: Vec::new(),
+    };
     SyntheticSeries {
         points: series.points().collect(),
         leaks: per_reload > 0.0,
         series,
+        steady_from: 0,
     }
 }
 
-fn plateau_shape(turns: u32, rng: &mut impl Rng) -> Vec<f64> {
+/// A plateau's shape and the turn from which it stays put.
+fn plateau_shape(turns: u32, rng: &mut impl Rng) -> (Vec<f64>, u64) {
     let size = rng.random_range(20.0..2000.0) * SIGMA;
     let kind = rng.random_range(0..3u8);
     let at = rng.random_range(1..=3u32);
     let width = f64::from(rng.random_range(2..=5u32));
     let tau = rng.random_range(0.5..1.5);
-    (0..=turns)
+    let settled = match kind {
+        0 => u64::from(at),
+        1 => width as u64,
+        _ => settle_of_exponential(size, tau, turns),
+    };
+    let shape = (0..=turns)
         .map(|t| {
             let t = f64::from(t);
             match kind {
@@ -167,7 +267,8 @@ fn plateau_shape(turns: u32, rng: &mut impl Rng) -> Vec<f64> {
                 _ => size * (1.0 - (-t / tau).exp()),
             }
         })
-        .collect()
+        .collect();
+    (shape, settled)
 }
 
 #[cfg(test)]

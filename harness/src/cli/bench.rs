@@ -1,8 +1,8 @@
 //! `leakloop bench`: benchmarks that print figures (no pass/fail on timings).
 
 use crate::bench::{
-    render_markdown, render_overhead, render_sequential, run_detection, run_overhead,
-    run_sequential, DetectionConfig, SequentialConfig,
+    render_analysis_cost, render_markdown, render_overhead, render_sequential, run_analysis_cost,
+    run_detection, run_overhead, run_sequential, DetectionConfig, SequentialConfig,
 };
 use crate::cli::output;
 use crate::cli::{CliError, Outcome};
@@ -29,6 +29,13 @@ enum BenchCommand {
         /// row, for runs of at most 20, 40 and 100 turns.
         #[arg(long)]
         sequential: bool,
+    },
+    /// How long the analyzer takes on series of 1e3 to 1e6 samples, with reload epochs and with
+    /// sparse turn numbers up to 2^53; prints a Markdown table.
+    Analysis {
+        /// The longest series timed, in samples.
+        #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1_000..=1_000_000))]
+        max_samples: u64,
     },
     /// The runner's own cost per turn and per engine call, in process and through a worker
     /// process, on the simulator; prints a Markdown table.
@@ -66,6 +73,10 @@ pub(crate) fn run(args: BenchArgs) -> Result<Outcome, CliError> {
             let rows = run_detection(&config);
             output::print(&render_markdown(&rows, &config));
             report_time(series, rows.len(), start);
+            Ok(Outcome::Done)
+        }
+        BenchCommand::Analysis { max_samples } => {
+            output::print(&render_analysis_cost(&run_analysis_cost(max_samples)));
             Ok(Outcome::Done)
         }
         BenchCommand::Runner { turns } => {

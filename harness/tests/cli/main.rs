@@ -7,6 +7,7 @@ mod compare;
 mod fixtures;
 mod interrupted;
 mod opencl;
+mod real_traces;
 mod report;
 mod schema;
 mod worker;

@@ -19,8 +19,15 @@ use std::process::Command;
 
 /// `(file, metric)` pairs where the analyzer's word is known to disagree with the thread.
 const KNOWN_MISSES: &[(&str, &str)] = &[
+    // Six samples, +10 MiB each, nearly noiseless: `inconclusive`.
+    ("bun-10265-serve-with-body.csv", "rss"),
+    // Seven samples, a rise over three and four flat ones: `inconclusive`.
+    ("node-2631-http-allocator.csv", "heap_total"),
+    ("node-2631-http-allocator.csv", "rss"),
     // Five sparse samples (turns 1, 15, 20, 25, 30) rising 5.7 MiB -> 922 MiB: `inconclusive`.
     ("tensorflow-11334-android-inference.csv", "memory"),
+    // 32 samples of a leak ending in a GC drop; the later-half check fails: `inconclusive`.
+    ("undici-3458-cloned-response.csv", "rss"),
 ];
 
 const CLASSES: [&str; 4] = ["clean", "plateau", "growth", "inconclusive"];
@@ -146,7 +153,7 @@ fn every_real_trace_gets_the_verdict_its_thread_concluded() {
 #[test]
 fn every_real_trace_says_where_its_numbers_come_from() {
     let files = traces();
-    assert!(files.len() >= 13, "{} real traces", files.len());
+    assert!(files.len() >= 15, "{} real traces", files.len());
     for path in files {
         let file = path.file_name().unwrap().to_string_lossy().into_owned();
         let text = std::fs::read_to_string(&path).unwrap();

@@ -15,7 +15,6 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// `(file, metric)` pairs where the analyzer's word is known to disagree with the thread.
 const KNOWN_MISSES: &[(&str, &str)] = &[
@@ -78,23 +77,10 @@ fn expectations(text: &str, file: &str) -> BTreeMap<String, Vec<String>> {
 
 /// The analyzer's word per metric and the exit code, from `leakloop analyze --format json`.
 fn analyze(path: &Path) -> (i32, BTreeMap<String, String>) {
-    let out = Command::new(env!("CARGO_BIN_EXE_leakloop"))
-        .arg("analyze")
-        .arg(path)
-        .args(["--format", "json"])
-        .output()
-        .expect("run leakloop");
-    let code = out.status.code().expect("exit code");
-    let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{}: exit {code}, not JSON ({e}): {}",
-            path.display(),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
+    let (code, value) = crate::analyze::json(&[path.to_str().expect("UTF-8 path")]);
     let words = value["metrics"]
         .as_object()
-        .expect("metrics object")
+        .unwrap_or_else(|| panic!("{}: exit {code}, no metrics: {value:#}", path.display()))
         .iter()
         .map(|(name, analysis)| {
             let word = analysis["classification"].as_str().expect("classification");

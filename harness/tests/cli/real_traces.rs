@@ -7,10 +7,10 @@
 //! ```
 //!
 //! one line per metric column, `<class>` one of `clean`, `plateau`, `growth`, `inconclusive`.
-//! `leakloop analyze` must give every metric one of its accepted words. A disagreement the analyzer
-//! does not handle yet goes into [`KNOWN_MISSES`], never into the file: it is printed on every run
-//! so that it stays in sight, and the test fails once the analyzer gets it right, so the list
-//! cannot go stale.
+//! `leakloop analyze` must give every metric one of its accepted words, and exit 0 or 1 (1 only with
+//! a `growth`). A disagreement the analyzer does not handle yet goes into [`KNOWN_MISSES`], never
+//! into the file: it is printed on every run so that it stays in sight, and the test fails once the
+//! analyzer gets it right, so the list cannot go stale.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -104,8 +104,12 @@ fn every_real_trace_gets_the_verdict_its_thread_concluded() {
             got.keys().collect::<Vec<_>>(),
             "{file}: every metric column needs exactly one `# expect:` line"
         );
+        // Exit 1 needs a `growth`; a growth too small to matter may pass (issue 11, item 3).
         let grows = got.values().any(|word| word == "growth");
-        assert_eq!(code, i32::from(grows), "{file}: exit code against {got:?}");
+        assert!(
+            code == 0 || grows,
+            "{file}: exit {code} without a growth: {got:?}"
+        );
         for (metric, accepted) in &expected {
             let word = &got[metric];
             let agrees = accepted.contains(word);

@@ -76,6 +76,9 @@ pub const PERSISTENCE_ALPHA: f64 = 0.1;
 /// For growth the later half of the steady part must rise at least this fraction of the slope of
 /// the whole (a warm-up decelerates, a leak does not).
 pub const PERSISTENCE_SLOPE_FRACTION: f64 = 0.5;
+/// One-sided significance level at which shrinking steps make a series decelerating: growth is
+/// then claimed only when the rise is significant without the first third of the steady part.
+pub const DECELERATION_ALPHA: f64 = 0.05;
 /// Two-sided confidence level of the slope interval (the one-sided bounds on the rise use the
 /// same level one-sided).
 pub const CONFIDENCE: f64 = 0.95;
@@ -91,6 +94,8 @@ pub const PLATEAU_DRIFT_FRACTION: f64 = 0.1;
 pub const DEFAULT_TOLERANCE_PERCENT: f64 = 1.0;
 /// Default tolerance floor, in bytes (1 MiB).
 pub const DEFAULT_TOLERANCE_FLOOR: u64 = 1 << 20;
+/// Default horizon of the growth gate, in turns.
+pub const DEFAULT_HORIZON_TURNS: u64 = 1000;
 
 /// Standard error of Theil-Sen relative to least squares under Gaussian noise (efficiency ~0.91).
 const THEIL_SEN_SE_FACTOR: f64 = 1.05;
@@ -110,11 +115,14 @@ pub struct ClassifyOptions {
     /// Allowed distance from the baseline; `None` uses the default.
     pub tolerance: Option<Tolerance>,
     /// Turns declared as warm-up (always excluded from the trend).
-    pub warmup_turns: u32,
+    pub warmup_turns: u64,
     /// The largest acceptable growth per turn, if the scenario states one.
     pub max_growth_per_turn: Option<u64>,
     /// Reload period in turns (0 = never); used to project `turns_needed`.
     pub reload_every: u32,
+    /// Without `max_growth_per_turn`, growth matters when its lower bound over this many turns
+    /// exceeds the tolerance (the growth gate; see [`MetricAnalysis::growth_matters`]).
+    pub horizon_turns: u64,
     /// Two-sided confidence level of the slope interval.
     pub confidence: f64,
 }
@@ -126,6 +134,7 @@ impl Default for ClassifyOptions {
             warmup_turns: 0,
             max_growth_per_turn: None,
             reload_every: 0,
+            horizon_turns: DEFAULT_HORIZON_TURNS,
             confidence: CONFIDENCE,
         }
     }
@@ -145,6 +154,20 @@ impl ClassifyOptions {
 
 /// Classifies a metric's post-close series.
 pub fn classify(series: &MetricSeries, options: &ClassifyOptions) -> MetricAnalysis {
+    if let Some(turn) = series.points().find(|p| p.1 == u64::MAX).map(|p| p.0) {
+        // A counter stuck at the top of its range says nothing about the memory any more.
+        return MetricAnalysis {
+            baseline: series.points().next().map_or(0, |p| p.1),
+            last: series.points().last().map_or(0, |p| p.1),
+            points: series.len(),
+            epochs: series.epochs.len() as u32,
+            reason: format!(
+                "the value saturated at 2^64 - 1 at turn {turn}: the counter no longer measures \
+                 the memory"
+            ),
+            ..MetricAnalysis::default()
+        };
+    }
     let prepared = Prepared::new(series, options);
     let mut analysis = prepared.base_analysis();
     let Some(steady) = prepared.steady() else {
@@ -167,15 +190,19 @@ struct Prepared<'a> {
     baseline: u64,
     last: u64,
     total_points: usize,
-    last_turn: u32,
+    /// How many samples the baseline is the median of.
+    baseline_count: usize,
+    last_turn: u64,
     sigma: f64,
+    /// The least noise the metric's steps allow (see `robust::noise_floor`).
+    noise_floor: f64,
     /// Degrees of freedom of the noise estimate.
     noise_df: usize,
     /// Per epoch: `(offset, turn, cleaned value)`.
-    epochs: Vec<Vec<(u32, u32, f64)>>,
-    spike_turns: Vec<u32>,
+    epochs: Vec<Vec<(u64, u64, f64)>>,
+    spike_turns: Vec<u64>,
     /// Settling offset after every reload (the first epoch also honours the declared warm-up).
-    settle: u32,
+    settle: u64,
 }
 
 impl<'a> Prepared<'a> {
@@ -183,15 +210,34 @@ impl<'a> Prepared<'a> {
         let baseline = series.points().next().map_or(0, |p| p.1);
         let last = series.points().last().map_or(0, |p| p.1);
         let last_turn = series.points().last().map_or(0, |p| p.0);
+        // Differences between repeated baseline samples are pure noise: they count too.
         let diffs: Vec<f64> = series
-            .epochs
-            .iter()
-            .flat_map(|e| e.points.windows(2).map(|w| w[1].1 as f64 - w[0].1 as f64))
+            .baseline_samples
+            .windows(2)
+            .map(|w| w[1] as f64 - w[0] as f64)
+            .chain(
+                series
+                    .epochs
+                    .iter()
+                    .flat_map(|e| e.points.windows(2).map(|w| w[1].1 as f64 - w[0].1 as f64)),
+            )
             .collect();
-        let sigma = robust::noise_sigma(&diffs);
+        let steps: Vec<u64> = series
+            .baseline_samples
+            .windows(2)
+            .map(|w| w[1].abs_diff(w[0]))
+            .chain(
+                series
+                    .epochs
+                    .iter()
+                    .flat_map(|e| e.points.windows(2).map(|w| w[1].1.abs_diff(w[0].1))),
+            )
+            .collect();
+        let noise_floor = robust::noise_floor(&steps);
+        let sigma = robust::noise_sigma(&diffs).max(noise_floor);
         let threshold = SPIKE_SIGMAS * sigma.max(MIN_SIGMA);
         let mut spike_turns = Vec::new();
-        let epochs: Vec<Vec<(u32, u32, f64)>> = series
+        let epochs: Vec<Vec<(u64, u64, f64)>> = series
             .epochs
             .iter()
             .map(|epoch| {
@@ -220,8 +266,10 @@ impl<'a> Prepared<'a> {
             baseline,
             last,
             total_points: series.len(),
+            baseline_count: series.baseline_count(),
             last_turn,
             sigma,
+            noise_floor,
             noise_df: diffs.len().saturating_sub(1).max(1),
             epochs,
             spike_turns,
@@ -246,9 +294,23 @@ impl<'a> Prepared<'a> {
         prepared
     }
 
+    /// Whether the series slows down from its (re)loads on: the steps between consecutive samples
+    /// of every epoch, warm-up included, shrink (Mann-Kendall on the steps, one-sided `p <`
+    /// [`DECELERATION_ALPHA`]). A saturating warm-up does; a leak, with or without a one-time step
+    /// at its start, does not (one large first step alone is not significant).
+    fn decelerating(&self) -> bool {
+        let steps: Vec<Vec<f64>> = self
+            .epochs
+            .iter()
+            .map(|e| e.windows(2).map(|w| w[1].2 - w[0].2).collect())
+            .collect();
+        let test = mann_kendall(&steps);
+        test.z < 0.0 && 1.0 - test.p_increasing < DECELERATION_ALPHA
+    }
+
     /// The noise scale from the cleaned first differences at or after `settle` in every epoch,
     /// with its degrees of freedom, when there are at least [`MIN_NOISE_DIFFS`] of them.
-    fn steady_noise(&self, settle: u32) -> Option<(f64, usize)> {
+    fn steady_noise(&self, settle: u64) -> Option<(f64, usize)> {
         let diffs: Vec<f64> = self
             .epochs
             .iter()
@@ -263,17 +325,27 @@ impl<'a> Prepared<'a> {
                 steady.windows(2).map(|w| w[1] - w[0]).collect::<Vec<f64>>()
             })
             .collect();
-        (diffs.len() >= MIN_NOISE_DIFFS).then(|| (robust::noise_sigma(&diffs), diffs.len() - 1))
+        (diffs.len() >= MIN_NOISE_DIFFS).then(|| {
+            (
+                robust::noise_sigma(&diffs).max(self.noise_floor),
+                diffs.len() - 1,
+            )
+        })
     }
 
-    fn find_settle(&self) -> u32 {
-        let span = self
+    fn find_settle(&self) -> u64 {
+        // The steady part keeps at least half of the samples (and three) of the longest epoch:
+        // the latest settling offset is that of its middle sample, counted in samples, not turns.
+        let latest = self
             .epochs
             .iter()
-            .filter_map(|e| e.last().map(|p| p.0))
-            .max()
+            .max_by_key(|e| e.len())
+            .and_then(|e| {
+                let last = e.len().checked_sub(1)?;
+                let middle = (last / 2).min(last.saturating_sub(2));
+                e.get(middle).map(|p| p.0)
+            })
             .unwrap_or(0);
-        let latest = (span / 2).min(span.saturating_sub(2));
         let bounds = SettleBounds {
             first_epoch_min: self.options.warmup_turns,
             max_offset: latest.max(self.options.warmup_turns),
@@ -288,7 +360,7 @@ impl<'a> Prepared<'a> {
     }
 
     /// The first steady offset of epoch `index`.
-    fn bound(&self, index: usize) -> u32 {
+    fn bound(&self, index: usize) -> u64 {
         if index == 0 {
             self.settle.max(self.options.warmup_turns)
         } else {
@@ -296,7 +368,7 @@ impl<'a> Prepared<'a> {
         }
     }
 
-    fn steady_from_turn(&self) -> Option<u32> {
+    fn steady_from_turn(&self) -> Option<u64> {
         let first = self.epochs.first()?;
         let bound = self.bound(0);
         first.iter().find(|p| p.0 >= bound).map(|p| p.1)
@@ -331,14 +403,45 @@ impl<'a> Prepared<'a> {
             fitted_end_bytes: None,
             spike_turns: self.spike_turns.clone(),
             epochs: self.epochs.len() as u32,
+            growth_matters: None,
         }
     }
 
     /// The smallest run that could give a steady part of [`MIN_STEADY_POINTS`] samples.
-    fn minimum_turns(&self) -> Option<u32> {
+    fn minimum_turns(&self) -> Option<u64> {
         // Assume the usual one-time step at the first turn when nothing tells otherwise.
-        let needed = self.bound(0).max(1) + MIN_STEADY_POINTS as u32 - 1;
-        Some(needed.max(self.last_turn + 1).min(MAX_TURNS))
+        let needed = self.bound(0).max(1) + MIN_STEADY_POINTS as u64 - 1;
+        Some(needed.max(self.last_turn.saturating_add(1)))
+    }
+
+    /// The mean spacing of the sampled turns (1 for a run that sampled every turn).
+    fn turn_spacing(&self) -> f64 {
+        let turns: Vec<u64> = self.epochs.iter().flatten().map(|p| p.1).collect();
+        let distinct = 1 + turns.windows(2).filter(|w| w[1] != w[0]).count();
+        match (turns.first(), turns.last()) {
+            (Some(first), Some(last)) if distinct > 1 => {
+                ((last - first) as f64 / (distinct - 1) as f64).max(1.0)
+            }
+            _ => 1.0,
+        }
+    }
+
+    /// The variance of the baseline in units of the noise variance: 1 for a single sample, the
+    /// variance of a median of `k` samples (`pi/2 / k` for `k >= 3`, `1/k` below) for several.
+    fn baseline_variance(&self) -> f64 {
+        let k = self.baseline_count.max(1) as f64;
+        if self.baseline_count >= 3 {
+            std::f64::consts::FRAC_PI_2 / k
+        } else {
+            1.0 / k
+        }
+    }
+
+    /// A run twice as long as this one (at least one turn longer).
+    fn twice_as_long(&self) -> u64 {
+        self.last_turn
+            .saturating_mul(2)
+            .max(self.last_turn.saturating_add(1))
     }
 
     /// The steady part, or `None` when it is too short to judge.
@@ -348,11 +451,11 @@ impl<'a> Prepared<'a> {
         let mut epoch_starts = Vec::new();
         for (index, epoch) in self.epochs.iter().enumerate() {
             let bound = self.bound(index);
-            let epoch_start = epoch.first().map_or(0.0, |p| f64::from(p.1 - p.0));
+            let epoch_start = epoch.first().map_or(0.0, |p| (p.1 - p.0) as f64);
             let points: Vec<(f64, f64)> = epoch
                 .iter()
                 .filter(|p| p.0 >= bound)
-                .map(|p| (f64::from(p.1), p.2))
+                .map(|p| (p.1 as f64, p.2))
                 .collect();
             if let Some(first) = points.first() {
                 starts.push(first.0);
@@ -463,6 +566,36 @@ impl Steady {
         (level, end)
     }
 
+    /// How far the very last sample of the series stands above the line through its epoch's
+    /// steady samples, when that is a jump: more than [`SPIKE_SIGMAS`] noise deviations and,
+    /// above the baseline, beyond the tolerance. Spike removal never touches the last sample (it
+    /// cannot tell a spike from a step that has just begun), so neither can clean or plateau.
+    fn last_jump(&self, prepared: &Prepared<'_>, slope: f64) -> Option<f64> {
+        let block = self.blocks.last()?;
+        let start = *self.starts.last()?;
+        let (last_x, last_y) = *block.last()?;
+        let others: Vec<f64> = block[..block.len() - 1]
+            .iter()
+            .map(|(x, y)| y - slope * (x - start))
+            .collect();
+        let fitted = robust::median(&others)? + slope * (last_x - start);
+        let jump = last_y - fitted;
+        let beyond = last_y - prepared.baseline as f64 > prepared.tolerance();
+        (jump > SPIKE_SIGMAS * prepared.sigma.max(MIN_SIGMA) && beyond).then_some(jump)
+    }
+
+    /// Whether the steady part still rises significantly (Mann-Kendall `p <` [`TREND_ALPHA`])
+    /// without the first third of every block: growth claimed on a decelerating series must not
+    /// rest on the samples right after the warm-up.
+    fn rises_without_first_third(&self) -> bool {
+        let values: Vec<Vec<f64>> = self
+            .blocks
+            .iter()
+            .map(|b| b[b.len() / 3..].iter().map(|p| p.1).collect())
+            .collect();
+        mann_kendall(&values).p_increasing < TREND_ALPHA
+    }
+
     /// On the later half of every block: the one-sided Mann-Kendall p-value and the pooled
     /// Theil-Sen slope.
     fn later_half_trend(&self) -> (f64, f64) {
@@ -543,13 +676,28 @@ impl Steady {
         );
         let rising = trend.p_increasing < TREND_ALPHA && lo > 0.0;
         let (late, late_slope) = self.later_half_trend();
-        if rising && late < PERSISTENCE_ALPHA && late_slope >= PERSISTENCE_SLOPE_FRACTION * slope {
+        let persists = late < PERSISTENCE_ALPHA && late_slope >= PERSISTENCE_SLOPE_FRACTION * slope;
+        if rising && persists && prepared.decelerating() && !self.rises_without_first_third() {
+            analysis.classification = Classification::Inconclusive;
+            analysis.turns_needed = Some(prepared.twice_as_long());
+            analysis.reason = format!(
+                "rose {} per turn from turn {settle} ({interval_text}; Mann-Kendall p = {:.2e}) \
+                 but every step is smaller than the one before it (Mann-Kendall on the steps p < \
+                 {DECELERATION_ALPHA}) and without its first third the rise is not significant: \
+                 a warm-up still settling or a leak; a run twice as long would tell",
+                signed_bytes(slope),
+                trend.p_increasing,
+            );
+            return;
+        }
+        if rising && persists {
             analysis.classification = Classification::Growth;
             analysis.reason = format!(
                 "keeps rising {} per turn from turn {settle} ({interval_text}; Mann-Kendall p = {:.2e})",
                 signed_bytes(slope),
                 trend.p_increasing
             );
+            GrowthGate::new(prepared).judge(lo, hi, analysis);
             return;
         }
 
@@ -559,8 +707,7 @@ impl Steady {
 
         if rising {
             analysis.classification = Classification::Inconclusive;
-            analysis.turns_needed =
-                Some((prepared.last_turn * 2).clamp(prepared.last_turn + 1, MAX_TURNS));
+            analysis.turns_needed = Some(prepared.twice_as_long());
             analysis.reason = format!(
                 "rose {} per turn from turn {settle} ({interval_text}; Mann-Kendall p = {:.2e}) but \
                  the later half of those turns rises {} per turn (p = {late:.2}): a warm-up still \
@@ -572,12 +719,32 @@ impl Steady {
             return;
         }
 
+        if let Some(jump) = self.last_jump(prepared, slope) {
+            analysis.classification = Classification::Inconclusive;
+            analysis.turns_needed = Some(
+                prepared
+                    .last_turn
+                    .saturating_add((prepared.turn_spacing().round() as u64).max(1)),
+            );
+            analysis.reason = format!(
+                "the last sample (turn {}) is {} above the line through the others, beyond the \
+                 {} tolerance: a step that has just begun or a spike, which one more turn would \
+                 tell apart",
+                prepared.last_turn,
+                signed_bytes(jump),
+                bytes(prepared.tolerance()),
+            );
+            return;
+        }
+
         let span = self.span();
         let evidence = Evidence {
             slope,
             hi,
             rise,
-            rise_margin: prepared.one_sided_t() * sigma * (1.0 + 1.0 / self.count as f64).sqrt(),
+            rise_margin: prepared.one_sided_t()
+                * sigma
+                * (prepared.baseline_variance() + 1.0 / self.count as f64).sqrt(),
             span,
             tail: span - self.centre(),
             tolerance: prepared.tolerance(),
@@ -613,9 +780,15 @@ impl Steady {
                 analysis.turns_needed = project_turns(prepared, &evidence);
                 let outlook = match analysis.turns_needed {
                     Some(n) => format!("about {n} turns would decide"),
-                    None => "no run length decides: the baseline is one sample and its noise \
-                             alone straddles the tolerance"
-                        .to_owned(),
+                    None => format!(
+                        "no run length decides: the baseline is {} and its noise alone \
+                         straddles the tolerance; {}",
+                        match prepared.baseline_count {
+                            1 => "one sample".to_owned(),
+                            k => format!("the median of {k} samples"),
+                        },
+                        what_would_decide(prepared, &evidence)
+                    ),
                 };
                 analysis.reason = if lo > 0.0 {
                     format!(
@@ -638,6 +811,93 @@ impl Steady {
         }
     }
 }
+
+/// Whether a growth matters: the classification stays `growth` (the slope is reported as
+/// measured), but only growth that matters fails `leakloop analyze`.
+///
+/// With a `max_growth_per_turn` cap, growth matters when the upper bound of its slope exceeds
+/// the cap (as the scenario expectation judges it). Without one, it matters when its lower bound,
+/// projected over [`ClassifyOptions::horizon_turns`] turns, exceeds the tolerance: +1 B/turn over
+/// nine turns is real growth, but nobody runs the engine long enough for it to matter.
+struct GrowthGate {
+    cap: Option<f64>,
+    horizon: f64,
+    tolerance: f64,
+}
+
+impl GrowthGate {
+    fn new(prepared: &Prepared<'_>) -> Self {
+        Self {
+            cap: prepared.options.max_growth_per_turn.map(|c| c as f64),
+            horizon: prepared.options.horizon_turns as f64,
+            tolerance: prepared.tolerance(),
+        }
+    }
+
+    /// Sets `growth_matters` and, when the growth does not matter, says why in the reason.
+    fn judge(&self, lo: f64, hi: f64, analysis: &mut MetricAnalysis) {
+        let (matters, why) = match self.cap {
+            Some(cap) => (
+                hi > cap,
+                format!(
+                    "its upper bound {} per turn is within the {} per turn allowed",
+                    signed_bytes(hi),
+                    bytes(cap)
+                ),
+            ),
+            None => (
+                lo * self.horizon > self.tolerance,
+                format!(
+                    "at its lower bound ({} per turn) it adds {} over {} turns, within the {} \
+                     tolerance",
+                    signed_bytes(lo),
+                    signed_bytes(lo * self.horizon),
+                    self.horizon,
+                    bytes(self.tolerance)
+                ),
+            ),
+        };
+        analysis.growth_matters = Some(matters);
+        if !matters {
+            analysis
+                .reason
+                .push_str(&format!("; too small to fail: {why}"));
+        }
+    }
+}
+
+/// What would decide a series that no run length decides: more baseline samples, or a larger
+/// tolerance (the worst case with a perfectly known level).
+fn what_would_decide(prepared: &Prepared<'_>, evidence: &Evidence) -> String {
+    let t1 = prepared.one_sided_t();
+    let sigma = prepared.sigma;
+    // With a long run the steady level is known; what is left is the baseline's own noise.
+    let margin_for = |k: usize| {
+        let var = if k >= 3 {
+            std::f64::consts::FRAC_PI_2 / k as f64
+        } else {
+            1.0 / k as f64
+        };
+        t1 * sigma * var.sqrt()
+    };
+    let needed = (1..=MAX_BASELINE_SAMPLES_SUGGESTED)
+        .find(|k| evidence.rise.abs() + margin_for(*k) <= evidence.tolerance);
+    let tolerance = evidence.rise.abs() + margin_for(prepared.baseline_count.max(1));
+    let samples = match needed {
+        Some(k) if k > prepared.baseline_count => format!(
+            "{k} baseline samples (`sample: {{baseline: {k}}}` in a scenario, or {k} turn-0 rows \
+             in a trace) or "
+        ),
+        _ => String::new(),
+    };
+    format!(
+        "{samples}a tolerance of at least {} would decide",
+        bytes(tolerance)
+    )
+}
+
+/// The most baseline samples [`what_would_decide`] suggests taking.
+const MAX_BASELINE_SAMPLES_SUGGESTED: usize = 64;
 
 /// The quantities the clean/plateau decision compares.
 #[derive(Debug, Clone, Copy)]
@@ -692,15 +952,20 @@ fn one_sided_t(confidence: f64, df: usize) -> f64 {
 }
 
 /// The smallest run length (in turns) at which the present slope, level and noise would give a
-/// decision, assuming the same warm-up and reload period.
-fn project_turns(prepared: &Prepared<'_>, evidence: &Evidence) -> Option<u32> {
+/// decision, assuming the same warm-up, reload period and spacing of samples.
+///
+/// The projection counts samples, not turns: a trace that sampled every `s`-th turn is projected
+/// to go on doing so (`s` is the mean spacing of its turns, 1 for a run), so the search costs
+/// the same whatever the turn numbers are. It looks at runs of up to [`MAX_TURNS`] samples.
+fn project_turns(prepared: &Prepared<'_>, evidence: &Evidence) -> Option<u64> {
     let options = prepared.options;
     let sigma = prepared.sigma;
     let z2 = standard_normal().inverse_cdf(0.5 + options.confidence / 2.0);
     let z_alpha = standard_normal().inverse_cdf(1.0 - TREND_ALPHA);
     let t1 = prepared.one_sided_t();
-    let decides = |turns: u32| -> bool {
-        let shape = projected_shape(prepared, turns);
+    let spacing = prepared.turn_spacing();
+    let decides = |samples: u64| -> bool {
+        let shape = projected_shape(prepared, samples, spacing);
         if shape.count < MIN_STEADY_POINTS || shape.sxx <= 0.0 {
             return false;
         }
@@ -710,58 +975,62 @@ fn project_turns(prepared: &Prepared<'_>, evidence: &Evidence) -> Option<u32> {
         }
         let projected = Evidence {
             hi: evidence.slope + z2 * se,
-            rise_margin: t1 * sigma * (1.0 + 1.0 / shape.count as f64).sqrt(),
+            rise_margin: t1
+                * sigma
+                * (prepared.baseline_variance() + 1.0 / shape.count as f64).sqrt(),
             span: shape.span,
             tail: shape.span / 2.0,
             ..*evidence
         };
         projected.decision().is_some()
     };
-    let current = prepared.last_turn;
-    let mut turns = current + 1;
-    while turns <= MAX_TURNS {
-        if decides(turns) {
-            return Some(turns);
+    let current = (prepared.last_turn as f64 / spacing).round() as u64;
+    let mut samples = current + 1;
+    while samples <= u64::from(MAX_TURNS) {
+        if decides(samples) {
+            return Some(((samples as f64 * spacing).round() as u64).max(prepared.last_turn + 1));
         }
-        turns = if turns < current + 200 {
-            turns + 1
+        samples = if samples < current + 200 {
+            samples + 1
         } else {
-            turns + (turns / 20).max(1)
+            samples + (samples / 20).max(1)
         };
     }
     None
 }
 
-/// The steady part a run of `turns` turns would have.
+/// The steady part a run would have, in turns.
 struct Shape {
     count: usize,
     sxx: f64,
     span: f64,
 }
 
-fn projected_shape(prepared: &Prepared<'_>, turns: u32) -> Shape {
-    let period = prepared.options.reload_every;
+/// The steady part of a run of `samples` samples after the baseline, `spacing` turns apart.
+fn projected_shape(prepared: &Prepared<'_>, samples: u64, spacing: f64) -> Shape {
+    let in_samples = |turns: u64| (turns as f64 / spacing).ceil() as u64;
+    let period = in_samples(u64::from(prepared.options.reload_every));
     let mut shape = Shape {
         count: 0,
         sxx: 0.0,
         span: 0.0,
     };
-    let mut start = 0u32;
+    let mut start = 0u64;
     let mut index = 0usize;
     loop {
         let end = if period == 0 {
-            turns
+            samples
         } else {
-            (start + period).min(turns)
+            (start + period).min(samples)
         };
-        let first = start + prepared.bound(index);
+        let first = start + in_samples(prepared.bound(index));
         if first <= end {
-            let c = f64::from(end - first + 1);
+            let c = (end - first + 1) as f64;
             shape.count += c as usize;
-            shape.sxx += c * (c * c - 1.0) / 12.0;
-            shape.span = shape.span.max(c - 1.0);
+            shape.sxx += c * (c * c - 1.0) / 12.0 * spacing * spacing;
+            shape.span = shape.span.max((c - 1.0) * spacing);
         }
-        if period == 0 || end >= turns {
+        if period == 0 || end >= samples {
             break;
         }
         start = end;

@@ -18,7 +18,7 @@
 //!   the settled levels: levels that settle after a few reloads and then stay are a plateau.
 
 use super::{
-    one_sided_t, Classification, MetricAnalysis, Prepared, Steady, MAX_TURNS,
+    one_sided_t, Classification, GrowthGate, MetricAnalysis, Prepared, Steady,
     PERSISTENCE_SLOPE_FRACTION, PLATEAU_DRIFT_FRACTION, TREND_ALPHA,
 };
 use crate::analyze::stats::ratchet::{
@@ -103,10 +103,10 @@ pub(super) fn judge_ratchet(
             test.mann_kendall_p,
             signed_bytes(within_slope),
         );
+        GrowthGate::new(prepared).judge(lo, hi, analysis);
     } else {
         analysis.classification = Classification::Inconclusive;
-        analysis.turns_needed =
-            Some((prepared.last_turn * 2).clamp(prepared.last_turn + 1, MAX_TURNS));
+        analysis.turns_needed = Some(prepared.twice_as_long());
         let why = if persists {
             format!(
                 "the rise is not spread over the epochs (Mann-Kendall p = {:.2})",
@@ -160,9 +160,8 @@ pub(super) fn levels_stay_put(
     let period = period(prepared.options.reload_every, &levels);
     if levels.len() < MIN_RATCHET_EPOCHS {
         let needed =
-            (MIN_RATCHET_EPOCHS as f64 - 1.0) * period + f64::from(prepared.settle.max(1)) + 1.0;
-        analysis.turns_needed =
-            Some((needed.ceil() as u32).clamp(prepared.last_turn + 1, MAX_TURNS));
+            (MIN_RATCHET_EPOCHS as f64 - 1.0) * period + prepared.settle.max(1) as f64 + 1.0;
+        analysis.turns_needed = Some((needed.ceil() as u64).max(prepared.last_turn + 1));
         analysis.reason = format!(
             "the steady level rose {} from the first to the last of {} load epochs (beyond {}); \
              at least {MIN_RATCHET_EPOCHS} epochs are needed to tell memory each reload leaves \
@@ -172,8 +171,7 @@ pub(super) fn levels_stay_put(
             bytes(allowance),
         );
     } else {
-        analysis.turns_needed =
-            Some((prepared.last_turn * 2).clamp(prepared.last_turn + 1, MAX_TURNS));
+        analysis.turns_needed = Some(prepared.twice_as_long());
         analysis.reason = format!(
             "the steady level rose {} over {} load epochs{} (beyond {}) but not significantly: \
              memory each reload leaves behind, or levels that scatter from load to load; a run \

@@ -12,11 +12,14 @@ const MIB: f64 = 1024.0 * 1024.0;
 const BASE: f64 = 1024.0 * MIB;
 
 /// `baseline + shape(turn) + noise` for turns `0..=turns`, with seeded Gaussian noise of `sigma`.
-fn shaped(turns: u32, sigma: f64, seed: u64, shape: impl Fn(u32) -> f64) -> Vec<(u32, u64)> {
+fn shaped(turns: u32, sigma: f64, seed: u64, shape: impl Fn(u32) -> f64) -> Vec<(u64, u64)> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let noise = Normal::new(0.0, sigma).unwrap();
     (0..=turns)
-        .map(|t| (t, (BASE + shape(t) + noise.sample(&mut rng)).round() as u64))
+        .map(|t| {
+            let value = (BASE + shape(t) + noise.sample(&mut rng)).round() as u64;
+            (u64::from(t), value)
+        })
         .collect()
 }
 
@@ -27,7 +30,7 @@ fn options(tolerance_mib: u64) -> ClassifyOptions {
     }
 }
 
-fn run(points: &[(u32, u64)], options: &ClassifyOptions) -> MetricAnalysis {
+fn run(points: &[(u64, u64)], options: &ClassifyOptions) -> MetricAnalysis {
     classify(&MetricSeries::from_points(points), options)
 }
 
@@ -60,7 +63,7 @@ fn one_time_step_is_a_plateau(#[case] at: u32, #[case] size: f64, #[values(1, 2,
     let a = run(&points, &options(5));
     assert_eq!(a.classification, Classification::Plateau, "{a:#?}");
     let plateau = a.plateau.unwrap();
-    assert_eq!(plateau.settled_at_turn, at);
+    assert_eq!(plateau.settled_at_turn, u64::from(at));
     assert!(
         (plateau.size_bytes as f64 - size).abs() < 2.0 * MIB,
         "{plateau:?}"
@@ -123,7 +126,9 @@ fn small_leak_in_noise_gets_a_turn_estimate_that_decides() {
     let a = run(&points, &options(5));
     assert_eq!(a.classification, Classification::Inconclusive, "{a:#?}");
     let needed = a.turns_needed.unwrap();
-    let longer = shaped(needed * 2, noise, 11, |t| 0.5 * MIB * f64::from(t));
+    let longer = shaped(u32::try_from(needed * 2).unwrap(), noise, 11, |t| {
+        0.5 * MIB * f64::from(t)
+    });
     let b = run(&longer, &options(5));
     assert_eq!(b.classification, Classification::Growth, "{needed}: {b:#?}");
 }
@@ -154,7 +159,7 @@ fn single_spikes_change_nothing(
     });
     let a = run(&points, &options(5));
     assert_eq!(a.classification, expected, "{a:#?}");
-    assert_eq!(a.spike_turns, vec![at]);
+    assert_eq!(a.spike_turns, vec![u64::from(at)]);
 }
 
 #[test]
@@ -181,11 +186,14 @@ fn reloading(epochs: u32, period: u32, sigma: f64, shape: impl Fn(u32) -> f64) -
             .map(|e| {
                 let start = e * period;
                 Epoch {
-                    start_turn: start,
-                    points: (0..=period).map(|k| (start + k, value(k))).collect(),
+                    start_turn: u64::from(start),
+                    points: (0..=period)
+                        .map(|k| (u64::from(start + k), value(k)))
+                        .collect(),
                 }
             })
             .collect(),
+        baseline_samples: Vec::new(),
     }
 }
 
@@ -230,7 +238,7 @@ fn max_growth_per_turn_bars_clean_when_the_interval_is_too_wide() {
 
 #[test]
 fn exact_constant_series_is_clean_without_noise() {
-    let points: Vec<(u32, u64)> = (0..=10).map(|t| (t, 4096)).collect();
+    let points: Vec<(u64, u64)> = (0..=10).map(|t| (t, 4096)).collect();
     let a = run(&points, &ClassifyOptions::default());
     assert_eq!(a.classification, Classification::Clean, "{a:#?}");
     assert_eq!(a.noise_bytes, 0.0);
@@ -250,10 +258,10 @@ const PIXEL_NATIVE_HEAP: [u64; 5] = [130252800, 688574464, 839680000, 1157120000
 const PIXEL_PSS: [u64; 5] = [721974272, 2944274432, 3758080000, 3768320000, 3768320000];
 
 fn pixel(values: &[u64]) -> MetricAnalysis {
-    let points: Vec<(u32, u64)> = values
+    let points: Vec<(u64, u64)> = values
         .iter()
         .enumerate()
-        .map(|(t, v)| (t as u32, *v))
+        .map(|(t, v)| (t as u64, *v))
         .collect();
     run(&points, &ClassifyOptions::default())
 }
@@ -303,16 +311,17 @@ fn epochs_of(
             .map(|e| {
                 let start = e * period;
                 Epoch {
-                    start_turn: start,
+                    start_turn: u64::from(start),
                     points: (0..=period)
                         .map(|k| {
                             let v = BASE + shape(e, k) + noise.sample(&mut rng);
-                            (start + k, v.round() as u64)
+                            (u64::from(start + k), v.round() as u64)
                         })
                         .collect(),
                 }
             })
             .collect(),
+        baseline_samples: Vec::new(),
     }
 }
 
@@ -430,4 +439,231 @@ fn a_ratchet_after_levels_settle_is_still_growth(#[values(1, 2, 3)] seed: u64) {
     let a = classify(&series, &reload_options(5));
     assert_eq!(a.classification, Classification::Growth, "{a:#?}");
     assert!(a.reason.contains("each reload leaves"), "{}", a.reason);
+}
+
+// ---- Real-data failures (issue items 1-6) ----
+
+/// A series from exact values at the given turns.
+fn exact(turns: &[u64], values: &[f64]) -> MetricSeries {
+    let points: Vec<(u64, u64)> = turns
+        .iter()
+        .zip(values)
+        .map(|(t, v)| (*t, v.round() as u64))
+        .collect();
+    MetricSeries::from_points(&points)
+}
+
+/// Cumulative sums of increments after a start value.
+fn cumulative(start: f64, increments: &[f64]) -> Vec<f64> {
+    let mut values = vec![start];
+    for step in increments {
+        values.push(values.last().unwrap() + step);
+    }
+    values
+}
+
+#[rstest]
+#[case::iteration_counter(20_000)]
+#[case::hundred_million(100_000_000)]
+#[case::near_2_53(1 << 48)]
+fn sparse_turn_numbers_give_a_verdict_with_the_slope_per_turn_unit(#[case] spacing: u64) {
+    // A leak of 2 MiB per sample with 0.25 MiB of noise, sampled every `spacing` turns.
+    let points = shaped(20, 0.25 * MIB, 4, |t| 2.0 * MIB * f64::from(t));
+    let sparse: Vec<(u64, u64)> = points.iter().map(|(t, v)| (t * spacing, *v)).collect();
+    let a = run(&sparse, &options(5));
+    assert_eq!(a.classification, Classification::Growth, "{a:#?}");
+    let per_turn = 2.0 * MIB / spacing as f64;
+    assert!(
+        (a.slope_bytes_per_turn / per_turn - 1.0).abs() < 0.05,
+        "{} vs {per_turn}",
+        a.slope_bytes_per_turn
+    );
+    // The same samples flat: clean, and nothing panics on the way.
+    let flat = shaped(20, 0.25 * MIB, 4, |_| 0.0);
+    let sparse: Vec<(u64, u64)> = flat.iter().map(|(t, v)| (t * spacing, *v)).collect();
+    assert_eq!(
+        run(&sparse, &options(5)).classification,
+        Classification::Clean
+    );
+}
+
+#[test]
+fn four_samples_with_a_huge_last_turn_are_judged_without_panicking() {
+    let series = exact(&[0, 1, 2, 4_294_967_295], &[BASE, BASE, BASE, BASE]);
+    let a = classify(&series, &options(5));
+    assert_ne!(a.classification, Classification::Growth, "{a:#?}");
+    let at_the_limit = exact(&[0, 1, 2, 1 << 53], &[BASE, BASE + MIB, BASE, BASE]);
+    let b = classify(&at_the_limit, &options(5));
+    assert!(b.turns_needed.is_none_or(|n| n > 1 << 53), "{b:#?}");
+    // A declared warm-up far beyond u32 turn numbers is honoured.
+    let declared = ClassifyOptions {
+        warmup_turns: 4_000_000_000,
+        ..options(5)
+    };
+    let c = classify(&series, &declared);
+    assert_eq!(c.classification, Classification::Inconclusive, "{c:#?}");
+}
+
+#[test]
+fn a_noiseless_ramp_is_growth() {
+    // Peak RSS rising 1.60 MB per step for 10 steps, the last step 1% larger.
+    let mut increments = vec![1.6e6; 9];
+    increments.push(1.616e6);
+    let values = cumulative(500e6, &increments);
+    let turns: Vec<u64> = (0..values.len() as u64).collect();
+    let a = classify(&exact(&turns, &values), &ClassifyOptions::default());
+    assert_eq!(a.classification, Classification::Growth, "{a:#?}");
+    assert!(
+        (a.slope_bytes_per_turn / 1.6e6 - 1.0).abs() < 0.01,
+        "{a:#?}"
+    );
+}
+
+#[test]
+fn a_single_allocator_segment_step_is_not_growth() {
+    // Allocator segments of 2 MiB: flat, one segment added at turn 7, flat again.
+    let values: Vec<f64> = (0..=14)
+        .map(|t| BASE + if t >= 7 { 2.0 * MIB } else { 0.0 })
+        .collect();
+    let turns: Vec<u64> = (0..=14).collect();
+    let a = classify(&exact(&turns, &values), &options(1));
+    assert_ne!(a.classification, Classification::Growth, "{a:#?}");
+}
+
+#[rstest]
+#[case::bytes_on_tens_of_mb(12, 97.0, 1.0 * MIB, 0.0)]
+#[case::one_byte_per_turn(9, 1.0, 1.0 * MIB, 0.0)]
+fn growth_too_small_to_matter_passes_and_says_why(
+    #[case] turns: u32,
+    #[case] slope: f64,
+    #[case] tolerance: f64,
+    #[case] sigma: f64,
+) {
+    let points = shaped(turns, sigma, 3, |t| slope * f64::from(t));
+    let options = ClassifyOptions {
+        tolerance: Some(Tolerance::Bytes(tolerance as u64)),
+        ..ClassifyOptions::default()
+    };
+    let a = run(&points, &options);
+    assert_eq!(a.classification, Classification::Growth, "{a:#?}");
+    assert_eq!(a.growth_matters, Some(false), "{a:#?}");
+    assert!(!a.fails());
+    assert!(a.reason.contains("too small to fail"), "{}", a.reason);
+    // The same growth over a horizon long enough for it to matter fails.
+    let long = ClassifyOptions {
+        horizon_turns: 100 * (tolerance / slope) as u64,
+        ..options
+    };
+    let b = run(&points, &long);
+    assert_eq!(b.growth_matters, Some(true), "{b:#?}");
+    assert!(b.fails());
+}
+
+#[test]
+fn a_growth_cap_decides_whether_growth_matters() {
+    let points = shaped(20, 0.25 * MIB, 2, |t| 2.0 * MIB * f64::from(t));
+    let capped = |cap: u64| ClassifyOptions {
+        max_growth_per_turn: Some(cap),
+        ..options(5)
+    };
+    let small = run(&points, &capped(4 << 20));
+    assert_eq!(small.classification, Classification::Growth);
+    assert_eq!(small.growth_matters, Some(false), "{small:#?}");
+    let large = run(&points, &capped(1 << 20));
+    assert_eq!(large.growth_matters, Some(true), "{large:#?}");
+    let field = run(&points, &options(5));
+    assert_eq!(field.growth_matters, Some(true), "{field:#?}");
+    // +13 KiB/turn over 18 turns: beyond a 1 MiB tolerance within 1000 turns, so it fails by
+    // default; a 64 KiB cap says it does not matter.
+    let small = shaped(18, 300.0, 3, |t| 13.0 * 1024.0 * f64::from(t));
+    let by_horizon = run(&small, &options(1));
+    assert_eq!(by_horizon.classification, Classification::Growth);
+    assert_eq!(by_horizon.growth_matters, Some(true), "{by_horizon:#?}");
+    let by_cap = run(&small, &capped(64 << 10));
+    assert_eq!(by_cap.growth_matters, Some(false), "{by_cap:#?}");
+    assert!(
+        by_cap
+            .reason
+            .contains("within the 64.0 KiB per turn allowed"),
+        "{}",
+        by_cap.reason
+    );
+}
+
+#[test]
+fn a_slowing_warmup_is_not_growth_on_eight_samples() {
+    let values = cumulative(BASE, &[8.9, 1.9, 1.4, 0.4, 3.0, 0.4, 0.1].map(|m| m * MIB));
+    let turns: Vec<u64> = (0..values.len() as u64).collect();
+    let a = classify(&exact(&turns, &values), &ClassifyOptions::default());
+    assert_ne!(a.classification, Classification::Growth, "{a:#?}");
+}
+
+#[test]
+fn a_fifty_fold_jump_at_the_last_turn_is_not_clean() {
+    let mut values = vec![100.0 * MIB; 12];
+    for (i, v) in values.iter_mut().enumerate() {
+        *v += [0.0, 0.2, -0.1, 0.1, -0.2, 0.0][i % 6] * MIB;
+    }
+    *values.last_mut().unwrap() *= 50.0;
+    let turns: Vec<u64> = (0..values.len() as u64).collect();
+    let a = classify(&exact(&turns, &values), &options(5));
+    assert_eq!(a.classification, Classification::Inconclusive, "{a:#?}");
+    assert!(a.reason.contains("last"), "{}", a.reason);
+}
+
+#[test]
+fn a_saturated_counter_is_refused() {
+    let points: Vec<(u64, u64)> = (0..10)
+        .map(|t| (t, (1u64 << 60).saturating_mul(1 << t)))
+        .collect();
+    let a = run(&points, &options(5));
+    assert_eq!(a.classification, Classification::Inconclusive, "{a:#?}");
+    assert!(a.reason.contains("saturated"), "{}", a.reason);
+}
+
+/// 40 turns of RSS around 730 MB with sample noise of 6.7 MB, drifting slightly down.
+fn flat_noisy_rss(seed: u64) -> Vec<(u64, u64)> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let noise: Normal<f64> = Normal::new(0.0, 6.7e6).unwrap();
+    (0..=40)
+        .map(|t| {
+            (
+                t,
+                (730e6 - 0.05e6 * t as f64 + noise.sample(&mut rng)).round() as u64,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn several_baseline_samples_let_a_flat_noisy_series_be_clean() {
+    let points = flat_noisy_rss(8);
+    let tolerance = ClassifyOptions {
+        tolerance: Some(Tolerance::Bytes(15_000_000)),
+        ..ClassifyOptions::default()
+    };
+    let single = classify(&MetricSeries::from_points(&points), &tolerance);
+    assert_eq!(
+        single.classification,
+        Classification::Inconclusive,
+        "{single:#?}"
+    );
+    assert!(
+        single.reason.contains("baseline samples") && single.reason.contains("tolerance"),
+        "{}",
+        single.reason
+    );
+    // Eight baseline samples taken after load, settling between them.
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let noise: Normal<f64> = Normal::new(0.0, 6.7e6).unwrap();
+    let baseline: Vec<u64> = (0..8)
+        .map(|_| (730e6 + noise.sample(&mut rng)).round() as u64)
+        .collect();
+    let series = MetricSeries::with_baseline_samples(&baseline, &points[1..], 0);
+    let several = classify(&series, &tolerance);
+    assert_eq!(
+        several.classification,
+        Classification::Clean,
+        "{several:#?}"
+    );
 }

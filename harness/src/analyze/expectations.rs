@@ -133,8 +133,8 @@ pub(crate) fn check_metric(
 }
 
 /// The first turn from which every sample stays above `limit` (the last turn if none does).
-fn first_sustained_crossing(series: &MetricSeries, limit: f64) -> u32 {
-    let points: Vec<(u32, u64)> = series.points().collect();
+fn first_sustained_crossing(series: &MetricSeries, limit: f64) -> u64 {
+    let points: Vec<(u64, u64)> = series.points().collect();
     let mut first = points.last().map_or(0, |p| p.0);
     for (turn, value) in points.iter().rev() {
         if (*value as f64) <= limit {
@@ -171,7 +171,7 @@ pub(crate) fn check_balanced(ledger: &Ledger) -> Vec<ExpectationResult> {
                 i.first_turn
                     .map_or_else(String::new, |t| format!(", off balance from turn {t}"))
             ),
-            turn: i.first_turn,
+            turn: i.first_turn.map(u64::from),
         })
         .collect()
 }

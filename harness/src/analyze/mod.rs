@@ -17,13 +17,16 @@ mod verdict;
 pub(crate) mod test_support;
 
 pub use classify::{
-    classify, ClassifyOptions, CONFIDENCE, DEFAULT_TOLERANCE_FLOOR, DEFAULT_TOLERANCE_PERCENT,
-    MIN_RANK_INTERVAL_POINTS, MIN_RATCHET_EPOCHS, MIN_STEADY_POINTS, PERSISTENCE_ALPHA,
-    PERSISTENCE_SLOPE_FRACTION, PLATEAU_DRIFT_FRACTION, SPIKE_SIGMAS, TREND_ALPHA,
+    classify, ClassifyOptions, CONFIDENCE, DEFAULT_HORIZON_TURNS, DEFAULT_TOLERANCE_FLOOR,
+    DEFAULT_TOLERANCE_PERCENT, MIN_RANK_INTERVAL_POINTS, MIN_RATCHET_EPOCHS, MIN_STEADY_POINTS,
+    PERSISTENCE_ALPHA, PERSISTENCE_SLOPE_FRACTION, PLATEAU_DRIFT_FRACTION, SPIKE_SIGMAS,
+    TREND_ALPHA,
 };
 pub use run::analyze_run;
 pub use series::{Epoch, MetricSeries};
-pub use trace::{load_trace, parse_csv, parse_report, Trace, TraceError, TraceErrorKind};
+pub use trace::{
+    load_trace, parse_csv, parse_report, Trace, TraceError, TraceErrorKind, MAX_TRACE_TURN,
+};
 pub use verdict::{
     Classification, ExpectationResult, MetricAnalysis, PlateauInfo, Verdict, VerdictStatus,
 };

@@ -8,7 +8,7 @@ use crate::scenario::FaultKind;
 use super::classify::{classify, ClassifyOptions};
 use super::expectations::{check_balanced, check_metric};
 use super::series::MetricSeries;
-use super::verdict::{ExpectationResult, Verdict, VerdictStatus};
+use super::verdict::{ExpectationResult, MetricAnalysis, Verdict, VerdictStatus};
 
 /// The verdict on a run: per-metric classifications and every expectation checked.
 ///
@@ -32,11 +32,14 @@ pub fn analyze_run(record: &RunRecord) -> Verdict {
     }
     for name in names {
         let expectation = scenario.expect.metrics.get(&name);
-        let series = MetricSeries::from_record(record, &name);
+        let (series, unreadable) = match MetricSeries::from_record(record, &name) {
+            Ok(series) => (series, None),
+            Err(why) => (MetricSeries::default(), Some(why)),
+        };
         let analysis = (!series.is_empty()).then(|| {
             let options = ClassifyOptions {
                 tolerance: expectation.and_then(|e| e.tolerance),
-                warmup_turns: scenario.warmup_turns,
+                warmup_turns: u64::from(scenario.warmup_turns),
                 max_growth_per_turn: expectation.and_then(|e| e.max_growth_per_turn),
                 reload_every: scenario.reload_every,
                 ..ClassifyOptions::default()
@@ -46,6 +49,12 @@ pub fn analyze_run(record: &RunRecord) -> Verdict {
         if let Some(expectation) = expectation {
             expectations.extend(check_metric(&name, expectation, analysis.as_ref(), &series));
         }
+        let analysis = analysis.or_else(|| {
+            unreadable.map(|reason| MetricAnalysis {
+                reason,
+                ..MetricAnalysis::default()
+            })
+        });
         if let Some(analysis) = analysis {
             metrics.insert(name, analysis);
         }
@@ -96,7 +105,7 @@ fn check_engine_errors(record: &RunRecord) -> ExpectationResult {
         passed: unexpected.is_empty(),
         expected: "no engine errors other than scripted faults".to_owned(),
         measured,
-        turn: unexpected.first().map(|(turn, _, _)| *turn),
+        turn: unexpected.first().map(|(turn, _, _)| u64::from(*turn)),
     }
 }
 
@@ -296,7 +305,7 @@ mod tests {
             .unwrap();
         assert_eq!(check.passed, status == VerdictStatus::Pass, "{check:?}");
         if !check.passed {
-            assert_eq!(check.turn, Some(error_turn));
+            assert_eq!(check.turn, Some(u64::from(error_turn)));
             assert!(check.measured.contains("sampler not implemented"));
         }
     }

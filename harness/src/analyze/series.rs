@@ -10,10 +10,11 @@ use crate::runner::{Phase, RunRecord};
 #[derive(Debug, Clone, PartialEq)]
 pub struct Epoch {
     /// The turn after which the engine was (re)loaded (0 for the first load).
-    pub start_turn: u32,
-    /// `(turn, bytes)` pairs: the (re)load sample at `start_turn` when there is one, then one
-    /// post-close sample per turn.
-    pub points: Vec<(u32, u64)>,
+    pub start_turn: u64,
+    /// `(turn, bytes)` pairs in strictly increasing turn order: the (re)load sample at
+    /// `start_turn` when there is one, then one post-close sample per turn. Turns may have gaps
+    /// (a trace that printed every 1000th iteration); slopes are per turn unit.
+    pub points: Vec<(u64, u64)>,
 }
 
 /// One metric's post-close series.
@@ -21,12 +22,16 @@ pub struct Epoch {
 pub struct MetricSeries {
     /// The load epochs in order; a run without reloads has one.
     pub epochs: Vec<Epoch>,
+    /// Every sample of the baseline (turn 0, after load) when there are several (repeated turn-0
+    /// rows of a trace, a scenario's `sample: {baseline: K}`); the first epoch's first point is
+    /// then their median. Empty when the baseline is the single first point.
+    pub baseline_samples: Vec<u64>,
 }
 
 impl MetricSeries {
     /// A series without reloads from `(turn, bytes)` pairs in turn order; the first pair is the
     /// baseline (normally turn 0).
-    pub fn from_points(points: &[(u32, u64)]) -> Self {
+    pub fn from_points(points: &[(u64, u64)]) -> Self {
         if points.is_empty() {
             return Self::default();
         }
@@ -35,51 +40,123 @@ impl MetricSeries {
                 start_turn: points[0].0,
                 points: points.to_vec(),
             }],
+            baseline_samples: Vec::new(),
         }
     }
 
+    /// A series without reloads whose baseline was sampled several times: `baseline` holds every
+    /// baseline sample (taken at `points[0].0`), `points` the baseline turn's median followed by
+    /// the later samples. With one baseline sample this is [`MetricSeries::from_points`].
+    pub fn with_baseline_samples(baseline: &[u64], later: &[(u64, u64)], turn: u64) -> Self {
+        let Some(median) = median_u64(baseline) else {
+            return Self::from_points(later);
+        };
+        let mut points = Vec::with_capacity(later.len() + 1);
+        points.push((turn, median));
+        points.extend_from_slice(later);
+        let mut series = Self::from_points(&points);
+        if baseline.len() > 1 {
+            series.baseline_samples = baseline.to_vec();
+        }
+        series
+    }
+
     /// The series of `metric` in a run: the load sample, every post-close sample and every reload
-    /// sample, split by the epoch each sample was taken in.
-    pub fn from_record(record: &RunRecord, metric: &str) -> Self {
-        let mut epochs: Vec<(u32, Epoch)> = Vec::new();
-        for sample in &record.samples {
+    /// sample, split by the epoch each sample was taken in. Several (re)load samples at the same
+    /// turn of one epoch (a scenario's `sample: {baseline: K}`) give that epoch's start point as
+    /// their median; those of the first load are kept as [`MetricSeries::baseline_samples`].
+    ///
+    /// Fails, naming the sample, when turns go back or repeat (other than repeated load
+    /// samples): such a record was not written by a run and cannot be judged.
+    pub fn from_record(record: &RunRecord, metric: &str) -> Result<Self, String> {
+        let mut epochs: Vec<(u32, Epoch, Vec<u64>)> = Vec::new();
+        let mut previous: Option<u64> = None;
+        for (index, sample) in record.samples.iter().enumerate() {
             let Some(value) = sample.metrics.get(metric) else {
                 continue;
             };
+            let turn = u64::from(sample.turn);
+            let out_of_order = |previous: u64| {
+                format!(
+                    "samples[{index}] (turn {turn}, {:?}) comes after turn {previous}: samples must \
+                     be in turn order",
+                    sample.phase
+                )
+            };
             match sample.phase {
-                Phase::Load | Phase::Reload => epochs.push((
-                    sample.epoch,
-                    Epoch {
-                        start_turn: sample.turn,
-                        points: vec![(sample.turn, *value)],
-                    },
-                )),
+                Phase::Load | Phase::Reload => {
+                    let repeat = epochs.last_mut().filter(|(e, epoch, starts)| {
+                        *e == sample.epoch
+                            && !starts.is_empty()
+                            && epoch.points.len() == 1
+                            && epoch.start_turn == turn
+                    });
+                    if let Some((_, _, starts)) = repeat {
+                        starts.push(*value);
+                        continue;
+                    }
+                    if let Some(p) = previous.filter(|p| turn < *p) {
+                        return Err(out_of_order(p));
+                    }
+                    epochs.push((
+                        sample.epoch,
+                        Epoch {
+                            start_turn: turn,
+                            points: vec![(turn, *value)],
+                        },
+                        vec![*value],
+                    ));
+                }
                 Phase::Close => {
-                    let fits = epochs.last().is_some_and(|(e, _)| *e == sample.epoch);
+                    if let Some(p) = previous.filter(|p| turn <= *p) {
+                        return Err(out_of_order(p));
+                    }
+                    let fits = epochs.last().is_some_and(|(e, _, _)| *e == sample.epoch);
                     if !fits {
                         // No (re)load sample for this epoch: it began after the previous turn.
                         epochs.push((
                             sample.epoch,
                             Epoch {
-                                start_turn: sample.turn.saturating_sub(1),
+                                start_turn: turn.saturating_sub(1),
                                 points: Vec::new(),
                             },
+                            Vec::new(),
                         ));
                     }
-                    if let Some((_, epoch)) = epochs.last_mut() {
-                        epoch.points.push((sample.turn, *value));
+                    if let Some((_, epoch, _)) = epochs.last_mut() {
+                        epoch.points.push((turn, *value));
                     }
                 }
-                Phase::Open | Phase::Generate | Phase::Idle => {}
+                Phase::Open | Phase::Generate | Phase::Idle => continue,
             }
+            previous = Some(turn);
         }
-        Self {
-            epochs: epochs.into_iter().map(|(_, e)| e).collect(),
-        }
+        let mut baseline_samples = Vec::new();
+        let epochs = epochs
+            .into_iter()
+            .enumerate()
+            .map(|(index, (_, mut epoch, starts))| {
+                if starts.len() > 1 {
+                    if let (Some(first), Some(median)) =
+                        (epoch.points.first_mut(), median_u64(&starts))
+                    {
+                        first.1 = median;
+                    }
+                    if index == 0 {
+                        baseline_samples = starts;
+                    }
+                }
+                epoch
+            })
+            .collect();
+        Ok(Self {
+            epochs,
+            baseline_samples,
+        })
     }
 
     /// Every point of every epoch, in order.
-    pub fn points(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+    pub fn points(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.epochs.iter().flat_map(|e| e.points.iter().copied())
     }
 
@@ -91,6 +168,25 @@ impl MetricSeries {
     /// Whether the series has no points.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// How many samples the baseline is the median of (at least 1 when there are points).
+    pub fn baseline_count(&self) -> usize {
+        self.baseline_samples
+            .len()
+            .max(usize::from(!self.is_empty()))
+    }
+}
+
+/// The median of byte counts, rounded down between the middle two; `None` when empty.
+fn median_u64(values: &[u64]) -> Option<u64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable();
+    let n = sorted.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(sorted[n / 2]),
+        _ => Some(((u128::from(sorted[n / 2 - 1]) + u128::from(sorted[n / 2])) / 2) as u64),
     }
 }
 
@@ -143,6 +239,6 @@ mod tests {
 
     fn epochs_of(samples: Vec<Sample>) -> MetricSeries {
         let record = crate::analyze::test_support::record_with_samples(samples);
-        MetricSeries::from_record(&record, "rss")
+        MetricSeries::from_record(&record, "rss").unwrap()
     }
 }

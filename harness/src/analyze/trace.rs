@@ -2,9 +2,12 @@
 //! leakloop `report.json`.
 //!
 //! CSV layout: the first non-comment line is the header; its first column is `turn`, every other
-//! column is a metric in bytes. One row per turn, turns strictly increasing, the first row being
-//! the baseline (normally turn 0, after load). Lines starting with `#` are comments and blank
-//! lines are skipped. Values are non-negative integers or decimal numbers (rounded to bytes).
+//! column is a metric in bytes. One row per turn, turns strictly increasing (gaps allowed, up to
+//! [`MAX_TRACE_TURN`]), the first row being the baseline (normally turn 0, after load); the
+//! baseline turn may be repeated on the first rows to give several baseline samples (their median
+//! is the baseline). Lines starting with `#` are comments and blank lines are skipped. Values are
+//! non-negative integers or decimal numbers (rounded to bytes) below `u64::MAX` (a counter that
+//! saturated at `u64::MAX` no longer measures anything).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -12,6 +15,10 @@ use std::path::{Path, PathBuf};
 use crate::runner::RunRecord;
 
 use super::series::MetricSeries;
+
+/// The largest turn number a trace may use: 2^53, the largest integer every turn difference and
+/// slope computation represents exactly.
+pub const MAX_TRACE_TURN: u64 = 1 << 53;
 
 /// A loaded trace.
 #[derive(Debug, Clone)]
@@ -48,9 +55,12 @@ pub enum TraceErrorKind {
         /// What is wrong.
         message: String,
     },
-    /// The file has a header but no data rows.
+    /// The file has a header but no data rows, or a report without samples.
     #[error("no data rows: a trace needs at least the baseline row (turn 0)")]
     Empty,
+    /// A report whose samples cannot be a series (out of order, saturated).
+    #[error("{0}")]
+    Samples(String),
     /// A JSON report that does not match the report layout.
     #[error("not a leakloop report: {0}")]
     Report(String),
@@ -65,14 +75,29 @@ pub fn load_trace(path: &Path) -> Result<Trace, TraceError> {
     let text = std::fs::read_to_string(path).map_err(|e| error(TraceErrorKind::Io(e)))?;
     if text.trim_start().starts_with('{') {
         let record = parse_report(&text).map_err(error)?;
-        let metrics = record
+        if let Some((index, name)) = record.samples.iter().enumerate().find_map(|(i, s)| {
+            s.metrics
+                .iter()
+                .find(|(_, v)| **v == u64::MAX)
+                .map(|(name, _)| (i, name.clone()))
+        }) {
+            return Err(error(TraceErrorKind::Samples(format!(
+                "samples[{index}].metrics.{name}: {}",
+                SATURATED
+            ))));
+        }
+        let metrics: BTreeMap<String, MetricSeries> = record
             .metric_names()
             .into_iter()
             .map(|name| {
-                let series = MetricSeries::from_record(&record, &name);
-                (name, series)
+                MetricSeries::from_record(&record, &name)
+                    .map(|series| (name, series))
+                    .map_err(|e| error(TraceErrorKind::Samples(e)))
             })
-            .collect();
+            .collect::<Result<_, _>>()?;
+        if metrics.values().all(MetricSeries::is_empty) {
+            return Err(error(TraceErrorKind::Empty));
+        }
         Ok(Trace {
             metrics,
             record: Some(record),
@@ -145,8 +170,10 @@ pub fn parse_csv(text: &str) -> Result<BTreeMap<String, MetricSeries>, TraceErro
     let columns: Vec<String> = header.iter().map(str::to_owned).collect();
     validate_header(&columns, header_line)?;
     let metrics = &columns[1..];
-    let mut series: Vec<Vec<(u32, u64)>> = vec![Vec::new(); metrics.len()];
-    let mut previous_turn: Option<u32> = None;
+    let mut series: Vec<Vec<(u64, u64)>> = vec![Vec::new(); metrics.len()];
+    let mut baselines: Vec<Vec<u64>> = vec![Vec::new(); metrics.len()];
+    let mut previous_turn: Option<u64> = None;
+    let mut first_turn: Option<u64> = None;
     for record in records {
         let record = record.map_err(csv_error)?;
         let line = record.position().map_or(0, |p| p.line());
@@ -163,39 +190,57 @@ pub fn parse_csv(text: &str) -> Result<BTreeMap<String, MetricSeries>, TraceErro
             });
         }
         let turn_text = &record[0];
-        let turn: u32 = turn_text.parse().map_err(|_| TraceErrorKind::Csv {
+        let turn_error = |message: String| TraceErrorKind::Csv {
             line,
             column: Some("turn".to_owned()),
-            message: format!("`{turn_text}` is not a turn number (a non-negative integer)"),
-        })?;
-        if let Some(previous) = previous_turn.filter(|p| turn <= *p) {
-            return Err(TraceErrorKind::Csv {
-                line,
-                column: Some("turn".to_owned()),
-                message: format!("turn {turn} after turn {previous}: turns must increase"),
-            });
+            message,
+        };
+        let turn: u64 = turn_text
+            .parse()
+            .ok()
+            .filter(|t| *t <= MAX_TRACE_TURN)
+            .ok_or_else(|| {
+                turn_error(format!(
+                    "`{turn_text}` is not a turn number (an integer from 0 to 2^53)"
+                ))
+            })?;
+        // Repeating the first (baseline) turn on the first rows gives several baseline samples.
+        let repeats_baseline = previous_turn == Some(turn) && series[0].is_empty();
+        if let Some(previous) = previous_turn.filter(|p| turn <= *p && !repeats_baseline) {
+            let why = if turn == previous {
+                "turns must not repeat (only the baseline turn may, on the first rows)"
+            } else {
+                "turns must increase"
+            };
+            return Err(turn_error(format!(
+                "turn {turn} after turn {previous}: {why}"
+            )));
         }
+        let is_baseline = previous_turn.is_none() || repeats_baseline;
         previous_turn = Some(turn);
+        first_turn.get_or_insert(turn);
         for (index, name) in metrics.iter().enumerate() {
             let value = parse_bytes(&record[index + 1]).map_err(|message| TraceErrorKind::Csv {
                 line,
                 column: Some(name.clone()),
                 message,
             })?;
-            series[index].push((turn, value));
+            if is_baseline {
+                baselines[index].push(value);
+            } else {
+                series[index].push((turn, value));
+            }
         }
     }
-    if previous_turn.is_none() {
+    let Some(baseline_turn) = first_turn else {
         return Err(TraceErrorKind::Empty);
-    }
+    };
     Ok(metrics
         .iter()
         .cloned()
-        .zip(
-            series
-                .iter()
-                .map(|points| MetricSeries::from_points(points)),
-        )
+        .zip(series.iter().zip(&baselines).map(|(points, baseline)| {
+            MetricSeries::with_baseline_samples(baseline, points, baseline_turn)
+        }))
         .collect())
 }
 
@@ -228,12 +273,20 @@ fn validate_header(columns: &[String], line: u64) -> Result<(), TraceErrorKind> 
     Ok(())
 }
 
-/// A byte count: a non-negative integer, or a finite non-negative decimal rounded to bytes.
+/// Why a sample of `u64::MAX` is refused.
+const SATURATED: &str = "the value is 2^64 - 1, a counter that saturated: it no longer measures \
+                         the memory";
+
+/// A byte count: a non-negative integer below `u64::MAX`, or a finite non-negative decimal
+/// rounded to bytes.
 fn parse_bytes(text: &str) -> Result<u64, String> {
     if text.is_empty() {
         return Err("empty value (every row needs every metric)".to_owned());
     }
     if let Ok(value) = text.parse::<u64>() {
+        if value == u64::MAX {
+            return Err(SATURATED.to_owned());
+        }
         return Ok(value);
     }
     match text.parse::<f64>() {
@@ -255,7 +308,7 @@ mod tests {
     fn reads_comments_blank_lines_and_decimals() {
         let text = "# a trace\n\nturn, rss ,gpu\n0,100,5\n# mid comment\n1,110.4,5\n\n2,1.2e2,6\n";
         let metrics = parse_csv(text).unwrap();
-        let rss: Vec<(u32, u64)> = metrics["rss"].points().collect();
+        let rss: Vec<(u64, u64)> = metrics["rss"].points().collect();
         assert_eq!(rss, vec![(0, 100), (1, 110), (2, 120)]);
         assert_eq!(metrics["gpu"].len(), 3);
     }
@@ -273,7 +326,25 @@ mod tests {
     )]
     #[case::bad_turn(
         "turn,rss\n0,1\nx,2\n",
-        "line 3, column `turn`: `x` is not a turn number (a non-negative integer)"
+        "line 3, column `turn`: `x` is not a turn number (an integer from 0 to 2^53)"
+    )]
+    #[case::turn_beyond_2_53(
+        "turn,rss\n0,1\n9007199254740993,2\n",
+        "line 3, column `turn`: `9007199254740993` is not a turn number (an integer from 0 to 2^53)"
+    )]
+    #[case::turn_repeats(
+        "turn,rss\n0,1\n1,1\n1,1\n",
+        "line 4, column `turn`: turn 1 after turn 1: turns must not repeat (only the baseline turn \
+         may, on the first rows)"
+    )]
+    #[case::baseline_repeats_after_a_later_turn(
+        "turn,rss\n0,1\n0,1\n1,1\n0,1\n",
+        "line 5, column `turn`: turn 0 after turn 1: turns must increase"
+    )]
+    #[case::saturated(
+        "turn,rss\n0,1\n1,18446744073709551615\n",
+        "line 3, column `rss`: the value is 2^64 - 1, a counter that saturated: it no longer \
+         measures the memory"
     )]
     #[case::turns_go_back(
         "turn,rss\n0,1\n2,1\n1,1\n",
@@ -298,6 +369,29 @@ mod tests {
     #[case::nothing("# nothing\n", "line 1: no header line: expected `turn,<metric>,...`")]
     fn malformed_csv_names_the_line_and_column(#[case] text: &str, #[case] message: &str) {
         assert_eq!(parse_csv(text).unwrap_err().to_string(), message);
+    }
+
+    #[test]
+    fn sparse_turns_up_to_2_53_are_kept_as_written() {
+        let text = "turn,rss\n0,100\n20000,110\n4294967295,120\n9007199254740992,130\n";
+        let points: Vec<(u64, u64)> = parse_csv(text).unwrap()["rss"].points().collect();
+        assert_eq!(
+            points,
+            vec![(0, 100), (20000, 110), (4294967295, 120), (1 << 53, 130)]
+        );
+    }
+
+    #[test]
+    fn repeated_baseline_rows_are_baseline_samples_with_their_median_first() {
+        let text = "turn,rss\n0,100\n0,130\n0,90\n0,110\n1,120\n2,121\n";
+        let series = &parse_csv(text).unwrap()["rss"];
+        assert_eq!(series.baseline_samples, vec![100, 130, 90, 110]);
+        assert_eq!(series.baseline_count(), 4);
+        let points: Vec<(u64, u64)> = series.points().collect();
+        assert_eq!(points, vec![(0, 105), (1, 120), (2, 121)]);
+        let single = &parse_csv("turn,rss\n0,100\n1,120\n").unwrap()["rss"];
+        assert!(single.baseline_samples.is_empty());
+        assert_eq!(single.baseline_count(), 1);
     }
 
     #[rstest]

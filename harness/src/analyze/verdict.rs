@@ -20,6 +20,13 @@ pub enum Classification {
     Inconclusive,
 }
 
+impl MetricAnalysis {
+    /// Whether this metric fails `leakloop analyze`: growth that matters.
+    pub fn fails(&self) -> bool {
+        self.classification == Classification::Growth && self.growth_matters != Some(false)
+    }
+}
+
 impl Classification {
     /// The word used in reports and JSON.
     pub fn as_str(&self) -> &'static str {
@@ -38,7 +45,7 @@ pub struct PlateauInfo {
     /// Size of the rise above the baseline, in bytes.
     pub size_bytes: i64,
     /// The turn from which the series stays on the plateau.
-    pub settled_at_turn: u32,
+    pub settled_at_turn: u64,
 }
 
 /// The analysis of one metric.
@@ -61,7 +68,7 @@ pub struct MetricAnalysis {
     /// The one-time rise, when there is one.
     pub plateau: Option<PlateauInfo>,
     /// For `inconclusive`: how many turns would be needed to decide.
-    pub turns_needed: Option<u32>,
+    pub turns_needed: Option<u64>,
     /// Number of post-close points the analysis used.
     pub points: usize,
     /// A one-line explanation of why this classification was chosen.
@@ -74,7 +81,7 @@ pub struct MetricAnalysis {
     pub trend_p_value: Option<f64>,
     /// The first turn of the steady part the slope was fitted on (where warm-up ended).
     #[serde(default)]
-    pub steady_from_turn: Option<u32>,
+    pub steady_from_turn: Option<u64>,
     /// The rise of the fitted steady level above the baseline at `steady_from_turn` (the one-time
     /// rise that warm-up budgets are judged on), in bytes; negative when memory fell.
     #[serde(default)]
@@ -84,10 +91,16 @@ pub struct MetricAnalysis {
     pub fitted_end_bytes: Option<f64>,
     /// Turns whose sample was an isolated spike and was replaced before fitting.
     #[serde(default)]
-    pub spike_turns: Vec<u32>,
+    pub spike_turns: Vec<u64>,
     /// Number of load epochs (1 + reloads).
     #[serde(default)]
     pub epochs: u32,
+    /// For `growth`: whether it is large enough to matter (its slope beyond the
+    /// `max_growth_per_turn` cap, or its lower bound over the horizon beyond the tolerance);
+    /// `None` for other classifications and in reports written before this field existed (whose
+    /// growth counts as mattering).
+    #[serde(default)]
+    pub growth_matters: Option<bool>,
 }
 
 /// One checked expectation.
@@ -102,7 +115,7 @@ pub struct ExpectationResult {
     /// What was measured, in words and units.
     pub measured: String,
     /// The turn where it failed, when one can be named.
-    pub turn: Option<u32>,
+    pub turn: Option<u64>,
 }
 
 /// The overall result.

@@ -106,20 +106,20 @@ pub fn run_detection(config: &DetectionConfig) -> Vec<DetectionRow> {
     rows
 }
 
-fn last_minus_first(points: &[(u32, u64)]) -> bool {
+fn last_minus_first(points: &[(u64, u64)]) -> bool {
     match (points.first(), points.last()) {
         (Some(first), Some(last)) => last.1 as f64 - first.1 as f64 > TOLERANCE_SIGMAS * SIGMA,
         _ => false,
     }
 }
 
-fn ols_slope(points: &[(u32, u64)]) -> f64 {
+fn ols_slope(points: &[(u64, u64)]) -> f64 {
     let n = points.len() as f64;
-    let mx = points.iter().map(|p| f64::from(p.0)).sum::<f64>() / n;
+    let mx = points.iter().map(|p| p.0 as f64).sum::<f64>() / n;
     let my = points.iter().map(|p| p.1 as f64).sum::<f64>() / n;
     let (mut sxy, mut sxx) = (0.0, 0.0);
     for (x, y) in points {
-        let dx = f64::from(*x) - mx;
+        let dx = *x as f64 - mx;
         sxy += dx * (*y as f64 - my);
         sxx += dx * dx;
     }

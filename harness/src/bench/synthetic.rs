@@ -43,7 +43,7 @@ pub enum SeriesKind {
 #[derive(Debug, Clone, PartialEq)]
 pub struct SyntheticSeries {
     /// `(turn, bytes)` for turns `0..=turns`.
-    pub points: Vec<(u32, u64)>,
+    pub points: Vec<(u64, u64)>,
     /// Whether it contains a leak.
     pub leaks: bool,
     /// The same samples split into load epochs (one epoch without reloads).
@@ -94,10 +94,10 @@ impl SeriesKind {
                     .collect()
             }
         };
-        let points: Vec<(u32, u64)> = shape
+        let points: Vec<(u64, u64)> = shape
             .iter()
             .enumerate()
-            .map(|(t, s)| (t as u32, sample(BASELINE + s, &noise, rng)))
+            .map(|(t, s)| (t as u64, sample(BASELINE + s, &noise, rng)))
             .collect();
         SyntheticSeries {
             series: MetricSeries::from_points(&points),
@@ -134,16 +134,19 @@ fn reloading(turns: u32, per_reload: f64, rng: &mut impl Rng) -> SyntheticSeries
         let points = (start..=end)
             .map(|t| {
                 let value = if t > start { level + step } else { level };
-                (t, sample(value, &noise, rng))
+                (u64::from(t), sample(value, &noise, rng))
             })
             .collect();
         epochs.push(Epoch {
-            start_turn: start,
+            start_turn: u64::from(start),
             points,
         });
         start = end;
     }
-    let series = MetricSeries { epochs };
+    let series = MetricSeries {
+        epochs,
+        baseline_samples: Vec::new(),
+    };
     SyntheticSeries {
         points: series.points().collect(),
         leaks: per_reload > 0.0,

@@ -1,8 +1,9 @@
 //! `leakloop analyze`: classifies a memory trace recorded elsewhere (a CSV of post-close samples
 //! or a leakloop `report.json`) and prints a table or JSON.
 //!
-//! Exit codes: 0 when no metric grows, 1 when at least one metric is `growth`, 2 for a malformed
-//! trace or bad arguments.
+//! Exit codes: 0 when no metric grows enough to matter, 1 when at least one metric is `growth`
+//! that matters (beyond `--max-growth-per-turn`, or by default its lower bound over `--horizon`
+//! turns beyond the tolerance), 2 for a malformed trace or bad arguments.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -11,7 +12,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::analyze::{
-    classify, load_trace, units, Classification, ClassifyOptions, MetricAnalysis, Trace,
+    classify, load_trace, units, ClassifyOptions, MetricAnalysis, Trace, DEFAULT_HORIZON_TURNS,
 };
 use crate::cli::{CliError, Exit};
 use crate::scenario::Tolerance;
@@ -31,9 +32,18 @@ pub(crate) struct AnalyzeArgs {
     #[arg(long, value_parser = parse_tolerance)]
     tolerance: Option<Tolerance>,
     /// Turns after the baseline to treat as warm-up (default: a report's own, else 0; later
-    /// warm-up is found from the data).
+    /// warm-up is found from the data). Must leave samples after it.
     #[arg(long)]
-    warmup_turns: Option<u32>,
+    warmup_turns: Option<u64>,
+    /// Growth fails only when the upper bound of its slope exceeds this size per turn (`64KiB`,
+    /// like the scenario key `max_growth_per_turn`). Default: a report's own, else the horizon
+    /// rule.
+    #[arg(long, value_parser = parse_growth)]
+    max_growth_per_turn: Option<u64>,
+    /// Without a growth limit, growth fails only when its lower bound over this many turns
+    /// exceeds the tolerance.
+    #[arg(long, default_value_t = DEFAULT_HORIZON_TURNS, value_parser = clap::value_parser!(u64).range(1..))]
+    horizon: u64,
 }
 
 /// Output formats.
@@ -54,6 +64,20 @@ struct AnalyzeOutput<'a> {
 
 pub(crate) fn run(args: AnalyzeArgs) -> Result<Exit, CliError> {
     let trace = load_trace(&args.trace).map_err(CliError::bad_input)?;
+    if let Some(warmup) = args.warmup_turns {
+        let last = trace
+            .metrics
+            .values()
+            .filter_map(|s| s.points().last().map(|p| p.0))
+            .max()
+            .unwrap_or(0);
+        if warmup > last {
+            return Err(CliError::bad_input(format!(
+                "--warmup-turns {warmup} is beyond the data: {} ends at turn {last}",
+                args.trace.display()
+            )));
+        }
+    }
     let metrics = analyze_trace(&trace, &args);
     let output = match args.format {
         Format::Json => {
@@ -66,9 +90,7 @@ pub(crate) fn run(args: AnalyzeArgs) -> Result<Exit, CliError> {
         Format::Text => render_table(&metrics),
     };
     println!("{output}");
-    let grows = metrics
-        .values()
-        .any(|m| m.classification == Classification::Growth);
+    let grows = metrics.values().any(MetricAnalysis::fails);
     Ok(if grows {
         Exit::ExpectationFailed
     } else {
@@ -91,15 +113,23 @@ fn analyze_trace(trace: &Trace, args: &AnalyzeArgs) -> BTreeMap<String, MetricAn
                     .or_else(|| expectation.and_then(|e| e.tolerance)),
                 warmup_turns: args
                     .warmup_turns
-                    .or(scenario.map(|s| s.warmup_turns))
+                    .or(scenario.map(|s| u64::from(s.warmup_turns)))
                     .unwrap_or(0),
-                max_growth_per_turn: expectation.and_then(|e| e.max_growth_per_turn),
+                max_growth_per_turn: args
+                    .max_growth_per_turn
+                    .or_else(|| expectation.and_then(|e| e.max_growth_per_turn)),
                 reload_every: scenario.map_or(0, |s| s.reload_every),
+                horizon_turns: args.horizon,
                 ..ClassifyOptions::default()
             };
             (name.clone(), classify(series, &options))
         })
         .collect()
+}
+
+/// Parses a growth limit per turn with the scenario DSL's size parser.
+fn parse_growth(text: &str) -> Result<u64, String> {
+    crate::scenario::parse_size(text).map_err(|e| format!("`{text}`: {}", e.message))
 }
 
 /// Parses `5MiB`, `2 MB`, `1048576` or `2%`.

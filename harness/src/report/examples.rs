@@ -101,7 +101,7 @@ fn expectation(
         passed,
         expected: expected.to_owned(),
         measured: measured.to_owned(),
-        turn,
+        turn: turn.map(u64::from),
     }
 }
 

@@ -23,4 +23,5 @@ pub use model::{
     SamplePlan, SamplePoint, Scenario, SessionOptions, Step, Tolerance, MAX_TURNS, OPENCL_PROFILES,
     SIM_PROFILES,
 };
+pub(crate) use units::parse_size;
 pub use validate::{DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_TOKENS, METRICS};

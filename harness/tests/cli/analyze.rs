@@ -161,3 +161,157 @@ fn real_engine_warmup_across_reloads_is_not_a_ratchet(#[values(1, 2, 3, 4, 5)] r
         );
     }
 }
+
+/// Writes `text` as a trace file in a fresh temporary folder.
+fn trace_file(name: &str, text: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    let path = path.to_str().unwrap().to_owned();
+    (dir, path)
+}
+
+/// A report.json built from a fixture's, with its samples changed by `edit`.
+fn edited_report(edit: impl FnOnce(&mut Vec<serde_json::Value>)) -> (tempfile::TempDir, String) {
+    let text =
+        std::fs::read_to_string(repo().join("fixtures/traces/litert-cpu-reload-run1.report.json"))
+            .unwrap();
+    let mut value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let samples = value["record"]["samples"].as_array_mut().unwrap();
+    edit(samples);
+    trace_file("report.json", &value.to_string())
+}
+
+#[rstest]
+#[case::iteration_counter(20_000)]
+#[case::hundred_million(100_000_000)]
+#[case::up_to_2_53(1 << 48)]
+fn sparse_turn_numbers_get_a_verdict_per_turn_unit(#[case] spacing: u64) {
+    let mut text = String::from("turn,rss\n");
+    for k in 0..=32u64 {
+        let wiggle = [0, 300, -200, 100][k as usize % 4];
+        text.push_str(&format!(
+            "{},{}\n",
+            k * spacing,
+            1_000_000_000 + 4_000_000 * k as i64 + wiggle
+        ));
+    }
+    let (_dir, path) = trace_file("sparse.csv", &text);
+    // Per turn the growth is small: over the default horizon of 1000 turns it stays within the
+    // tolerance, so it does not fail; over 1000 samples it does.
+    let (code, value) = json(&[&path]);
+    assert_eq!(code, 0, "{value:#}");
+    let rss = &value["metrics"]["rss"];
+    assert_eq!(rss["classification"], "growth");
+    assert_eq!(rss["growth_matters"], false);
+    let horizon = (1000 * spacing).to_string();
+    let (code, _) = json(&[&path, "--horizon", &horizon]);
+    assert_eq!(code, 1);
+    let slope = rss["slope_bytes_per_turn"].as_f64().unwrap();
+    let expected = 4_000_000.0 / spacing as f64;
+    assert!(
+        (slope / expected - 1.0).abs() < 0.01,
+        "{slope} vs {expected}"
+    );
+}
+
+#[test]
+fn four_rows_with_a_huge_last_turn_and_a_far_warmup_end_promptly() {
+    let (_dir, path) = trace_file(
+        "huge.csv",
+        "turn,rss\n0,1000000\n1,1000000\n2,1000000\n4294967295,1000000\n",
+    );
+    let (code, value) = json(&[&path]);
+    assert_eq!(code, 0, "{value:#}");
+    let out = analyze(&[&path, "--warmup-turns", "4000000000"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let out = analyze(&[&path, "--warmup-turns", "4294967296"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--warmup-turns 4294967296 is beyond the data")
+            && stderr.contains("ends at turn 4294967295"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_report_with_samples_out_of_order_exits_two_naming_the_sample() {
+    let (_dir, path) = edited_report(|samples| samples.swap(3, 9));
+    let out = analyze(&[&path]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("samples[") && stderr.contains("must be in turn order"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_report_without_samples_exits_two() {
+    let (_dir, path) = edited_report(Vec::clear);
+    let out = analyze(&[&path]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no data rows"));
+}
+
+#[test]
+fn a_saturated_value_in_a_report_exits_two() {
+    let (_dir, path) = edited_report(|samples| {
+        samples[5]["metrics"]["rss"] = serde_json::json!(u64::MAX);
+    });
+    let out = analyze(&[&path]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("samples[5].metrics.rss") && stderr.contains("saturated"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn growth_below_the_limit_passes_and_says_why() {
+    // The 110 MiB/turn leak fails by default and passes under a 200 MiB/turn limit.
+    let trace = "fixtures/traces/synthetic-four-classes.csv";
+    let (code, value) = json(&[trace]);
+    assert_eq!(code, 1);
+    assert_eq!(value["metrics"]["leak"]["growth_matters"], true);
+    let out = analyze(&[trace, "--max-growth-per-turn", "200MiB"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("too small to fail: its upper bound") && stdout.contains("200.0 MiB"),
+        "{stdout}"
+    );
+    // A horizon too short for the leak to leave the tolerance: it does not matter either.
+    let (code, value) = json(&[trace, "--horizon", "1", "--tolerance", "1GiB"]);
+    assert_eq!(code, 0, "{value:#}");
+    assert_eq!(value["metrics"]["leak"]["classification"], "growth");
+    assert_eq!(value["metrics"]["leak"]["growth_matters"], false);
+    let out = analyze(&[trace, "--max-growth-per-turn", "fast"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn repeated_baseline_rows_are_read_as_baseline_samples() {
+    let mut text = String::from("turn,rss\n");
+    for k in 0..6 {
+        text.push_str(&format!(
+            "0,{}\n",
+            730_000_000 + [0, 5, -3, 2, -6, 4][k] * 1_000_000
+        ));
+    }
+    for t in 1..=40 {
+        text.push_str(&format!(
+            "{t},{}\n",
+            730_000_000 + [3, -4, 1, -2, 5, -1][t % 6] * 1_000_000
+        ));
+    }
+    let (_dir, path) = trace_file("baseline.csv", &text);
+    let (code, value) = json(&[&path, "--tolerance", "20MB"]);
+    assert_eq!(code, 0, "{value:#}");
+    let rss = &value["metrics"]["rss"];
+    // The median of 730, 735, 727, 732, 724 and 734 MB.
+    assert_eq!(rss["baseline"], 731_000_000, "{rss:#}");
+    assert_eq!(rss["points"], 41, "{rss:#}");
+}

@@ -18,27 +18,44 @@
 //! bounds `d` so that the steady part keeps enough samples.
 
 /// One load epoch: `(offset, value)` pairs in offset order, offset 0 being the (re)load sample.
-pub(crate) type EpochPoints = Vec<(u32, f64)>;
+pub(crate) type EpochPoints = Vec<(u64, f64)>;
 
 /// The search's inputs besides the data.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct SettleBounds {
     /// Samples of the first epoch before this offset are warm-up by declaration.
-    pub first_epoch_min: u32,
+    pub first_epoch_min: u64,
     /// The latest settling offset allowed.
-    pub max_offset: u32,
+    pub max_offset: u64,
     /// Noise scale of one sample (must be positive).
     pub sigma: f64,
 }
 
 /// The settling offset with the lowest penalised cost.
-pub(crate) fn settle_offset(epochs: &[EpochPoints], bounds: SettleBounds) -> u32 {
+///
+/// Only offsets at which some epoch has a sample can change the cost, so those (and 0) are the
+/// candidates: the search costs `O(c * e * log n)` for `c` candidate offsets and `e` epochs,
+/// which is `O(n log n)` for `n` samples however sparse the turn numbers are.
+pub(crate) fn settle_offset(epochs: &[EpochPoints], bounds: SettleBounds) -> u64 {
     let total: usize = epochs.iter().map(Vec::len).sum();
     let penalty = 2.0 * (total.max(2) as f64).ln();
     let fits: Vec<SuffixFit> = epochs.iter().map(|e| SuffixFit::new(e)).collect();
     let sigma2 = bounds.sigma * bounds.sigma;
-    let mut best = (f64::INFINITY, 0u32);
-    for d in 0..=bounds.max_offset {
+    let mut candidates: Vec<u64> = std::iter::once(0)
+        .chain(std::iter::once(
+            bounds.first_epoch_min.min(bounds.max_offset),
+        ))
+        .chain(
+            epochs
+                .iter()
+                .flat_map(|e| e.iter().map(|p| p.0))
+                .filter(|d| *d <= bounds.max_offset),
+        )
+        .collect();
+    candidates.sort_unstable();
+    candidates.dedup();
+    let mut best = (f64::INFINITY, 0u64);
+    for d in candidates {
         let mut cost = 0.0;
         for (index, (epoch, fit)) in epochs.iter().zip(&fits).enumerate() {
             let floor = if index == 0 {
@@ -65,12 +82,18 @@ struct SuffixFit {
 }
 
 impl SuffixFit {
-    fn new(points: &[(u32, f64)]) -> Self {
+    fn new(points: &[(u64, f64)]) -> Self {
         // Centre the values on the first one to keep the sums small.
         let origin = points.first().map_or(0.0, |p| p.1);
+        let span = match (points.first(), points.last()) {
+            (Some(first), Some(last)) if last.0 > first.0 => (last.0 - first.0) as f64,
+            _ => 1.0,
+        };
         let mut sums = vec![[0.0; 6]; points.len() + 1];
         for (i, (x, y)) in points.iter().enumerate().rev() {
-            let (x, y) = (f64::from(*x), y - origin);
+            // The residual sum of squares does not change when x is shifted and scaled: offsets
+            // from the first point over the span keep the sums exact for huge turn numbers too.
+            let (x, y) = ((*x - points[0].0) as f64 / span, y - origin);
             let next = sums[i + 1];
             sums[i] = [
                 next[0] + 1.0,
@@ -107,11 +130,11 @@ mod tests {
 
     fn series(n: u32, shape: impl Fn(u32) -> f64) -> EpochPoints {
         (0..=n)
-            .map(|t| (t, shape(t) + NOISE[t as usize % NOISE.len()]))
+            .map(|t| (u64::from(t), shape(t) + NOISE[t as usize % NOISE.len()]))
             .collect()
     }
 
-    fn bounds(max_offset: u32) -> SettleBounds {
+    fn bounds(max_offset: u64) -> SettleBounds {
         SettleBounds {
             first_epoch_min: 0,
             max_offset,
@@ -126,7 +149,7 @@ mod tests {
     #[case::step_then_leak(|t| if t >= 1 { 50.0 + 2.0 * f64::from(t) } else { 0.0 }, 1)]
     #[case::step_at_turn_four(|t| if t >= 4 { 30.0 } else { 0.0 }, 4)]
     #[case::linear_warmup_then_flat(|t: u32| 10.0 * f64::from(t.min(5)), 5)]
-    fn finds_where_warmup_ends(#[case] shape: fn(u32) -> f64, #[case] expected: u32) {
+    fn finds_where_warmup_ends(#[case] shape: fn(u32) -> f64, #[case] expected: u64) {
         let points = series(20, shape);
         assert_eq!(settle_offset(&[points], bounds(10)), expected);
     }
@@ -147,6 +170,23 @@ mod tests {
             .map(|_| series(6, |k| if k >= 1 { 40.0 } else { 0.0 }))
             .collect();
         assert_eq!(settle_offset(&epochs, bounds(3)), 1);
+    }
+
+    #[test]
+    fn sparse_turn_numbers_cost_what_their_samples_cost() {
+        // Four samples far apart, and a bound beyond any turn: the candidates are the samples.
+        let points: EpochPoints = [0u64, 1, 2, u64::from(u32::MAX), 1 << 53]
+            .iter()
+            .zip([0.0, 50.0, 50.0, 50.4, 49.7])
+            .map(|(t, v)| (*t, v))
+            .collect();
+        assert_eq!(settle_offset(&[points], bounds(1 << 52)), 1);
+        // The same shape at multiples of 1e8: the step is found at the first sample after it.
+        let spread: EpochPoints = series(20, |t| if t >= 1 { 50.0 } else { 0.0 })
+            .into_iter()
+            .map(|(t, v)| (t * 100_000_000, v))
+            .collect();
+        assert_eq!(settle_offset(&[spread], bounds(1_000_000_000)), 100_000_000);
     }
 
     #[test]

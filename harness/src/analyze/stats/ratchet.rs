@@ -159,14 +159,14 @@ pub(crate) fn settled_from(levels: &[EpochLevel], sigma: f64, min_kept: usize) -
         .max(noise_floor_variance(levels, sigma))
         .sqrt()
         .max(f64::MIN_POSITIVE.sqrt());
-    let points: Vec<(u32, f64)> = levels
+    let points: Vec<(u64, f64)> = levels
         .iter()
         .enumerate()
-        .map(|(i, l)| (i as u32, l.level))
+        .map(|(i, l)| (i as u64, l.level))
         .collect();
     let bounds = SettleBounds {
         first_epoch_min: 0,
-        max_offset: max_dropped as u32,
+        max_offset: max_dropped as u64,
         sigma: scale,
     };
     settle_offset(&[points], bounds) as usize

@@ -65,6 +65,34 @@ pub(crate) fn noise_sigma(diffs: &[f64]) -> f64 {
     mean_abs * (std::f64::consts::PI / 2.0).sqrt() / std::f64::consts::SQRT_2
 }
 
+/// The typical step times this is the least noise a metric is given (see [`noise_floor`]).
+pub(crate) const STEP_NOISE_FRACTION: f64 = 0.01;
+
+/// The least noise scale a metric whose samples move in whole steps can be said to have.
+///
+/// Quantized and nearly noiseless metrics (page counts, allocator segments, high-water marks, a
+/// trace transcribed to two decimals) give a noise estimate of zero or near it, and a near-perfect
+/// ramp whose last step is 1% larger then looks like a broken line. Two floors apply, the larger
+/// wins: the metric's resolution `q` (the greatest common divisor of the steps between samples)
+/// as the standard deviation of rounding to it, `q / sqrt(12)`; and [`STEP_NOISE_FRACTION`] of
+/// the median absolute step, so a ramp is allowed steps that differ by about a percent.
+/// `steps` are absolute differences between consecutive samples in bytes.
+pub(crate) fn noise_floor(steps: &[u64]) -> f64 {
+    let resolution = steps.iter().fold(0u64, |g, s| gcd(g, *s));
+    let typical = {
+        let as_f64: Vec<f64> = steps.iter().map(|s| *s as f64).collect();
+        median(&as_f64).unwrap_or(0.0)
+    };
+    (resolution as f64 / 12f64.sqrt()).max(STEP_NOISE_FRACTION * typical)
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
 /// Above this many values the noise scale uses the MAD instead of the quadratic `Qn`.
 const QN_MAX: usize = 2000;
 
@@ -206,6 +234,22 @@ mod tests {
             *v *= 1000.0;
         }
         assert!(qn(&wild) < 3.0, "{}", qn(&wild));
+    }
+
+    #[rstest]
+    #[case::pages(&[4096, 0, 8192, 4096, 0], 4096.0 / 12f64.sqrt())]
+    #[case::ramp_of_one_point_six_mb(&[1_600_000, 1_600_000, 1_600_000, 1_616_000], 16_000.0)]
+    #[case::still(&[0, 0, 0], 0.0)]
+    #[case::odd_bytes(&[3, 5, 7], 1.0 / 12f64.sqrt())]
+    fn the_noise_floor_is_the_resolution_or_a_percent_of_the_step(
+        #[case] steps: &[u64],
+        #[case] expected: f64,
+    ) {
+        assert!(
+            (noise_floor(steps) - expected).abs() < 1e-6,
+            "{}",
+            noise_floor(steps)
+        );
     }
 
     #[test]

@@ -99,9 +99,13 @@ pub const DEFAULT_HORIZON_TURNS: u64 = 1000;
 
 /// Standard error of Theil-Sen relative to least squares under Gaussian noise (efficiency ~0.91).
 const THEIL_SEN_SE_FACTOR: f64 = 1.05;
-/// Epochs longer than this are reduced to medians of consecutive groups before the O(n^2) rank
-/// statistics (about 2 million pairs at most).
+/// Epochs longer than this are reduced to medians of consecutive groups before the pairwise rank
+/// statistics.
 const MAX_POINTS_PER_EPOCH: usize = 2000;
+/// The most within-epoch pairs the rank statistics see over all epochs together (those of one
+/// epoch of [`MAX_POINTS_PER_EPOCH`] samples, about 2 million): with many long reload epochs
+/// every epoch is reduced further, so the cost of an analysis stays linear in its samples.
+const MAX_PAIRS: usize = MAX_POINTS_PER_EPOCH * (MAX_POINTS_PER_EPOCH - 1) / 2;
 /// Mann-Kendall cannot reach [`TREND_ALPHA`] with fewer samples than this.
 const MIN_GROWTH_POINTS: usize = 6;
 /// The steady part re-estimates the noise only from at least this many differences.
@@ -449,6 +453,16 @@ impl<'a> Prepared<'a> {
         let mut blocks = Vec::new();
         let mut starts = Vec::new();
         let mut epoch_starts = Vec::new();
+        let lengths: Vec<usize> = self
+            .epochs
+            .iter()
+            .enumerate()
+            .map(|(index, e)| {
+                let bound = self.bound(index);
+                e.iter().filter(|p| p.0 >= bound).count()
+            })
+            .collect();
+        let cap = points_cap(&lengths);
         for (index, epoch) in self.epochs.iter().enumerate() {
             let bound = self.bound(index);
             let epoch_start = epoch.first().map_or(0.0, |p| (p.1 - p.0) as f64);
@@ -460,7 +474,7 @@ impl<'a> Prepared<'a> {
             if let Some(first) = points.first() {
                 starts.push(first.0);
                 epoch_starts.push(epoch_start);
-                blocks.push(thin(points));
+                blocks.push(thin(points, cap));
             }
         }
         let count: usize = blocks.iter().map(Vec::len).sum();
@@ -476,12 +490,40 @@ impl<'a> Prepared<'a> {
     }
 }
 
-/// Reduces an epoch to medians of consecutive groups when it is too long for pairwise statistics.
-fn thin(points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
-    if points.len() <= MAX_POINTS_PER_EPOCH {
+/// The most samples per epoch that keeps the within-epoch pairs of all epochs within
+/// [`MAX_PAIRS`] (never below 4, so that every epoch keeps pairs).
+fn points_cap(lengths: &[usize]) -> usize {
+    let pairs = |cap: usize| -> usize {
+        lengths
+            .iter()
+            .map(|n| {
+                let m = (*n).min(cap);
+                m * m.saturating_sub(1) / 2
+            })
+            .sum()
+    };
+    let (mut lo, mut hi) = (4usize, MAX_POINTS_PER_EPOCH);
+    if pairs(hi) <= MAX_PAIRS {
+        return hi;
+    }
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if pairs(mid) <= MAX_PAIRS {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    lo
+}
+
+/// Reduces an epoch longer than `cap` to medians of consecutive groups (about `cap / 2` of them)
+/// for the pairwise statistics: a documented sampled estimate that keeps their cost bounded.
+fn thin(points: Vec<(f64, f64)>, cap: usize) -> Vec<(f64, f64)> {
+    if points.len() <= cap {
         return points;
     }
-    let group = points.len().div_ceil(MAX_POINTS_PER_EPOCH / 2);
+    let group = points.len().div_ceil((cap / 2).max(2));
     points
         .chunks(group)
         .map(|chunk| {

@@ -667,3 +667,60 @@ fn several_baseline_samples_let_a_flat_noisy_series_be_clean() {
         "{several:#?}"
     );
 }
+
+// ---- Cost: linear in the number of samples (timings are in `leakloop bench`, not here) ----
+
+/// `n` samples after the baseline, `spacing` turns apart, rising `slope` per turn, with seeded
+/// Gaussian noise of 0.5 MiB.
+fn long_series(n: u64, spacing: u64, slope: f64) -> Vec<(u64, u64)> {
+    let mut rng = ChaCha8Rng::seed_from_u64(n ^ spacing);
+    let noise = Normal::new(0.0, 0.5 * MIB).unwrap();
+    (0..=n)
+        .map(|k| {
+            let value = BASE + slope * (k * spacing) as f64 + noise.sample(&mut rng);
+            (k * spacing, value.round() as u64)
+        })
+        .collect()
+}
+
+#[test]
+fn a_million_samples_are_judged() {
+    let leak = run(&long_series(1_000_000, 1, 64.0), &options(5));
+    assert_eq!(leak.classification, Classification::Growth, "{leak:#?}");
+    assert!(
+        (leak.slope_bytes_per_turn / 64.0 - 1.0).abs() < 0.02,
+        "{leak:#?}"
+    );
+    assert_eq!(leak.points, 1_000_001);
+    assert!(leak.steady_from_turn.unwrap() < 10, "{leak:#?}");
+    let flat = run(&long_series(1_000_000, 1, 0.0), &options(5));
+    assert_eq!(flat.classification, Classification::Clean, "{flat:#?}");
+}
+
+#[test]
+fn a_hundred_thousand_samples_up_to_turn_2_53_are_judged() {
+    let spacing = (1u64 << 53) / 100_000;
+    let leak = run(&long_series(100_000, spacing, 1e-6), &options(5));
+    assert_eq!(leak.classification, Classification::Growth, "{leak:#?}");
+    assert!(
+        (leak.slope_bytes_per_turn / 1e-6 - 1.0).abs() < 0.05,
+        "{leak:#?}"
+    );
+}
+
+#[test]
+fn long_reload_epochs_pool_within_the_pair_budget() {
+    // 60 epochs of 1999 turns (about 120,000 samples), growing 4 KiB per turn inside each and
+    // returning at every reload: the pooled slope still finds it, from a bounded number of pairs.
+    let series = reloading(60, 1999, 0.25 * MIB, |k| 4096.0 * f64::from(k));
+    let a = classify(&series, &reload_options(1999));
+    assert_eq!(a.classification, Classification::Growth, "{a:#?}");
+    assert!(
+        (a.slope_bytes_per_turn / 4096.0 - 1.0).abs() < 0.05,
+        "{a:#?}"
+    );
+    let lengths = vec![2000; 60];
+    let cap = points_cap(&lengths);
+    assert!(60 * cap * (cap - 1) / 2 <= MAX_PAIRS, "{cap}");
+    assert!(cap > 200, "{cap}");
+}

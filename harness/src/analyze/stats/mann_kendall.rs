@@ -22,19 +22,53 @@ pub(crate) struct TrendTest {
     pub p_increasing: f64,
 }
 
-/// Kendall's `S` for values in time order.
+/// Kendall's `S` for values in time order, in `O(n log n)`.
+///
+/// `S = P - T - 2 I` over the `P = n(n-1)/2` pairs, with `T` the tied pairs and `I` the strict
+/// inversions (a later value smaller than an earlier one), counted while merge-sorting.
 pub(crate) fn kendall_s(values: &[f64]) -> i64 {
-    let mut s = 0i64;
-    for (i, a) in values.iter().enumerate() {
-        for b in &values[i + 1..] {
-            s += match b.total_cmp(a) {
-                std::cmp::Ordering::Greater => 1,
-                std::cmp::Ordering::Less => -1,
-                std::cmp::Ordering::Equal => 0,
-            };
+    let n = values.len() as i64;
+    let mut sorted = values.to_vec();
+    let mut buffer = vec![0.0; sorted.len()];
+    let inversions = count_inversions(&mut sorted, &mut buffer) as i64;
+    let mut ties = 0i64;
+    let mut run = 1i64;
+    for i in 1..=sorted.len() {
+        if i < sorted.len() && sorted[i].total_cmp(&sorted[i - 1]).is_eq() {
+            run += 1;
+        } else {
+            ties += run * (run - 1) / 2;
+            run = 1;
         }
     }
-    s
+    n * (n - 1) / 2 - ties - 2 * inversions
+}
+
+/// Sorts `values` and returns how many pairs were strictly out of order.
+fn count_inversions(values: &mut [f64], buffer: &mut [f64]) -> u64 {
+    let n = values.len();
+    if n < 2 {
+        return 0;
+    }
+    let mid = n / 2;
+    let (left_buffer, right_buffer) = buffer.split_at_mut(mid);
+    let mut count = count_inversions(&mut values[..mid], left_buffer)
+        + count_inversions(&mut values[mid..], right_buffer);
+    let (mut i, mut j) = (0, mid);
+    for slot in buffer[..n].iter_mut() {
+        // Equal values are taken from the left first, so ties are never counted.
+        let take_left = j >= n || (i < mid && values[i].total_cmp(&values[j]).is_le());
+        if take_left {
+            *slot = values[i];
+            i += 1;
+        } else {
+            *slot = values[j];
+            count += (mid - i) as u64;
+            j += 1;
+        }
+    }
+    values.copy_from_slice(&buffer[..n]);
+    count
 }
 
 /// The variance of `S` under "no trend" for these values, with the ties correction
@@ -101,6 +135,25 @@ mod tests {
     #[case::mixed(&[1.0, 3.0, 2.0], 1)]
     fn s_counts_pairs(#[case] values: &[f64], #[case] expected: i64) {
         assert_eq!(kendall_s(values), expected);
+    }
+
+    #[test]
+    fn s_matches_the_pairwise_count() {
+        use rand::{RngExt, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(4);
+        for n in [0usize, 1, 2, 3, 7, 50, 201] {
+            // Few distinct values, so that ties are common.
+            let values: Vec<f64> = (0..n)
+                .map(|_| f64::from(rng.random_range(0..6u8)))
+                .collect();
+            let mut pairwise = 0i64;
+            for (i, a) in values.iter().enumerate() {
+                for b in &values[i + 1..] {
+                    pairwise += b.total_cmp(a) as i64;
+                }
+            }
+            assert_eq!(kendall_s(&values), pairwise, "{values:?}");
+        }
     }
 
     #[test]

@@ -13,7 +13,6 @@
 //! interval is returned.
 
 use super::mann_kendall::{kendall_variance, two_sided_z};
-use super::robust::median_sorted;
 
 /// A pooled slope with its rank-based interval.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,30 +45,42 @@ pub(crate) fn sen_slope<B: AsRef<[(f64, f64)]>>(blocks: &[B], confidence: f64) -
     if slopes.is_empty() {
         return None;
     }
-    slopes.sort_by(f64::total_cmp);
+    // Linear-time selection of the few order statistics needed, not a full sort.
     let n = slopes.len() as f64;
     let c = two_sided_z(confidence) * var_s.max(0.0).sqrt();
     let lower_rank = (n - c) / 2.0;
     let upper_rank = (n + c) / 2.0 + 1.0;
     let interval = (lower_rank >= 1.0 && upper_rank <= n).then(|| {
         (
-            order_statistic(&slopes, lower_rank),
-            order_statistic(&slopes, upper_rank),
+            order_statistic(&mut slopes, lower_rank),
+            order_statistic(&mut slopes, upper_rank),
         )
     });
+    let half = slopes.len() / 2;
+    let slope = if slopes.len() % 2 == 1 {
+        kth(&mut slopes, half)
+    } else {
+        0.5 * (kth(&mut slopes, half - 1) + kth(&mut slopes, half))
+    };
     Some(SenSlope {
-        slope: median_sorted(&slopes),
+        slope,
         interval,
         pairs: slopes.len(),
     })
 }
 
 /// The value at a 1-based fractional rank, interpolating linearly between neighbours.
-fn order_statistic(sorted: &[f64], rank: f64) -> f64 {
-    let lo = (rank.floor() as usize).clamp(1, sorted.len());
-    let hi = (rank.ceil() as usize).clamp(1, sorted.len());
+fn order_statistic(values: &mut [f64], rank: f64) -> f64 {
+    let lo = (rank.floor() as usize).clamp(1, values.len());
+    let hi = (rank.ceil() as usize).clamp(1, values.len());
     let frac = rank - rank.floor();
-    sorted[lo - 1] + frac * (sorted[hi - 1] - sorted[lo - 1])
+    let (a, b) = (kth(values, lo - 1), kth(values, hi - 1));
+    a + frac * (b - a)
+}
+
+/// The `k`-th smallest value (0-based) in expected linear time; reorders `values`.
+fn kth(values: &mut [f64], k: usize) -> f64 {
+    *values.select_nth_unstable_by(k, f64::total_cmp).1
 }
 
 #[cfg(test)]

@@ -18,7 +18,9 @@ fn analyze(args: &[&str]) -> Output {
         .expect("run leakloop")
 }
 
-fn json(args: &[&str]) -> (i32, serde_json::Value) {
+/// `leakloop analyze ARGS --format json`: the exit code and the parsed output (also used by
+/// `real_traces.rs`).
+pub(crate) fn json(args: &[&str]) -> (i32, serde_json::Value) {
     let mut all = args.to_vec();
     all.extend(["--format", "json"]);
     let out = analyze(&all);

@@ -11,6 +11,7 @@ mod interrupted;
 mod library;
 mod opencl;
 mod out_dir;
+mod real_traces;
 mod report;
 mod schema;
 mod stop;

@@ -1,9 +1,11 @@
 //! The turn-loop runner: executes a scenario against an engine in safe release order, counts
 //! every create/delete in the ledger and samples memory at the scenario's sampling points.
 
+mod metrics;
 mod prompt;
 mod record;
 mod run_loop;
 
+pub use metrics::{MetricName, Metrics};
 pub use record::{Phase, RunOutcome, RunRecord, Sample};
 pub use run_loop::{run_scenario, NoObserver, RunObserver};

@@ -1,11 +1,10 @@
 //! What a run measured: every sample, the call ledger and how the run ended. This is the input
 //! of the analyzer and of every report.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{BackendInfo, EngineError, Ledger};
+use crate::runner::Metrics;
 use crate::scenario::Scenario;
 
 /// Where in the turn loop a sample was taken.
@@ -38,7 +37,20 @@ pub struct Sample {
     /// Milliseconds since the run started (simulated time on the simulator).
     pub t_ms: f64,
     /// Every metric, in bytes.
-    pub metrics: BTreeMap<String, u64>,
+    pub metrics: Metrics,
+}
+
+impl Sample {
+    /// A sample with no metrics, for reserving and touching a run's sample buffer.
+    pub(crate) fn placeholder() -> Self {
+        Sample {
+            turn: 0,
+            phase: Phase::Load,
+            epoch: 0,
+            t_ms: 0.0,
+            metrics: Metrics::new(),
+        }
+    }
 }
 
 /// How a run ended.
@@ -94,7 +106,7 @@ impl RunRecord {
         let mut names: Vec<String> = self
             .samples
             .iter()
-            .flat_map(|s| s.metrics.keys().cloned())
+            .flat_map(|s| s.metrics.keys().map(str::to_owned))
             .collect();
         names.sort();
         names.dedup();

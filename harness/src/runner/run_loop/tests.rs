@@ -466,3 +466,53 @@ fn settle_time_is_waited_before_every_sample() {
     let record = run_scenario(&s, &mut engine, &mut NoObserver);
     assert_eq!(record.samples.len(), 3);
 }
+
+/// Counts snapshot calls of a run of `steps` sampled after `after`.
+fn snapshots_of_run(steps: Vec<Step>, after: Vec<SamplePoint>, turns: u32) -> usize {
+    let mut s = scenario(turns, steps);
+    s.sample.after = after;
+    let mut engine = passive_engine();
+    engine.checkpoint();
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = calls.clone();
+    engine.expect_describe().return_const(BackendInfo {
+        backend: "mock".into(),
+        version: "0".into(),
+        details: BTreeMap::new(),
+    });
+    engine.expect_snapshot().returning(move || {
+        counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(EngineSnapshot::default())
+    });
+    engine.expect_simulated_clock_ms().return_const(Some(0.0));
+    engine.expect_process_id().return_const(None);
+    engine.expect_idle().return_const(());
+    engine.expect_load().returning(|| Ok(()));
+    engine.expect_unload().returning(|| Ok(()));
+    engine
+        .expect_open_session()
+        .returning(|turn, _| Ok(SessionId(u64::from(turn))));
+    engine.expect_send().returning(|_, _| Ok(()));
+    engine.expect_generate().returning(|_, _| outcome());
+    engine.expect_close_session().returning(|_| Ok(()));
+    let record = run_scenario(&s, &mut engine, &mut NoObserver);
+    assert_eq!(record.outcome, RunOutcome::Completed);
+    calls.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Issue 15: the sample after close already brought the engine's counts; a second snapshot at
+/// the end of the turn was one more worker round trip per turn for nothing.
+#[test]
+fn a_turn_sampled_after_its_last_call_takes_no_second_snapshot() {
+    let mut steps = chat_turn();
+    steps.pop(); // no idle after the close
+    let n = snapshots_of_run(steps, vec![SamplePoint::Load, SamplePoint::Close], 5);
+    // The load sample, one per turn, and one after the final unload.
+    assert_eq!(n, 1 + 5 + 1);
+    // An idle after the close sample may move counts on: the turn end still takes its snapshot.
+    let n = snapshots_of_run(chat_turn(), vec![SamplePoint::Load, SamplePoint::Close], 5);
+    assert_eq!(n, 1 + 5 * 2 + 1);
+    // Without a close sample, the turn end is where the ledger learns the turn's counts.
+    let n = snapshots_of_run(chat_turn(), vec![SamplePoint::Load], 5);
+    assert_eq!(n, 1 + 5 + 1);
+}

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::runner::RunRecord;
+use crate::runner::{RunRecord, OLDEST_REPORT_FORMAT_VERSION, REPORT_FORMAT_VERSION};
 
 use super::series::MetricSeries;
 
@@ -86,19 +86,34 @@ pub fn load_trace(path: &Path) -> Result<Trace, TraceError> {
     }
 }
 
-/// Parses the run record out of a leakloop report (`{"format_version": 1, "record": ...}`).
+/// Parses the run record out of a leakloop report (`{"format_version": 2, "record": ...}`): the
+/// version is read first (skipping every other field unbuilt), then the record, once, with no
+/// intermediate JSON tree.
 pub fn parse_report(text: &str) -> Result<RunRecord, TraceErrorKind> {
-    let value: serde_json::Value = serde_json::from_str(text)
+    #[derive(serde::Deserialize)]
+    struct Version {
+        format_version: Option<serde_json::Value>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Record {
+        record: Option<RunRecord>,
+    }
+    let version: Version = serde_json::from_str(text)
         .map_err(|e| TraceErrorKind::Report(format!("invalid JSON at line {}: {e}", e.line())))?;
-    match value
-        .get("format_version")
-        .and_then(serde_json::Value::as_u64)
-    {
-        Some(1) => {}
+    let supported = OLDEST_REPORT_FORMAT_VERSION..=REPORT_FORMAT_VERSION;
+    let readable = |v: &serde_json::Value| {
+        v.as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .is_some_and(|n| supported.contains(&n))
+    };
+    match version.format_version {
+        Some(v) if readable(&v) => {}
         Some(other) => {
             return Err(TraceErrorKind::Report(format!(
-                "format_version {other} is not supported (this build reads 1)"
-            )))
+                "format_version {other} is not supported (this build reads {} to {})",
+                supported.start(),
+                supported.end()
+            )));
         }
         None => {
             return Err(TraceErrorKind::Report(
@@ -106,11 +121,12 @@ pub fn parse_report(text: &str) -> Result<RunRecord, TraceErrorKind> {
             ))
         }
     }
-    let record = value
-        .get("record")
-        .ok_or_else(|| TraceErrorKind::Report("missing `record`".to_owned()))?;
-    serde_path_to_error::deserialize(record)
-        .map_err(|e| TraceErrorKind::Report(format!("at `record.{}`: {}", e.path(), e.inner())))
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let parsed: Record = serde_path_to_error::deserialize(&mut deserializer)
+        .map_err(|e| TraceErrorKind::Report(format!("at `{}`: {}", e.path(), e.inner())))?;
+    parsed
+        .record
+        .ok_or_else(|| TraceErrorKind::Report("missing `record`".to_owned()))
 }
 
 /// Parses a CSV trace into one series per metric column.
@@ -302,8 +318,8 @@ mod tests {
 
     #[rstest]
     #[case::version(
-        r#"{"format_version": 2, "record": {}}"#,
-        "format_version 2 is not supported"
+        r#"{"format_version": 3, "record": {}}"#,
+        "format_version 3 is not supported"
     )]
     #[case::no_version(r#"{"record": {}}"#, "missing `format_version`")]
     #[case::no_record(r#"{"format_version": 1}"#, "missing `record`")]

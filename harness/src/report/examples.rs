@@ -400,15 +400,7 @@ pub fn crashed_run() -> (RunRecord, Verdict) {
     record.scenario.name = "per-turn-chat-oom".to_owned();
     record.samples.retain(|s| s.turn < 4);
     record.turns_completed = 3;
-    record.ledger.turns.retain(|t| t.turn < 4);
-    record.ledger.totals.clear();
-    for entry in &record.ledger.turns {
-        for (kind, counts) in &entry.kinds {
-            let total = record.ledger.totals.entry(kind.clone()).or_default();
-            total.created += counts.created;
-            total.deleted += counts.deleted;
-        }
-    }
+    record.ledger.truncate_before(4);
     record.engine_errors = vec![(
         2,
         "generate".to_owned(),

@@ -7,5 +7,7 @@ mod record;
 mod run_loop;
 
 pub use metrics::{MetricName, Metrics};
-pub use record::{Phase, RunOutcome, RunRecord, Sample};
+pub use record::{
+    Phase, RunOutcome, RunRecord, Sample, OLDEST_REPORT_FORMAT_VERSION, REPORT_FORMAT_VERSION,
+};
 pub use run_loop::{run_scenario, NoObserver, RunObserver};

@@ -7,6 +7,17 @@ use crate::engine::{BackendInfo, EngineError, Ledger};
 use crate::runner::Metrics;
 use crate::scenario::Scenario;
 
+/// The report.json layout (`format_version`) this build writes. report.json is mostly this
+/// record, and both the report reader and the analyzer's trace reader check it, so it lives
+/// here, below both. Bump it on any change that an older reader would misread (a removed or
+/// renamed field, a changed meaning); adding a field is not such a change. 2: the ledger's
+/// per-turn entries became per-kind runs (`ledger.runs`), and report.json is written compact.
+pub const REPORT_FORMAT_VERSION: u32 = 2;
+
+/// The oldest report.json layout this build still reads (1: a per-turn `ledger.turns`, folded
+/// into runs on reading).
+pub const OLDEST_REPORT_FORMAT_VERSION: u32 = 1;
+
 /// Where in the turn loop a sample was taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -3,9 +3,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::analyze::Verdict;
-use crate::report::atomic::write_atomic;
+use crate::report::atomic::{write_atomic, write_atomic_with};
 use crate::report::{
-    render_junit, render_plot_svg, render_report_json, render_summary_md, ReportError,
+    render_junit, render_plot_svg, render_summary_md, write_report_json, ReportError,
 };
 use crate::runner::RunRecord;
 
@@ -21,27 +21,32 @@ pub const SUMMARY_MD: &str = "summary.md";
 pub const SAMPLES_JSONL: &str = "samples.jsonl";
 
 /// Renders and atomically writes report.json, junit.xml, plot.svg and summary.md into `dir`
-/// (created if missing); returns the paths written, in that order. Every artifact is rendered
-/// before the first is written, so a rendering error leaves the folder as it was.
+/// (created if missing); returns the paths written, in that order. One artifact at a time:
+/// report.json is streamed to its file, the others are rendered just before they are written,
+/// so a long run never holds every artifact in memory at once. Each file is replaced
+/// atomically; a rendering error leaves that artifact (and those after it) as they were.
 pub fn write_reports(
     dir: &Path,
     record: &RunRecord,
     verdict: &Verdict,
 ) -> Result<Vec<PathBuf>, ReportError> {
-    let artifacts = [
-        (REPORT_JSON, render_report_json(record, verdict)?),
-        (JUNIT_XML, render_junit(record, verdict)?),
-        (PLOT_SVG, render_plot_svg(record, verdict)?),
-        (SUMMARY_MD, render_summary_md(record, verdict)),
-    ];
     std::fs::create_dir_all(dir).map_err(|source| ReportError::Write {
         path: dir.to_owned(),
         source,
     })?;
-    let mut written = Vec::with_capacity(artifacts.len());
-    for (name, contents) in artifacts {
+    let mut written = Vec::with_capacity(4);
+    let path = dir.join(REPORT_JSON);
+    write_atomic_with(&path, |out| write_report_json(out, record, verdict))?;
+    written.push(path);
+    type Render<'a> = &'a dyn Fn() -> Result<String, ReportError>;
+    let rest: [(&str, Render<'_>); 3] = [
+        (JUNIT_XML, &|| render_junit(record, verdict)),
+        (PLOT_SVG, &|| render_plot_svg(record, verdict)),
+        (SUMMARY_MD, &|| Ok(render_summary_md(record, verdict))),
+    ];
+    for (name, render) in rest {
         let path = dir.join(name);
-        write_atomic(&path, contents.as_bytes())?;
+        write_atomic(&path, render()?.as_bytes())?;
         written.push(path);
     }
     Ok(written)

@@ -87,6 +87,28 @@ pub(crate) fn run_and_analyze(
     out: Option<&Path>,
     quiet: bool,
 ) -> Result<(RunRecord, Verdict), CliError> {
+    run_and_analyze_timed(scenario, out, quiet, &mut PhaseTimes::default())
+}
+
+/// Wall time of each phase of [`run_and_analyze`], in seconds (for `leakloop bench scale`).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct PhaseTimes {
+    /// Building the engine and the turn loop, samples streamed.
+    pub run: f64,
+    /// The analysis.
+    pub analyze: f64,
+    /// Writing the reports.
+    pub reports: f64,
+}
+
+/// [`run_and_analyze`], timing each phase into `times`.
+pub(crate) fn run_and_analyze_timed(
+    scenario: &Scenario,
+    out: Option<&Path>,
+    quiet: bool,
+    times: &mut PhaseTimes,
+) -> Result<(RunRecord, Verdict), CliError> {
+    let started = std::time::Instant::now();
     let mut engine = build_engine(scenario).map_err(|e| {
         CliError::Engine(anyhow!(
             "cannot start the `{}` engine for {}: {e}",
@@ -122,11 +144,16 @@ pub(crate) fn run_and_analyze(
             eprintln!("warning: {e}");
         }
     }
+    times.run = started.elapsed().as_secs_f64();
+    let started = std::time::Instant::now();
     let verdict = analyze_run(&record);
+    times.analyze = started.elapsed().as_secs_f64();
+    let started = std::time::Instant::now();
     if let Some(dir) = out {
         write_reports(dir, &record, &verdict)
             .map_err(|e| CliError::bad_input(format!("cannot write reports: {e}")))?;
     }
+    times.reports = started.elapsed().as_secs_f64();
     Ok((record, verdict))
 }
 

@@ -25,6 +25,11 @@ pub fn probe_process(pid: u32) -> Result<BTreeMap<String, u64>, ProbeError> {
     Ok(metrics)
 }
 
+/// The peak resident memory of this process so far (`VmHWM`), in bytes, where the OS tells.
+pub fn peak_rss_bytes() -> Option<u64> {
+    imp::peak_rss()
+}
+
 /// The metrics this probe can read.
 pub const PROCESS_METRICS: &[&str] = &["rss", "pss", "anon_rss", "swap"];
 
@@ -147,6 +152,11 @@ mod imp {
         Ok(())
     }
 
+    pub(super) fn peak_rss() -> Option<u64> {
+        let status = std::fs::read_to_string("/proc/self/status").ok()?;
+        field_kib(&status, "VmHWM").map(|kib| kib * 1024)
+    }
+
     /// Value of a `Key:   123 kB` line.
     pub(super) fn field_kib(text: &str, key: &str) -> Option<u64> {
         text.lines().find_map(|line| {
@@ -179,6 +189,10 @@ mod imp {
         })?;
         out("rss", process.memory());
         Ok(())
+    }
+
+    pub(super) fn peak_rss() -> Option<u64> {
+        None
     }
 }
 
@@ -230,6 +244,12 @@ mod tests {
             .read(std::process::id(), &mut |name, _| names.push(name))
             .unwrap();
         assert!(names.contains(&"pss"), "{names:?}");
+    }
+
+    #[test]
+    fn the_peak_is_at_least_what_is_resident_now() {
+        let now = probe_process(std::process::id()).unwrap()["rss"];
+        assert!(peak_rss_bytes().unwrap() >= now / 2, "{now}");
     }
 
     #[test]

@@ -516,3 +516,97 @@ fn a_turn_sampled_after_its_last_call_takes_no_second_snapshot() {
     let n = snapshots_of_run(chat_turn(), vec![SamplePoint::Load], 5);
     assert_eq!(n, 1 + 5 + 1);
 }
+
+/// Set in the fresh process that runs the harness-growth check.
+const GROWTH_CHILD_ENV: &str = "LEAKLOOP_HARNESS_GROWTH_CHILD";
+
+/// The simulator really allocating its native heap, reporting the process's C heap (glibc's
+/// statistics) as `native_heap`, as an in-process real engine does.
+struct HeapFromAllocator(crate::engine::SimEngine);
+
+impl Engine for HeapFromAllocator {
+    fn describe(&self) -> BackendInfo {
+        self.0.describe()
+    }
+    fn load(&mut self) -> Result<(), EngineError> {
+        self.0.load()
+    }
+    fn open_session(&mut self, turn: u32, o: &SessionOptions) -> Result<SessionId, EngineError> {
+        self.0.open_session(turn, o)
+    }
+    fn send(&mut self, session: SessionId, prompt: &Prompt) -> Result<(), EngineError> {
+        self.0.send(session, prompt)
+    }
+    fn generate(
+        &mut self,
+        session: SessionId,
+        request: &GenerateRequest,
+    ) -> Result<GenerateOutcome, EngineError> {
+        self.0.generate(session, request)
+    }
+    fn close_session(&mut self, session: SessionId) -> Result<(), EngineError> {
+        self.0.close_session(session)
+    }
+    fn unload(&mut self) -> Result<(), EngineError> {
+        self.0.unload()
+    }
+    fn snapshot(&mut self) -> Result<EngineSnapshot, EngineError> {
+        let mut snapshot = self.0.snapshot()?;
+        let heap = crate::probe::native_heap_bytes().unwrap();
+        snapshot.metrics.insert("native_heap".to_owned(), heap);
+        Ok(snapshot)
+    }
+    fn idle(&mut self, duration: Duration) {
+        self.0.idle(duration);
+    }
+    fn simulated_clock_ms(&self) -> Option<f64> {
+        self.0.simulated_clock_ms()
+    }
+    fn process_id(&self) -> Option<u32> {
+        Some(std::process::id())
+    }
+}
+
+/// Issue 15: with `isolate: false` the harness's own records (a string-keyed map per sample,
+/// the per-turn ledger) lived in the measured process and read as +1.3-1.5 KiB/turn of "growth"
+/// of a clean engine. A clean engine, really allocating and freeing its per-turn memory, must
+/// read ~0 B/turn on the C heap and in RSS, whatever the harness keeps.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn the_harness_own_records_do_not_read_as_engine_growth() {
+    crate::test_util::run_alone_in_child(
+        "runner::run_loop::tests::harness_growth_check",
+        GROWTH_CHILD_ENV,
+    );
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+#[ignore = "runs alone in a fresh process, started by the_harness_own_records_do_not_read_as_engine_growth"]
+fn harness_growth_check() {
+    if std::env::var_os(GROWTH_CHILD_ENV).is_none() {
+        return the_harness_own_records_do_not_read_as_engine_growth();
+    }
+    let mut s = scenario(3000, chat_turn());
+    s.engine.profile = Some("clean-real".into());
+    s.engine.inline_profiles.insert(
+        "clean-real".into(),
+        serde_yaml::from_str("native_base: 64MiB\nactivations: 64MiB\nactivations_on: native")
+            .unwrap(),
+    );
+    s.sample.after = vec![SamplePoint::Load, SamplePoint::Generate, SamplePoint::Close];
+    s.watch = vec!["native_heap".into(), "rss".into(), "anon_rss".into()];
+    let mut engine =
+        HeapFromAllocator(crate::engine::SimEngine::with_real_allocation(&s, 64).unwrap());
+    let record = run_scenario(&s, &mut engine, &mut NoObserver);
+    assert_eq!(record.outcome, RunOutcome::Completed);
+    for metric in ["native_heap", "rss"] {
+        let series = record.post_close_series(metric);
+        // Past the first turns' one-time rises: the per-turn slope over the rest.
+        let (t0, v0) = series[100];
+        let (t1, v1) = *series.last().unwrap();
+        let per_turn = (v1 as f64 - v0 as f64) / f64::from(t1 - t0);
+        eprintln!("{metric}: {per_turn:+.2} B/turn over turns {t0}..{t1} ({v0} -> {v1})");
+        assert!(per_turn.abs() < 8.0, "{metric} grew {per_turn:+.2} B/turn");
+    }
+}

@@ -31,6 +31,9 @@ pub struct ScaleRow {
     pub analyze_seconds: f64,
     /// Seconds writing report.json, junit.xml, plot.svg and summary.md.
     pub report_seconds: f64,
+    /// Peak resident memory of the process when its turn loop ended, in bytes (`None` where the
+    /// OS does not tell).
+    pub run_peak_rss: Option<u64>,
     /// Peak resident memory of the process that ran it, in bytes (`None` where the OS does not
     /// tell).
     pub peak_rss: Option<u64>,
@@ -71,14 +74,14 @@ pub fn scale_scenario(turns: u32, reload_every: u32) -> Result<Scenario, Scenari
 /// constant column.
 pub fn render_scale(rows: &[ScaleRow]) -> String {
     let mut out = String::from(
-        "| turns | reloads | samples | run | analysis | reports | total | per turn | peak RSS | report.json | plot.svg | samples.jsonl |\n\
-         | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+        "| turns | reloads | samples | run | analysis | reports | total | per turn | peak RSS after the loop | peak RSS | report.json | plot.svg | samples.jsonl |\n\
+         | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
     );
     let size = crate::report::format_bytes;
     for row in rows {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {:.2} s | {:.2} s | {:.2} s | {:.2} s | {:.1} µs | {} | {} | {} | {} |",
+            "| {} | {} | {} | {:.2} s | {:.2} s | {:.2} s | {:.2} s | {:.1} µs | {} | {} | {} | {} | {} |",
             row.turns,
             match row.reload_every {
                 0 => "none".to_owned(),
@@ -90,6 +93,7 @@ pub fn render_scale(rows: &[ScaleRow]) -> String {
             row.report_seconds,
             row.total_seconds(),
             row.total_seconds() * 1e6 / f64::from(row.turns.max(1)),
+            row.run_peak_rss.map_or_else(|| "n/a".to_owned(), size),
             row.peak_rss.map_or_else(|| "n/a".to_owned(), size),
             size(row.report_json),
             size(row.plot_svg),
@@ -120,6 +124,7 @@ mod tests {
             run_seconds: 0.01,
             analyze_seconds: 0.02,
             report_seconds: 0.03,
+            run_peak_rss: Some(10 << 20),
             peak_rss: Some(20 << 20),
             report_json: 150_000,
             plot_svg: 90_000,

@@ -204,6 +204,7 @@ fn scale_child(turns: u32, reload_every: u32, out: &Path) -> Result<ScaleRow, Cl
         run_seconds: times.run,
         analyze_seconds: times.analyze,
         report_seconds: times.reports,
+        run_peak_rss: times.run_peak_rss,
         peak_rss: crate::probe::peak_rss_bytes(),
         report_json: size(REPORT_JSON),
         plot_svg: size(PLOT_SVG),

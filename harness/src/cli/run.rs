@@ -99,6 +99,8 @@ pub(crate) struct PhaseTimes {
     pub analyze: f64,
     /// Writing the reports.
     pub reports: f64,
+    /// Peak resident memory when the turn loop ended, in bytes, where the OS tells.
+    pub run_peak_rss: Option<u64>,
 }
 
 /// [`run_and_analyze`], timing each phase into `times`.
@@ -145,6 +147,7 @@ pub(crate) fn run_and_analyze_timed(
         }
     }
     times.run = started.elapsed().as_secs_f64();
+    times.run_peak_rss = crate::probe::peak_rss_bytes();
     let started = std::time::Instant::now();
     let verdict = analyze_run(&record);
     times.analyze = started.elapsed().as_secs_f64();

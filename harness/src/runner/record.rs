@@ -112,15 +112,11 @@ impl RunRecord {
             .collect()
     }
 
-    /// Every metric name seen in any sample.
+    /// Every metric name seen in any sample, sorted.
     pub fn metric_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self
-            .samples
-            .iter()
-            .flat_map(|s| s.metrics.keys().map(str::to_owned))
-            .collect();
-        names.sort();
-        names.dedup();
-        names
+        // A set of interned names: one String per distinct name, not per sample and metric.
+        let names: std::collections::BTreeSet<&'static str> =
+            self.samples.iter().flat_map(|s| s.metrics.keys()).collect();
+        names.into_iter().map(str::to_owned).collect()
     }
 }

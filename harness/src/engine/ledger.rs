@@ -241,6 +241,17 @@ impl Ledger {
         }
     }
 
+    /// The creates and deletes of `kind` during `turn` (zero when it saw none).
+    pub fn counts_in_turn(&self, kind: &str, turn: u32) -> KindCounts {
+        self.runs
+            .get(kind)
+            .and_then(|runs| {
+                let i = runs.partition_point(|run| run.last_turn < turn);
+                runs.get(i).filter(|run| run.first_turn <= turn)
+            })
+            .map_or_else(KindCounts::default, LedgerRun::counts)
+    }
+
     /// Forgets every turn from `turn` on (as if the run had stopped before it), totals included.
     pub fn truncate_before(&mut self, turn: u32) {
         self.totals.clear();
@@ -516,6 +527,9 @@ mod tests {
             ]}"#;
         let ledger: Ledger = serde_json::from_str(text).unwrap();
         assert_eq!(ledger.runs["sim/conversation"].len(), 2);
+        assert_eq!(ledger.counts_in_turn("sim/conversation", 2).live(), 0);
+        assert_eq!(ledger.counts_in_turn("sim/conversation", 3).live(), 1);
+        assert_eq!(ledger.counts_in_turn("sim/conversation", 4).created, 0);
         assert_eq!(ledger.imbalances()[0].first_turn, Some(3));
         let back: Ledger = serde_json::from_str(&serde_json::to_string(&ledger).unwrap()).unwrap();
         assert_eq!(back, ledger);

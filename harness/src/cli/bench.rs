@@ -40,26 +40,7 @@ enum BenchCommand {
     /// leakloop's per-turn cost on the real LiteRT-LM CPU engine next to a bare C loop making
     /// the same C-API calls (compiled with `cc`); prints the times and their ratio. Skips, saying
     /// so, without the library or the model.
-    Overhead {
-        /// Engine library (default: discovered, as for `run`).
-        #[arg(long)]
-        lib: Option<PathBuf>,
-        /// Model file.
-        #[arg(long, default_value = "fixtures/models/tiny-qwen2-f32.litertlm")]
-        model: PathBuf,
-        /// Measured turns per round.
-        #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=100_000))]
-        turns: u32,
-        /// Warm-up turns per round (not timed).
-        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
-        warmup: u32,
-        /// Rounds (the median is printed).
-        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
-        rounds: u32,
-        /// Tokens generated per turn.
-        #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=4096))]
-        max_output_tokens: u32,
-    },
+    Overhead(OverheadArgs),
     /// What a run costs as it grows: run time, analysis time, report time, peak RSS and report
     /// sizes of a leaky simulator run at 1e3..1e6 turns, without and with reloads (each in a
     /// fresh process); prints a Markdown table.
@@ -78,6 +59,42 @@ enum BenchCommand {
         #[arg(long, hide = true)]
         child_out: Option<PathBuf>,
     },
+}
+
+/// Arguments of `leakloop bench overhead`.
+#[derive(Debug, clap::Args)]
+struct OverheadArgs {
+    /// Engine library (default: discovered, as for `run`).
+    #[arg(long)]
+    lib: Option<PathBuf>,
+    /// Model file.
+    #[arg(long, default_value = "fixtures/models/tiny-qwen2-f32.litertlm")]
+    model: PathBuf,
+    /// Measured turns per round.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    turns: u32,
+    /// Warm-up turns per round (not timed).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    warmup: u32,
+    /// Rounds (the median is printed).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    rounds: u32,
+    /// Tokens generated per turn.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    max_output_tokens: u32,
+}
+
+impl From<OverheadArgs> for BareLoopConfig {
+    fn from(args: OverheadArgs) -> Self {
+        BareLoopConfig {
+            lib: args.lib,
+            model: args.model,
+            turns: args.turns,
+            warmup: args.warmup,
+            rounds: args.rounds,
+            max_output_tokens: args.max_output_tokens,
+        }
+    }
 }
 
 pub(crate) fn run(args: BenchArgs) -> Result<Exit, CliError> {
@@ -102,22 +119,8 @@ pub(crate) fn run(args: BenchArgs) -> Result<Exit, CliError> {
             print!("{}", render_overhead(&rows));
             Ok(Exit::Pass)
         }
-        BenchCommand::Overhead {
-            lib,
-            model,
-            turns,
-            warmup,
-            rounds,
-            max_output_tokens,
-        } => {
-            let config = BareLoopConfig {
-                lib,
-                model,
-                turns,
-                warmup,
-                rounds,
-                max_output_tokens,
-            };
+        BenchCommand::Overhead(args) => {
+            let config = BareLoopConfig::from(args);
             let library = match bare_loop_resources(&config) {
                 Ok(library) => library,
                 Err(e) => {

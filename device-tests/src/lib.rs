@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
 use leakloop::engine::litert_lm::{discover_library, LibraryLocation};
+use leakloop::engine::skip_or_require;
 use leakloop::scenario::{BackendKind, EngineSpec, PromptSpec, Scenario, SessionOptions, Step};
 
 /// Environment variable that turns a skip into a failure.
@@ -29,12 +30,12 @@ pub fn model_path(file: &str) -> PathBuf {
 }
 
 /// Reports a missing resource: `SKIPPED: ...` on stderr, or a panic when [`REQUIRE_ENV`] is set.
+/// The line shows in a plain `cargo test` (see [`skip_or_require`]).
 pub fn skip(test: &str, why: &str) {
-    let message = format!("SKIPPED: {test}: {why} (run ci/fetch-litert-lm.sh)");
-    if std::env::var(REQUIRE_ENV).is_ok_and(|v| v == "1") {
-        panic!("{message}; {REQUIRE_ENV}=1 forbids skipping");
-    }
-    eprintln!("{message}");
+    skip_or_require(
+        REQUIRE_ENV,
+        &format!("{test}: {why} (run ci/fetch-litert-lm.sh)"),
+    );
 }
 
 /// The LiteRT-LM library and the model `model_file`, or `None` after reporting a skip.

@@ -577,3 +577,46 @@ fn kv_heavy_model_loads_and_answers() {
     );
     assert_eq!(live(&mut engine, "conversation"), 3);
 }
+
+/// Regression: the skip was printed with `eprintln!`, which the test harness captures and shows
+/// only for failing tests, so in a plain `cargo test` a device test without its library showed
+/// `ok` and no `SKIPPED` line. This runs one device test in a child of this test binary, without
+/// `--nocapture`, with the library pointed at nothing.
+#[test]
+fn a_missing_library_shows_a_skip_in_a_plain_cargo_test_and_fails_where_required() {
+    let test = "per_turn_chat_is_flat_and_balanced";
+    let run = |require: Option<&str>| {
+        let mut command = std::process::Command::new(std::env::current_exe().unwrap());
+        command
+            .args(["--exact", test, "--test-threads", "1"])
+            .env("LITERT_LM_LIB", "/nonexistent/liblitert-lm.so")
+            .env_remove(device_tests::REQUIRE_ENV);
+        if let Some(value) = require {
+            command.env(device_tests::REQUIRE_ENV, value);
+        }
+        let out = command.output().expect("the test binary runs");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), text)
+    };
+
+    let (passed, text) = run(None);
+    assert!(passed, "{text}");
+    assert!(text.contains(&format!("test {test} ... ok")), "{text}");
+    let skip = format!("SKIPPED: {test}: ");
+    assert!(text.contains(&skip), "no visible skip line:\n{text}");
+    assert!(text.contains("/nonexistent/liblitert-lm.so"), "{text}");
+
+    let (passed, text) = run(Some("1"));
+    assert!(
+        !passed,
+        "a required engine that is missing must fail:\n{text}"
+    );
+    assert!(
+        text.contains("LEAKLOOP_REQUIRE_ENGINE=1 forbids skipping"),
+        "{text}"
+    );
+}

@@ -10,6 +10,7 @@
 pub mod analyze;
 pub mod bench;
 pub mod engine;
+pub mod input;
 pub mod probe;
 pub mod report;
 pub mod runner;

@@ -2,7 +2,8 @@
 //! lives, how long the engine's calls take and how noisy its measurements are.
 //!
 //! A [`ProfileSpec`] is what a scenario writes inline under `profiles:` (every field optional,
-//! unknown fields rejected, sizes such as `110MiB` or `1.77GB`, durations such as `40ms`); a
+//! unknown fields rejected, sizes such as `110MiB` or `1.77GB`, durations such as `40ms`, read by
+//! the DSL's own parser in `leakloop-units`); a
 //! [`Profile`] is a validated spec with its name. The built-in profiles live in `builtin.rs`.
 
 use std::time::Duration;
@@ -39,49 +40,49 @@ pub struct ProfileSpec {
     pub reference_max_tokens: u32,
 
     /// Model weights mapped from the model file at load (counted in `rss` and `pss`).
-    #[serde(serialize_with = "exact_bytes")]
+    #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
     pub weights: ByteSize,
     /// Other private memory of the process (runtime, code, managed heap), present whether or not
     /// the engine is loaded (counted in `rss` and `pss`).
-    #[serde(serialize_with = "exact_bytes")]
+    #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
     pub process_private: ByteSize,
     /// Shared pages counted fully in `rss` but only in part in `pss` (shared libraries).
-    #[serde(serialize_with = "exact_bytes")]
+    #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
     pub shared_pages: ByteSize,
     /// Native heap the loaded engine holds at rest before the first inference.
-    #[serde(serialize_with = "exact_bytes")]
+    #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
     pub native_base: ByteSize,
     /// GPU memory the loaded engine holds at rest before the first inference.
-    #[serde(serialize_with = "exact_bytes")]
+    #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
     pub gpu_base: ByteSize,
 
     /// One-time engine context (GPU delegate, compiled kernels) built by the first inference after
     /// a load and freed only by unload: the part that does not depend on `max_tokens`.
-    #[serde(serialize_with = "exact_bytes")]
+    #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
     pub context: ByteSize,
     /// *Scaled* part of the one-time engine context (buffers sized for the whole context).
-    #[serde(serialize_with = "exact_bytes")]
+    #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
     pub context_scaled: ByteSize,
     /// Where the engine context lives.
     pub context_on: Place,
 
     /// *Scaled* KV cache of one conversation, allocated when it opens and freed when the engine
     /// deletes it.
-    #[serde(serialize_with = "exact_bytes")]
+    #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
     pub kv_cache: ByteSize,
     /// Where KV caches live.
     pub kv_cache_on: Place,
 
     /// Activations and scratch of one generation, held by its response until the session closes
     /// (the turn's peak above rest).
-    #[serde(serialize_with = "exact_bytes")]
+    #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
     pub activations: ByteSize,
     /// Where activations live.
     pub activations_on: Place,
 
     /// *Scaled* bytes each generation leaves behind that closing the conversation does not
     /// reclaim (the field's OpenCL delegate scratch); only unload returns them.
-    #[serde(serialize_with = "exact_bytes")]
+    #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
     pub leak_per_generation: ByteSize,
     /// Where the leaked bytes live.
     pub leak_on: Place,
@@ -96,7 +97,7 @@ pub struct ProfileSpec {
     /// a power of two (at least [`ProfileSpec::pool_min_bucket`]). The pool keeps (reserves) one
     /// block per size class it has seen until unload; it is allocated only while a generation's
     /// response lives.
-    #[serde(serialize_with = "exact_bytes")]
+    #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
     pub pool_per_token: ByteSize,
     /// The smallest size class of the pool, in tokens.
     pub pool_min_bucket: u32,
@@ -104,7 +105,7 @@ pub struct ProfileSpec {
     pub pool_on: Place,
 
     /// Bytes of one prefix-cache entry, stored when a session is first sent a prompt.
-    #[serde(serialize_with = "exact_bytes")]
+    #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
     pub prefix_cache_entry: ByteSize,
     /// The most prefix-cache entries kept (oldest evicted first); absent means unbounded (no
     /// eviction: one entry per unique session, forever).
@@ -155,18 +156,18 @@ impl Default for ProfileSpec {
 #[serde(deny_unknown_fields, default)]
 pub struct NoiseSpec {
     /// Native heap jitter: uniform within plus or minus this many bytes.
-    #[serde(serialize_with = "exact_bytes")]
+    #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
     pub native: ByteSize,
     /// GPU memory jitter: uniform within plus or minus this many bytes.
-    #[serde(serialize_with = "exact_bytes")]
+    #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
     pub gpu: ByteSize,
     /// Jitter of the rest of the process (counted in `rss` and `pss` only).
-    #[serde(serialize_with = "exact_bytes")]
+    #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
     pub process: ByteSize,
     /// Chance (0 to 1) that a sample catches a transient native spike.
     pub spike_probability: f64,
     /// Size of a transient spike.
-    #[serde(serialize_with = "exact_bytes")]
+    #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
     pub spike: ByteSize,
 }
 
@@ -187,25 +188,46 @@ impl Default for NoiseSpec {
 #[serde(deny_unknown_fields, default)]
 pub struct TimingSpec {
     /// Loading the engine.
-    #[serde(with = "humantime_serde")]
+    #[serde(
+        serialize_with = "leakloop_units::serde::serialize_duration",
+        deserialize_with = "leakloop_units::serde::duration"
+    )]
     pub load: Duration,
     /// Building the engine context on the first inference after a load.
-    #[serde(with = "humantime_serde")]
+    #[serde(
+        serialize_with = "leakloop_units::serde::serialize_duration",
+        deserialize_with = "leakloop_units::serde::duration"
+    )]
     pub first_inference: Duration,
     /// Opening a session.
-    #[serde(with = "humantime_serde")]
+    #[serde(
+        serialize_with = "leakloop_units::serde::serialize_duration",
+        deserialize_with = "leakloop_units::serde::duration"
+    )]
     pub open: Duration,
     /// Prefill, per prompt token.
-    #[serde(with = "humantime_serde")]
+    #[serde(
+        serialize_with = "leakloop_units::serde::serialize_duration",
+        deserialize_with = "leakloop_units::serde::duration"
+    )]
     pub prefill_per_token: Duration,
     /// Decode, per generated token.
-    #[serde(with = "humantime_serde")]
+    #[serde(
+        serialize_with = "leakloop_units::serde::serialize_duration",
+        deserialize_with = "leakloop_units::serde::duration"
+    )]
     pub decode_per_token: Duration,
     /// Closing a session.
-    #[serde(with = "humantime_serde")]
+    #[serde(
+        serialize_with = "leakloop_units::serde::serialize_duration",
+        deserialize_with = "leakloop_units::serde::duration"
+    )]
     pub close: Duration,
     /// Unloading the engine.
-    #[serde(with = "humantime_serde")]
+    #[serde(
+        serialize_with = "leakloop_units::serde::serialize_duration",
+        deserialize_with = "leakloop_units::serde::duration"
+    )]
     pub unload: Duration,
 }
 
@@ -221,6 +243,12 @@ impl Default for TimingSpec {
             unload: Duration::from_millis(200),
         }
     }
+}
+
+/// Reads a size with the one parser the scenario DSL uses (`leakloop-units`): whole bytes or
+/// `110MiB`, `1.5GB`; `5Mib` is an error with a suggestion, as it is everywhere else.
+fn size<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<ByteSize, D::Error> {
+    leakloop_units::serde::size(deserializer).map(ByteSize)
 }
 
 /// Writes a size as its exact byte count, so that a profile survives a JSON round trip
@@ -386,11 +414,36 @@ mod tests {
         assert_eq!(back, spec);
     }
 
+    /// Regression: profiles were read by `bytesize` and `humantime`, which took `5Mib` (as
+    /// 5 MiB), `5m` (as 5 MB) and `0.5B`, while the DSL refuses `5Mib` with a suggestion. Now the
+    /// DSL's parser reads them.
+    #[rstest]
+    #[case::bits("weights: 5Mib", "unknown size unit `Mib`")]
+    #[case::minutes_as_size("weights: 5m", "unknown size unit `m`")]
+    #[case::half_a_byte("weights: 0.5B", "a size in bytes is a whole number")]
+    #[case::lowercase("noise: {native: 1mib}", "unknown size unit `mib`")]
+    #[case::terabytes("weights: 2TiB", "unknown size unit `TiB`")]
+    #[case::compound_duration("timing: {load: 1min 30s}", "unknown duration unit `min 30s`")]
+    #[case::hours("timing: {load: 1h}", "unknown duration unit `h`")]
+    fn units_the_dsl_refuses_are_refused(#[case] yaml: &str, #[case] message: &str) {
+        let err = serde_yaml::from_str::<ProfileSpec>(yaml).unwrap_err();
+        assert!(err.to_string().contains(message), "{err}");
+    }
+
+    #[test]
+    fn durations_take_the_dsl_units_and_microseconds() {
+        let spec: ProfileSpec =
+            serde_yaml::from_str("timing: {load: 1.5s, open: 900us, close: 0}").unwrap();
+        assert_eq!(spec.timing.load, Duration::from_millis(1500));
+        assert_eq!(spec.timing.open, Duration::from_micros(900));
+        assert_eq!(spec.timing.close, Duration::ZERO);
+    }
+
     #[rstest]
     #[case::zero_reference("reference_max_tokens: 0", "reference_max_tokens")]
     #[case::zero_bucket("pool_min_bucket: 0", "pool_min_bucket")]
     #[case::probability("noise: {spike_probability: 1.5}", "noise.spike_probability")]
-    #[case::huge("weights: 2TiB", "weights")]
+    #[case::huge("weights: 2000GiB", "weights")]
     fn invalid_specs_name_the_field(#[case] yaml: &str, #[case] field: &str) {
         let spec: ProfileSpec = serde_yaml::from_str(yaml).unwrap();
         let err = Profile::from_spec("mine", spec).unwrap_err();

@@ -64,7 +64,7 @@ use super::series::MetricSeries;
 use super::stats::changepoint::{self, SettleBounds};
 use super::stats::mann_kendall::{mann_kendall, standard_normal};
 use super::stats::{robust, theil_sen};
-use super::units::{bytes, signed_bytes};
+use super::units::{bytes, confidence_percent, probability, signed_bytes};
 use super::verdict::{Classification, MetricAnalysis, PlateauInfo};
 use crate::scenario::{Tolerance, MAX_TURNS};
 
@@ -117,6 +117,9 @@ pub struct ClassifyOptions {
     pub reload_every: u32,
     /// Two-sided confidence level of the slope interval.
     pub confidence: f64,
+    /// One-sided level of the trend test for growth ([`TREND_ALPHA`] unless a sequential look
+    /// spends less).
+    pub trend_alpha: f64,
 }
 
 impl Default for ClassifyOptions {
@@ -127,6 +130,7 @@ impl Default for ClassifyOptions {
             max_growth_per_turn: None,
             reload_every: 0,
             confidence: CONFIDENCE,
+            trend_alpha: TREND_ALPHA,
         }
     }
 }
@@ -531,8 +535,8 @@ impl Steady {
         };
         let settle = analysis.steady_from_turn.unwrap_or(0);
         let interval_text = format!(
-            "{:.0}% CI {}..{} per turn, {} interval",
-            options.confidence * 100.0,
+            "{} CI {}..{} per turn, {} interval",
+            confidence_percent(options.confidence),
             signed_bytes(lo),
             signed_bytes(hi),
             if kind == IntervalKind::Rank {
@@ -541,7 +545,7 @@ impl Steady {
                 "noise-based"
             }
         );
-        let rising = trend.p_increasing < TREND_ALPHA && lo > 0.0;
+        let rising = trend.p_increasing < options.trend_alpha && lo > 0.0;
         let (late, late_slope) = self.later_half_trend();
         if rising && late < PERSISTENCE_ALPHA && late_slope >= PERSISTENCE_SLOPE_FRACTION * slope {
             analysis.classification = Classification::Growth;
@@ -620,10 +624,11 @@ impl Steady {
                 analysis.reason = if lo > 0.0 {
                     format!(
                         "rises about {} per turn ({interval_text}) but the trend test is not \
-                         significant with {} steady samples (Mann-Kendall p = {:.3}, needs < {TREND_ALPHA}); {outlook}",
+                         significant with {} steady samples (Mann-Kendall p = {:.3}, needs < {}); {outlook}",
                         signed_bytes(slope),
                         self.count,
                         trend.p_increasing,
+                        probability(options.trend_alpha),
                     )
                 } else {
                     format!(

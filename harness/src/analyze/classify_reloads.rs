@@ -6,7 +6,8 @@
 //! leading levels that are still settling (an allocator warming up across reloads):
 //!
 //! - with at least [`MIN_RATCHET_EPOCHS`] settled epochs, a rise of the settled levels with the
-//!   one-sided t-test `p <` [`TREND_ALPHA`] whose later half of the epochs still rises at no less
+//!   one-sided t-test `p <` the trend level ([`super::TREND_ALPHA`] unless a sequential look
+//!   spends less) whose later half of the epochs still rises at no less
 //!   than [`PERSISTENCE_SLOPE_FRACTION`] of the slope and that is monotone by the Mann-Kendall
 //!   test (`p <` [`RATCHET_SPREAD_ALPHA`]: the rise is spread over the epochs, not one step) is
 //!   **growth**, reported per turn (the rise per reload divided by the reload period); one that
@@ -19,7 +20,7 @@
 
 use super::{
     one_sided_t, Classification, MetricAnalysis, Prepared, Steady, MAX_TURNS,
-    PERSISTENCE_SLOPE_FRACTION, PLATEAU_DRIFT_FRACTION, TREND_ALPHA,
+    PERSISTENCE_SLOPE_FRACTION, PLATEAU_DRIFT_FRACTION,
 };
 use crate::analyze::stats::ratchet::{
     epoch_levels, fitted_rise, ratchet_test, settled_from, EpochLevel,
@@ -72,13 +73,13 @@ pub(super) fn judge_ratchet(
         return false;
     };
     let (lo, hi) = test.interval;
-    if !(test.p_increasing < TREND_ALPHA && lo > 0.0) {
+    if !(test.p_increasing < options.trend_alpha && lo > 0.0) {
         return false;
     }
     let period = period(options.reload_every, &levels);
     let interval_text = format!(
-        "{:.0}% CI {}..{} per turn",
-        options.confidence * 100.0,
+        "{} CI {}..{} per turn",
+        crate::analyze::units::confidence_percent(options.confidence),
         signed_bytes(lo),
         signed_bytes(hi)
     );

@@ -15,7 +15,7 @@ use crate::engine::Ledger;
 use crate::scenario::MetricExpectation;
 
 use super::series::MetricSeries;
-use super::units::{bytes, signed_bytes};
+use super::units::{bytes, confidence_percent, signed_bytes};
 use super::verdict::{ExpectationResult, MetricAnalysis};
 
 /// Checks one metric's expectations.
@@ -95,7 +95,7 @@ pub(crate) fn check_metric(
         });
     }
     if let Some(limit) = expectation.max_growth_per_turn {
-        let level = format!("{:.0}%", analysis.confidence * 100.0);
+        let level = confidence_percent(analysis.confidence);
         let (passed, measured) = match analysis.slope_interval {
             Some((lo, hi)) => (
                 hi <= limit as f64,

@@ -2,11 +2,14 @@
 //! inconclusive, and checks the scenario's expectations against the measurements.
 //!
 //! [`classify`] judges one series (see its module for the method and thresholds);
-//! [`analyze_run`] does so for every watched metric of a run and checks the expectations.
+//! [`analyze_run`] does so for every watched metric of a run and checks the expectations;
+//! [`StopWhenDecided`] looks at a run while it goes and ends it once every metric is decided
+//! (`stop: decided`, alpha spending in `sequential.rs`).
 
 mod classify;
 mod expectations;
 mod run;
+mod sequential;
 mod series;
 mod stats;
 mod trace;
@@ -21,7 +24,11 @@ pub use classify::{
     MIN_RANK_INTERVAL_POINTS, MIN_RATCHET_EPOCHS, MIN_STEADY_POINTS, PERSISTENCE_ALPHA,
     PERSISTENCE_SLOPE_FRACTION, PLATEAU_DRIFT_FRACTION, SPIKE_SIGMAS, TREND_ALPHA,
 };
-pub use run::analyze_run;
+pub use run::{analyze_run, analyze_run_with, derive_status, ENGINE_ERRORS};
+pub use sequential::{
+    final_levels, look_levels, look_schedule, spent, undecided, Levels, StopWhenDecided,
+    FIRST_LOOK, LOOK_GROWTH, MIN_LOOK_STEP,
+};
 pub use series::{Epoch, MetricSeries};
 pub use trace::{load_trace, parse_csv, parse_report, Trace, TraceError, TraceErrorKind};
 pub use verdict::{

@@ -7,8 +7,12 @@ use crate::scenario::FaultKind;
 
 use super::classify::{classify, ClassifyOptions};
 use super::expectations::{check_balanced, check_metric};
+use super::sequential::{final_levels, Levels};
 use super::series::MetricSeries;
 use super::verdict::{ExpectationResult, Verdict, VerdictStatus};
+
+/// The name of the expectation that every engine error was scripted.
+pub const ENGINE_ERRORS: &str = "engine_errors";
 
 /// The verdict on a run: per-metric classifications and every expectation checked.
 ///
@@ -16,8 +20,19 @@ use super::verdict::{ExpectationResult, Verdict, VerdictStatus};
 /// analysed. A run that ended in an engine failure gets [`VerdictStatus::EngineFailed`] but its
 /// measurements are still analysed and its expectations still reported. So does a run in which
 /// the engine returned errors the scenario did not script (a `generate_error` fault): the runner
-/// survived them, but a loop whose turns failed did not measure what it was meant to.
+/// survived them, but a loop whose turns failed did not measure what it was meant to. What a
+/// record cannot show is not passed: for an engine that never loaded, `balanced` and
+/// `engine_errors` fail as not evaluated; for an interrupted run (whose record has no ledger and
+/// no engine errors) they are not evaluated either.
+///
+/// With `stop: decided` the levels are those of the look that stopped the run, or what is left
+/// of the error budgets (see [`super::sequential`]); otherwise the defaults.
 pub fn analyze_run(record: &RunRecord) -> Verdict {
+    analyze_run_with(record, final_levels(record))
+}
+
+/// As [`analyze_run`], at the given significance levels (a sequential look's share).
+pub fn analyze_run_with(record: &RunRecord, levels: Levels) -> Verdict {
     let scenario = &record.scenario;
     let mut names = scenario.watched_metrics();
     for name in scenario.expect.metrics.keys() {
@@ -25,10 +40,18 @@ pub fn analyze_run(record: &RunRecord) -> Verdict {
             names.push(name.clone());
         }
     }
+    let unknown_ledger = unknown_ledger(record);
     let mut metrics = BTreeMap::new();
     let mut expectations = Vec::new();
     if scenario.expect.balanced {
-        expectations.extend(check_balanced(&record.ledger));
+        match &unknown_ledger {
+            Some(why) => expectations.push(not_evaluated(
+                "balanced",
+                "every create has its delete",
+                why,
+            )),
+            None => expectations.extend(check_balanced(&record.ledger)),
+        }
     }
     for name in names {
         let expectation = scenario.expect.metrics.get(&name);
@@ -39,7 +62,8 @@ pub fn analyze_run(record: &RunRecord) -> Verdict {
                 warmup_turns: scenario.warmup_turns,
                 max_growth_per_turn: expectation.and_then(|e| e.max_growth_per_turn),
                 reload_every: scenario.reload_every,
-                ..ClassifyOptions::default()
+                confidence: levels.confidence,
+                trend_alpha: levels.trend_alpha,
             };
             classify(&series, &options)
         });
@@ -50,15 +74,8 @@ pub fn analyze_run(record: &RunRecord) -> Verdict {
             metrics.insert(name, analysis);
         }
     }
-    let engine_errors = check_engine_errors(record);
-    let unexpected_errors = !engine_errors.passed;
-    expectations.push(engine_errors);
-    let status = match record.outcome {
-        RunOutcome::EngineFailed { .. } => VerdictStatus::EngineFailed,
-        RunOutcome::Completed if unexpected_errors => VerdictStatus::EngineFailed,
-        RunOutcome::Completed if expectations.iter().all(|e| e.passed) => VerdictStatus::Pass,
-        RunOutcome::Completed => VerdictStatus::Fail,
-    };
+    expectations.push(check_engine_errors(record));
+    let status = derive_status(&record.outcome, &expectations);
     Verdict {
         status,
         metrics,
@@ -66,9 +83,56 @@ pub fn analyze_run(record: &RunRecord) -> Verdict {
     }
 }
 
+/// The verdict's status as it follows from how the run ended and its checked expectations: the
+/// one rule that [`analyze_run`] applies and that readers of a saved report check it against.
+pub fn derive_status(outcome: &RunOutcome, expectations: &[ExpectationResult]) -> VerdictStatus {
+    let unexpected_errors = expectations
+        .iter()
+        .any(|e| e.name == ENGINE_ERRORS && !e.passed);
+    match outcome {
+        RunOutcome::Interrupted { .. } => VerdictStatus::Interrupted,
+        RunOutcome::EngineFailed { .. } => VerdictStatus::EngineFailed,
+        RunOutcome::Completed if unexpected_errors => VerdictStatus::EngineFailed,
+        RunOutcome::Completed if expectations.iter().all(|e| e.passed) => VerdictStatus::Pass,
+        RunOutcome::Completed => VerdictStatus::Fail,
+    }
+}
+
+/// Why the record's ledger and engine errors cannot be judged, if they cannot.
+fn unknown_ledger(record: &RunRecord) -> Option<String> {
+    match &record.outcome {
+        RunOutcome::EngineFailed { step, error, .. }
+            if step == "load" && record.samples.is_empty() =>
+        {
+            Some(format!(
+                "the engine never loaded ({})",
+                error.to_string().trim_end()
+            ))
+        }
+        RunOutcome::Interrupted { signal, turn } => Some(format!(
+            "the run was interrupted by {signal} in turn {turn} before its ledger was recorded"
+        )),
+        _ => None,
+    }
+}
+
+fn not_evaluated(name: &str, expected: &str, why: &str) -> ExpectationResult {
+    ExpectationResult {
+        name: name.to_owned(),
+        passed: false,
+        expected: expected.to_owned(),
+        measured: format!("not evaluated: {why}"),
+        turn: None,
+    }
+}
+
 /// Every engine error the runner survived must have been scripted by a `generate_error` fault at
 /// that turn's generate step; any other one is reported with its turn, step and cause.
 fn check_engine_errors(record: &RunRecord) -> ExpectationResult {
+    const EXPECTED: &str = "no engine errors other than scripted faults";
+    if let Some(why) = unknown_ledger(record) {
+        return not_evaluated(ENGINE_ERRORS, EXPECTED, &why);
+    }
     let scripted = |turn: u32, step: &str| {
         step == "generate"
             && record
@@ -92,9 +156,9 @@ fn check_engine_errors(record: &RunRecord) -> ExpectationResult {
         ),
     };
     ExpectationResult {
-        name: "engine_errors".to_owned(),
+        name: ENGINE_ERRORS.to_owned(),
         passed: unexpected.is_empty(),
-        expected: "no engine errors other than scripted faults".to_owned(),
+        expected: EXPECTED.to_owned(),
         measured,
         turn: unexpected.first().map(|(turn, _, _)| *turn),
     }
@@ -105,7 +169,7 @@ mod tests {
     use rstest::rstest;
 
     use super::*;
-    use crate::analyze::test_support::{record_with_samples, samples};
+    use crate::analyze::test_support::{native_heap_record, record_with_samples, samples};
     use crate::analyze::Classification;
     use crate::engine::{EngineError, EngineErrorKind};
     use crate::scenario::{MetricExpectation, Tolerance};
@@ -134,13 +198,7 @@ mod tests {
     }
 
     fn record(metric_values: &[u64], expectation: MetricExpectation) -> RunRecord {
-        let mut record = record_with_samples(samples(&[("native_heap", metric_values)], 0, &[]));
-        record
-            .scenario
-            .expect
-            .metrics
-            .insert("native_heap".to_owned(), expectation);
-        record
+        native_heap_record(metric_values, expectation)
     }
 
     #[rstest]
@@ -328,6 +386,102 @@ mod tests {
             "{analysis:#?}"
         );
         assert_eq!(verdict.status, VerdictStatus::Fail);
+    }
+
+    /// Regression: an engine that never loaded showed `balanced` (0 kinds) and `engine_errors`
+    /// as passed expectations.
+    #[test]
+    fn an_engine_that_never_loaded_passes_no_expectation() {
+        let mut record = record_with_samples(Vec::new());
+        record.scenario.expect.balanced = true;
+        record
+            .scenario
+            .expect
+            .metrics
+            .insert("native_heap".to_owned(), expect(None, None, Some(MIB)));
+        record.outcome = RunOutcome::EngineFailed {
+            turn: 0,
+            step: "load".to_owned(),
+            error: EngineError::new(EngineErrorKind::Load, "model file not found"),
+        };
+        let verdict = analyze_run(&record);
+        assert_eq!(verdict.status, VerdictStatus::EngineFailed);
+        let names: Vec<&str> = verdict
+            .expectations
+            .iter()
+            .map(|e| e.name.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            ["balanced", "native_heap.max_growth_per_turn", ENGINE_ERRORS]
+        );
+        for e in &verdict.expectations {
+            assert!(!e.passed, "{e:?}");
+        }
+        assert!(
+            verdict.expectations[0]
+                .measured
+                .starts_with("not evaluated: the engine never loaded"),
+            "{:?}",
+            verdict.expectations[0]
+        );
+        assert!(verdict.expectations[2]
+            .measured
+            .contains("model file not found"));
+    }
+
+    #[test]
+    fn an_interrupted_run_is_interrupted_and_judges_no_ledger() {
+        let mut record = record(
+            &values(8, |t| BASE + 50 * MIB * u64::from(t)),
+            expect(None, None, Some(MIB)),
+        );
+        record.scenario.expect.balanced = true;
+        record.outcome = RunOutcome::Interrupted {
+            signal: "SIGTERM".to_owned(),
+            turn: 9,
+        };
+        let verdict = analyze_run(&record);
+        assert_eq!(verdict.status, VerdictStatus::Interrupted);
+        let balanced = &verdict.expectations[0];
+        assert!(!balanced.passed);
+        assert!(
+            balanced
+                .measured
+                .contains("interrupted by SIGTERM in turn 9"),
+            "{balanced:?}"
+        );
+        assert_eq!(
+            verdict.metrics["native_heap"].classification,
+            Classification::Growth
+        );
+    }
+
+    #[rstest]
+    #[case::completed_all_passed(RunOutcome::Completed, &[true, true], VerdictStatus::Pass)]
+    #[case::completed_one_failed(RunOutcome::Completed, &[true, false], VerdictStatus::Fail)]
+    #[case::interrupted(
+        RunOutcome::Interrupted { signal: "SIGINT".into(), turn: 2 },
+        &[true, true],
+        VerdictStatus::Interrupted
+    )]
+    fn the_status_follows_from_outcome_and_expectations(
+        #[case] outcome: RunOutcome,
+        #[case] passed: &[bool],
+        #[case] status: VerdictStatus,
+    ) {
+        let expectations: Vec<ExpectationResult> = passed
+            .iter()
+            .enumerate()
+            .map(|(i, &passed)| ExpectationResult {
+                name: format!("m{i}.tolerance"),
+                passed,
+                expected: String::new(),
+                measured: String::new(),
+                turn: None,
+            })
+            .collect();
+        assert_eq!(derive_status(&outcome, &expectations), status);
     }
 
     #[test]

@@ -47,6 +47,14 @@ impl MetricSeries {
                 continue;
             };
             match sample.phase {
+                // Several baseline samples (`sample.baseline`) of one (re)load stay in its epoch.
+                Phase::Load | Phase::Reload
+                    if epochs.last().is_some_and(|(e, _)| *e == sample.epoch) =>
+                {
+                    if let Some((_, epoch)) = epochs.last_mut() {
+                        epoch.points.push((sample.turn, *value));
+                    }
+                }
                 Phase::Load | Phase::Reload => epochs.push((
                     sample.epoch,
                     Epoch {
@@ -139,6 +147,26 @@ mod tests {
         let series = epochs_of(samples);
         assert_eq!(series.epochs.len(), 2);
         assert_eq!(series.epochs[1].start_turn, 1);
+    }
+
+    #[test]
+    fn repeated_baseline_samples_stay_in_their_epoch() {
+        let samples = vec![
+            sample(0, Phase::Load, 1, 100),
+            sample(0, Phase::Load, 1, 102),
+            sample(0, Phase::Load, 1, 98),
+            sample(1, Phase::Close, 1, 110),
+            sample(1, Phase::Reload, 2, 100),
+            sample(1, Phase::Reload, 2, 101),
+            sample(2, Phase::Close, 2, 111),
+        ];
+        let series = epochs_of(samples);
+        assert_eq!(series.epochs.len(), 2);
+        assert_eq!(
+            series.epochs[0].points,
+            vec![(0, 100), (0, 102), (0, 98), (1, 110)]
+        );
+        assert_eq!(series.epochs[1].points, vec![(1, 100), (1, 101), (2, 111)]);
     }
 
     fn epochs_of(samples: Vec<Sample>) -> MetricSeries {

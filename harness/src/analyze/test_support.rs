@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use crate::engine::{BackendInfo, Ledger};
 use crate::runner::{Phase, RunOutcome, RunRecord, Sample};
-use crate::scenario::{EngineSpec, Scenario, Step};
+use crate::scenario::{EngineSpec, MetricExpectation, Scenario, Step};
 
 /// A small simulator scenario without expectations.
 pub(crate) fn scenario() -> Scenario {
@@ -30,6 +30,7 @@ pub(crate) fn record_with_samples(samples: Vec<Sample>) -> RunRecord {
         ledger: Ledger::new(),
         engine_errors: Vec::new(),
         outcome: RunOutcome::Completed,
+        early_stop: None,
     }
 }
 
@@ -73,4 +74,16 @@ pub(crate) fn samples(
         }
     }
     out
+}
+
+/// A completed run whose only metric, `native_heap`, has the post-close series `values` (turn 0
+/// = load) and `expectation`.
+pub(crate) fn native_heap_record(values: &[u64], expectation: MetricExpectation) -> RunRecord {
+    let mut record = record_with_samples(samples(&[("native_heap", values)], 0, &[]));
+    record
+        .scenario
+        .expect
+        .metrics
+        .insert("native_heap".to_owned(), expectation);
+    record
 }

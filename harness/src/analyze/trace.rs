@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::input::{read_bounded, utf8_text, MAX_REPORT_BYTES};
 use crate::runner::{RunRecord, OLDEST_REPORT_FORMAT_VERSION, REPORT_FORMAT_VERSION};
 
 use super::series::MetricSeries;
@@ -35,9 +36,12 @@ pub struct TraceError {
 /// What was wrong with a trace.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceErrorKind {
-    /// The file could not be read.
-    #[error("cannot read the trace: {0}")]
-    Io(#[from] std::io::Error),
+    /// The file could not be read (missing, not a regular file, too large).
+    #[error("{0}")]
+    Input(crate::input::InputErrorKind),
+    /// The file is not UTF-8 text.
+    #[error("line {line}, column {column}: {0}", line = .0.line, column = .0.column)]
+    Encoding(crate::input::NotUtf8),
     /// A CSV problem at a line (1-based), optionally in a named column.
     #[error("line {line}{}: {message}", column.as_ref().map(|c| format!(", column `{c}`")).unwrap_or_default())]
     Csv {
@@ -56,15 +60,23 @@ pub enum TraceErrorKind {
     Report(String),
 }
 
-/// Reads a trace: a leakloop `report.json` when the file starts with `{`, a CSV otherwise.
+/// Reads a trace: a leakloop `report.json` when the file starts with `{`, a CSV otherwise. The
+/// file must be a regular file of at most [`MAX_REPORT_BYTES`]; a byte-order mark is skipped.
 pub fn load_trace(path: &Path) -> Result<Trace, TraceError> {
     let error = |kind| TraceError {
         path: path.to_path_buf(),
         kind,
     };
-    let text = std::fs::read_to_string(path).map_err(|e| error(TraceErrorKind::Io(e)))?;
+    let bytes = read_bounded(
+        path,
+        MAX_REPORT_BYTES,
+        "a trace is a CSV of samples or a leakloop report.json",
+    )
+    .map_err(|e| error(TraceErrorKind::Input(e.kind)))?;
+    let text = utf8_text(&bytes).map_err(|e| error(TraceErrorKind::Encoding(e)))?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text.trim_start().starts_with('{') {
-        let record = parse_report(&text).map_err(error)?;
+        let record = parse_report(text).map_err(error)?;
         let metrics = record
             .metric_names()
             .into_iter()
@@ -78,7 +90,7 @@ pub fn load_trace(path: &Path) -> Result<Trace, TraceError> {
             record: Some(record),
         })
     } else {
-        let metrics = parse_csv(&text).map_err(error)?;
+        let metrics = parse_csv(text).map_err(error)?;
         Ok(Trace {
             metrics,
             record: None,
@@ -101,19 +113,21 @@ pub fn parse_report(text: &str) -> Result<RunRecord, TraceErrorKind> {
     let version: Version = serde_json::from_str(text)
         .map_err(|e| TraceErrorKind::Report(format!("invalid JSON at line {}: {e}", e.line())))?;
     let supported = OLDEST_REPORT_FORMAT_VERSION..=REPORT_FORMAT_VERSION;
-    let readable = |v: &serde_json::Value| {
-        v.as_u64()
-            .and_then(|n| u32::try_from(n).ok())
-            .is_some_and(|n| supported.contains(&n))
-    };
-    match version.format_version {
-        Some(v) if readable(&v) => {}
-        Some(other) => {
+    match version.format_version.as_ref().map(|v| (v, v.as_u64())) {
+        Some((_, Some(n))) if u32::try_from(n).is_ok_and(|n| supported.contains(&n)) => {}
+        Some((_, Some(other))) => {
             return Err(TraceErrorKind::Report(format!(
                 "format_version {other} is not supported (this build reads {} to {})",
                 supported.start(),
                 supported.end()
             )));
+        }
+        Some((other, None)) => {
+            return Err(TraceErrorKind::Report(format!(
+            "wrong type of `format_version`: expected a whole number ({REPORT_FORMAT_VERSION}), \
+                 found {}",
+            json_kind(other)
+        )))
         }
         None => {
             return Err(TraceErrorKind::Report(
@@ -127,6 +141,18 @@ pub fn parse_report(text: &str) -> Result<RunRecord, TraceErrorKind> {
     parsed
         .record
         .ok_or_else(|| TraceErrorKind::Report("missing `record`".to_owned()))
+}
+
+/// A JSON value's kind in words, e.g. `a string`.
+fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "true or false",
+        serde_json::Value::Number(_) => "a number that is not a whole number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "a list",
+        serde_json::Value::Object(_) => "an object",
+    }
 }
 
 /// Parses a CSV trace into one series per metric column.
@@ -237,6 +263,13 @@ fn validate_header(columns: &[String], line: u64) -> Result<(), TraceErrorKind> 
         if name.is_empty() {
             return Err(header_error(format!("column {} has no name", i + 1)));
         }
+        if name.chars().any(crate::input::is_unprintable) {
+            return Err(header_error(format!(
+                "column {} is named `{}`, with control characters; a metric name is plain text",
+                i + 1,
+                crate::input::printable(name)
+            )));
+        }
         if columns[..i].contains(name) {
             return Err(header_error(format!("column `{name}` appears twice")));
         }
@@ -254,6 +287,8 @@ fn parse_bytes(text: &str) -> Result<u64, String> {
     }
     match text.parse::<f64>() {
         Ok(v) if v.is_finite() && v >= 0.0 && v < u64::MAX as f64 => Ok(v.round() as u64),
+        Ok(v) if v.is_nan() => Err(format!("`{text}` is NaN (not a number), not a byte count")),
+        Ok(v) if v.is_infinite() => Err(format!("`{text}` is infinite, not a byte count")),
         Ok(_) => Err(format!(
             "`{text}` is not a byte count (negative or too large)"
         )),
@@ -283,6 +318,10 @@ mod tests {
     )]
     #[case::no_metrics("turn\n0\n", "line 1: no metric columns after `turn`")]
     #[case::duplicate("turn,rss,rss\n0,1,2\n", "line 1: column `rss` appears twice")]
+    #[case::control_characters(
+        "turn,\u{1b}[31mrss\n0,1\n",
+        "line 1: column 2 is named `\\u{1b}[31mrss`, with control characters; a metric name is plain text"
+    )]
     #[case::short_row(
         "turn,rss,gpu\n0,1,2\n1,3\n",
         "line 3: expected 3 fields (turn,rss,gpu), found 2"
@@ -303,6 +342,14 @@ mod tests {
         "turn,rss\n0,-5\n",
         "line 2, column `rss`: `-5` is not a byte count (negative or too large)"
     )]
+    #[case::nan(
+        "turn,rss\n0,NaN\n",
+        "line 2, column `rss`: `NaN` is NaN (not a number), not a byte count"
+    )]
+    #[case::infinite(
+        "turn,rss\n0,inf\n",
+        "line 2, column `rss`: `inf` is infinite, not a byte count"
+    )]
     #[case::empty_value(
         "turn,rss,gpu\n0,,1\n",
         "line 2, column `rss`: empty value (every row needs every metric)"
@@ -322,6 +369,10 @@ mod tests {
         "format_version 3 is not supported"
     )]
     #[case::no_version(r#"{"record": {}}"#, "missing `format_version`")]
+    #[case::string_version(
+        r#"{"format_version": "1", "record": {}}"#,
+        "wrong type of `format_version`: expected a whole number (2), found a string"
+    )]
     #[case::no_record(r#"{"format_version": 1}"#, "missing `record`")]
     #[case::bad_record(r#"{"format_version": 1, "record": {"samples": 3}}"#, "at `record.")]
     #[case::bad_json("{", "invalid JSON at line 1")]

@@ -34,6 +34,28 @@ pub(crate) fn signed_bytes(value: f64) -> String {
     }
 }
 
+/// A probability with two significant digits and no trailing zeros: `0.005`, `0.0019`.
+pub(crate) fn probability(p: f64) -> String {
+    if !(p > 0.0 && p.is_finite()) {
+        return format!("{p}");
+    }
+    let decimals = (1 - p.log10().floor() as i32).max(0) as usize;
+    let text = format!("{p:.decimals$}");
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        text
+    }
+}
+
+/// A confidence level in percent with as many decimals as keep it off 100%: `95%`, `99.8%`,
+/// `99.92%` (the levels of sequential looks are close to 1).
+pub(crate) fn confidence_percent(confidence: f64) -> String {
+    let miss = ((1.0 - confidence) * 100.0).max(1e-4);
+    let decimals = (-miss.log10()).ceil().clamp(0.0, 4.0) as usize;
+    format!("{:.decimals$}%", confidence * 100.0)
+}
+
 #[cfg(test)]
 mod tests {
     use rstest::rstest;
@@ -55,5 +77,23 @@ mod tests {
     fn rises_get_a_plus() {
         assert_eq!(signed_bytes(2048.0), "+2.0 KiB");
         assert_eq!(signed_bytes(-2048.0), "-2.0 KiB");
+    }
+
+    #[rstest]
+    #[case(0.005, "0.005")]
+    #[case(0.0019234, "0.0019")]
+    #[case(0.95, "0.95")]
+    #[case(0.000_012_5, "0.000013")]
+    fn probabilities_keep_two_significant_digits(#[case] p: f64, #[case] expected: &str) {
+        assert_eq!(probability(p), expected);
+    }
+
+    #[rstest]
+    #[case(0.95, "95%")]
+    #[case(0.969, "97%")]
+    #[case(0.998, "99.8%")]
+    #[case(0.99921, "99.92%")]
+    fn confidence_levels_never_round_to_a_hundred(#[case] c: f64, #[case] expected: &str) {
+        assert_eq!(confidence_percent(c), expected);
     }
 }

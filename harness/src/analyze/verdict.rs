@@ -115,6 +115,8 @@ pub enum VerdictStatus {
     Fail,
     /// The engine failed before the run could be judged completely.
     EngineFailed,
+    /// The run was stopped by a signal before it ended; what it measured so far is analysed.
+    Interrupted,
 }
 
 /// The analyzer's result for a run.

@@ -66,12 +66,7 @@ pub struct DetectionRow {
 /// Runs every cell: for each run length, clean, plateau and spiky series, each leak size, clean
 /// series with reloads, then each ratchet size.
 pub fn run_detection(config: &DetectionConfig) -> Vec<DetectionRow> {
-    let kinds: Vec<SeriesKind> = [SeriesKind::Clean, SeriesKind::Plateau, SeriesKind::Spiky]
-        .into_iter()
-        .chain(LEAKS.iter().map(|k| SeriesKind::Leak(*k)))
-        .chain([SeriesKind::ReloadClean])
-        .chain(RATCHETS.iter().map(|k| SeriesKind::Ratchet(*k)))
-        .collect();
+    let kinds = row_kinds();
     let mut rows = Vec::new();
     for turns in TURNS {
         for (index, kind) in kinds.iter().enumerate() {
@@ -104,6 +99,28 @@ pub fn run_detection(config: &DetectionConfig) -> Vec<DetectionRow> {
         }
     }
     rows
+}
+
+/// The kinds of series of every run length, in table order (the sequential table uses them too).
+pub(crate) fn row_kinds() -> Vec<SeriesKind> {
+    [SeriesKind::Clean, SeriesKind::Plateau, SeriesKind::Spiky]
+        .into_iter()
+        .chain(LEAKS.iter().map(|k| SeriesKind::Leak(*k)))
+        .chain([SeriesKind::ReloadClean])
+        .chain(RATCHETS.iter().map(|k| SeriesKind::Ratchet(*k)))
+        .collect()
+}
+
+/// A row's `series` and `leak` cells.
+pub(crate) fn row_label(kind: SeriesKind) -> (&'static str, String) {
+    match kind {
+        SeriesKind::Clean => ("clean", "-".to_owned()),
+        SeriesKind::Plateau => ("plateau", "-".to_owned()),
+        SeriesKind::Spiky => ("spiky", "-".to_owned()),
+        SeriesKind::Leak(k) => ("leak", format!("{k}")),
+        SeriesKind::ReloadClean => ("reload clean", "-".to_owned()),
+        SeriesKind::Ratchet(k) => ("ratchet", format!("{k}/reload")),
+    }
 }
 
 fn last_minus_first(points: &[(u32, u64)]) -> bool {
@@ -148,14 +165,7 @@ pub fn render_markdown(rows: &[DetectionRow], config: &DetectionConfig) -> Strin
          |---:|---|---:|---:|---:|---:|---:|\n",
     );
     for row in rows {
-        let (name, leak) = match row.kind {
-            SeriesKind::Clean => ("clean", "-".to_owned()),
-            SeriesKind::Plateau => ("plateau", "-".to_owned()),
-            SeriesKind::Spiky => ("spiky", "-".to_owned()),
-            SeriesKind::Leak(k) => ("leak", format!("{k}")),
-            SeriesKind::ReloadClean => ("reload clean", "-".to_owned()),
-            SeriesKind::Ratchet(k) => ("ratchet", format!("{k}/reload")),
-        };
+        let (name, leak) = row_label(row.kind);
         out.push_str(&format!(
             "| {} | {name} | {leak} | {} | {} | {} | {} |\n",
             row.turns,

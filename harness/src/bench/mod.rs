@@ -5,6 +5,7 @@ mod bare_loop;
 mod detection;
 mod overhead;
 mod scale;
+mod sequential;
 mod synthetic;
 
 pub use bare_loop::{
@@ -14,4 +15,5 @@ pub use bare_loop::{
 pub use detection::{render_markdown, run_detection, DetectionConfig, DetectionRow, Detector};
 pub use overhead::{render_overhead, run_overhead, OverheadError, OverheadRow};
 pub use scale::{render_scale, scale_scenario, ScaleRow, SCALE_RELOAD_EVERY, SCALE_TURNS};
+pub use sequential::{render_sequential, run_sequential, SequentialConfig, SequentialRow};
 pub use synthetic::{SeriesKind, SyntheticSeries};

@@ -11,10 +11,12 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::analyze::{
-    classify, load_trace, units, Classification, ClassifyOptions, MetricAnalysis, Trace,
+    classify, final_levels, load_trace, units, Classification, ClassifyOptions, Levels,
+    MetricAnalysis, Trace,
 };
-use crate::cli::{CliError, Exit};
-use crate::scenario::Tolerance;
+use crate::cli::output;
+use crate::cli::{CliError, Exit, Outcome};
+use crate::scenario::{parse_tolerance_arg, Tolerance};
 
 /// Arguments of `leakloop analyze`.
 #[derive(Debug, clap::Args)]
@@ -28,7 +30,7 @@ pub(crate) struct AnalyzeArgs {
     /// Allowed distance from the baseline: a size (`5MiB`, `2MB`, `1048576`) or a percentage of
     /// the baseline (`2%`). Default: a report's own expectations, else 1% of the baseline (at
     /// least 1 MiB).
-    #[arg(long, value_parser = parse_tolerance)]
+    #[arg(long, value_parser = parse_tolerance_arg)]
     tolerance: Option<Tolerance>,
     /// Turns after the baseline to treat as warm-up (default: a report's own, else 0; later
     /// warm-up is found from the data).
@@ -52,28 +54,29 @@ struct AnalyzeOutput<'a> {
     metrics: &'a BTreeMap<String, MetricAnalysis>,
 }
 
-pub(crate) fn run(args: AnalyzeArgs) -> Result<Exit, CliError> {
-    let trace = load_trace(&args.trace).map_err(CliError::bad_input)?;
+pub(crate) fn run(args: AnalyzeArgs) -> Result<Outcome, CliError> {
+    let trace = load_trace(&args.trace)?;
     let metrics = analyze_trace(&trace, &args);
-    let output = match args.format {
+    let text = match args.format {
         Format::Json => {
             let out = AnalyzeOutput {
                 trace: args.trace.display().to_string(),
                 metrics: &metrics,
             };
-            serde_json::to_string_pretty(&out).map_err(CliError::bad_input)?
+            serde_json::to_string_pretty(&out)
+                .map_err(|e| CliError::Output(anyhow::Error::new(e).context("rendering JSON")))?
         }
         Format::Text => render_table(&metrics),
     };
-    println!("{output}");
+    output::println(&text);
     let grows = metrics
         .values()
         .any(|m| m.classification == Classification::Growth);
-    Ok(if grows {
+    Ok(Outcome::Verdict(if grows {
         Exit::ExpectationFailed
     } else {
         Exit::Pass
-    })
+    }))
 }
 
 /// Classifies every metric of the trace; a report's own scenario supplies the defaults.
@@ -84,6 +87,11 @@ fn analyze_trace(trace: &Trace, args: &AnalyzeArgs) -> BTreeMap<String, MetricAn
         .filter(|(_, series)| !series.is_empty())
         .map(|(name, series)| {
             let scenario = trace.record.as_ref().map(|r| &r.scenario);
+            // A report of a `stop: decided` run is judged at the levels its run was judged at.
+            let levels = trace
+                .record
+                .as_ref()
+                .map_or_else(Levels::default, final_levels);
             let expectation = scenario.and_then(|s| s.expect.metrics.get(name));
             let options = ClassifyOptions {
                 tolerance: args
@@ -95,25 +103,12 @@ fn analyze_trace(trace: &Trace, args: &AnalyzeArgs) -> BTreeMap<String, MetricAn
                     .unwrap_or(0),
                 max_growth_per_turn: expectation.and_then(|e| e.max_growth_per_turn),
                 reload_every: scenario.map_or(0, |s| s.reload_every),
-                ..ClassifyOptions::default()
+                confidence: levels.confidence,
+                trend_alpha: levels.trend_alpha,
             };
             (name.clone(), classify(series, &options))
         })
         .collect()
-}
-
-/// Parses `5MiB`, `2 MB`, `1048576` or `2%`.
-fn parse_tolerance(text: &str) -> Result<Tolerance, String> {
-    let text = text.trim();
-    if let Some(percent) = text.strip_suffix('%') {
-        return match percent.trim().parse::<f64>() {
-            Ok(p) if p.is_finite() && p >= 0.0 => Ok(Tolerance::Percent(p)),
-            _ => Err(format!("`{text}` is not a percentage (e.g. 2%)")),
-        };
-    }
-    text.parse::<bytesize::ByteSize>()
-        .map(|size| Tolerance::Bytes(size.as_u64()))
-        .map_err(|_| format!("`{text}` is not a size (e.g. 5MiB, 2MB, 1048576) or a percentage"))
 }
 
 fn render_table(metrics: &BTreeMap<String, MetricAnalysis>) -> String {
@@ -131,7 +126,7 @@ fn render_table(metrics: &BTreeMap<String, MetricAnalysis>) -> String {
         .iter()
         .map(|(name, m)| {
             [
-                name.clone(),
+                crate::input::printable(name).into_owned(),
                 m.classification.as_str().to_owned(),
                 human(m.baseline as f64, false),
                 human(m.last as f64, false),
@@ -205,14 +200,32 @@ mod tests {
     #[case("4096", Tolerance::Bytes(4096))]
     #[case("2%", Tolerance::Percent(2.0))]
     fn tolerances(#[case] text: &str, #[case] expected: Tolerance) {
-        assert_eq!(parse_tolerance(text), Ok(expected));
+        assert_eq!(parse_tolerance_arg(text), Ok(expected));
     }
 
+    /// Regression: `--tolerance` was read by another parser than the DSL's, which took `5Mib`,
+    /// `5m` and `0.5B`; the DSL refuses them, and so does the command line, in the same words.
     #[rstest]
-    #[case("five")]
-    #[case("-2%")]
-    #[case("3 parsecs")]
-    fn bad_tolerances(#[case] text: &str) {
-        assert!(parse_tolerance(text).is_err());
+    #[case(
+        "five",
+        "bad tolerance `five`: expected a size as a number followed by a unit"
+    )]
+    #[case("-2%", "bad tolerance `-2%`: a percentage cannot be negative")]
+    #[case(
+        "3 parsecs",
+        "bad tolerance `3 parsecs`: unknown size unit `parsecs`; expected one of"
+    )]
+    #[case(
+        "5Mib",
+        "bad tolerance `5Mib`: unknown size unit `Mib`; did you mean `MiB`?"
+    )]
+    #[case(
+        "5m",
+        "bad tolerance `5m`: unknown size unit `m`; expected one of `B`, `KB`"
+    )]
+    #[case("0.5B", "bad tolerance `0.5B`: a size in bytes is a whole number")]
+    fn bad_tolerances(#[case] text: &str, #[case] message: &str) {
+        let err = parse_tolerance_arg(text).unwrap_err();
+        assert!(err.starts_with(message), "{err}");
     }
 }

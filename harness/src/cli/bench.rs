@@ -4,11 +4,14 @@ use std::path::{Path, PathBuf};
 
 use crate::bench::{
     bare_loop_resources, render_bare_loop, render_markdown, render_overhead, render_scale,
-    run_bare_loop_comparison, run_detection, run_overhead, scale_scenario, BareLoopConfig,
-    BareLoopError, DetectionConfig, ScaleRow, SCALE_RELOAD_EVERY, SCALE_TURNS,
+    render_sequential, run_bare_loop_comparison, run_detection, run_overhead, run_sequential,
+    scale_scenario, BareLoopConfig, BareLoopError, DetectionConfig, ScaleRow, SequentialConfig,
+    SCALE_RELOAD_EVERY, SCALE_TURNS,
 };
-use crate::cli::run::{run_and_analyze_timed, PhaseTimes};
-use crate::cli::{CliError, Exit};
+use crate::cli::interrupt::InFlight;
+use crate::cli::output;
+use crate::cli::run::{claim_out, run_and_analyze_timed, write_out, Format, PhaseTimes};
+use crate::cli::{CliError, Outcome};
 use crate::report::{PLOT_SVG, REPORT_JSON, SAMPLES_JSONL};
 
 /// Arguments of `leakloop bench`.
@@ -23,12 +26,16 @@ enum BenchCommand {
     /// Detection power and false-positive rates of the analyzer next to naive detectors, on
     /// seeded synthetic series; prints a Markdown table.
     Detection {
-        /// Series per row of the table.
-        #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(1..))]
-        series: u32,
+        /// Series per row of the table (default 2000; 200 with `--sequential`).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        series: Option<u32>,
         /// Seed of the synthetic series.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Judge the series as `stop: decided` runs: turns to a verdict and error rates per
+        /// row, for runs of at most 20, 40 and 100 turns.
+        #[arg(long)]
+        sequential: bool,
     },
     /// The runner's own cost per turn and per engine call, in process and through a worker
     /// process, on the simulator; prints a Markdown table.
@@ -97,45 +104,57 @@ impl From<OverheadArgs> for BareLoopConfig {
     }
 }
 
-pub(crate) fn run(args: BenchArgs) -> Result<Exit, CliError> {
+pub(crate) fn run(args: BenchArgs) -> Result<Outcome, CliError> {
     match args.which {
-        BenchCommand::Detection { series, seed } => {
+        BenchCommand::Detection {
+            series,
+            seed,
+            sequential: true,
+        } => {
+            let config = SequentialConfig {
+                series_per_row: series.unwrap_or(200),
+                seed,
+            };
+            let start = std::time::Instant::now();
+            let rows = run_sequential(&config);
+            output::print(&render_sequential(&rows, &config));
+            report_time(config.series_per_row, rows.len(), start);
+            Ok(Outcome::Done)
+        }
+        BenchCommand::Detection { series, seed, .. } => {
+            let series = series.unwrap_or(2000);
             let config = DetectionConfig {
                 series_per_cell: series,
                 seed,
             };
             let start = std::time::Instant::now();
             let rows = run_detection(&config);
-            print!("{}", render_markdown(&rows, &config));
-            eprintln!(
-                "{} series in {:.1} s",
-                u64::from(series) * rows.len() as u64,
-                start.elapsed().as_secs_f64()
-            );
-            Ok(Exit::Pass)
+            output::print(&render_markdown(&rows, &config));
+            report_time(series, rows.len(), start);
+            Ok(Outcome::Done)
         }
         BenchCommand::Runner { turns } => {
-            let rows = run_overhead(turns).map_err(|e| CliError::Engine(e.into()))?;
-            print!("{}", render_overhead(&rows));
-            Ok(Exit::Pass)
+            let rows = run_overhead(turns)?;
+            output::print(&render_overhead(&rows));
+            Ok(Outcome::Done)
         }
         BenchCommand::Overhead(args) => {
             let config = BareLoopConfig::from(args);
             let library = match bare_loop_resources(&config) {
                 Ok(library) => library,
                 Err(e) => {
-                    eprintln!("SKIPPED: leakloop bench overhead: {e}");
-                    return Ok(Exit::Pass);
+                    output::note(&format!("SKIPPED: leakloop bench overhead: {e}"));
+                    return Ok(Outcome::Done);
                 }
             };
             match run_bare_loop_comparison(&config) {
                 Ok(rows) => {
-                    print!("{}", render_bare_loop(&rows, &config, &library.version));
-                    Ok(Exit::Pass)
+                    output::print(&render_bare_loop(&rows, &config, &library.version));
+                    Ok(Outcome::Done)
                 }
                 Err(BareLoopError::Missing(why)) => {
-                    eprintln!("SKIPPED: leakloop bench overhead: {why}");
-                    Ok(Exit::Pass)
+                    output::note(&format!("SKIPPED: leakloop bench overhead: {why}"));
+                    Ok(Outcome::Done)
                 }
                 Err(e) => Err(CliError::Engine(e.into())),
             }
@@ -147,26 +166,23 @@ pub(crate) fn run(args: BenchArgs) -> Result<Exit, CliError> {
             ..
         } => {
             let row = scale_child(turns, child_reload_every, &out)?;
-            println!(
-                "{}",
-                serde_json::to_string(&row).map_err(|e| CliError::Engine(e.into()))?
-            );
-            Ok(Exit::Pass)
+            output::println(&serde_json::to_string(&row).map_err(|e| CliError::Engine(e.into()))?);
+            Ok(Outcome::Done)
         }
         BenchCommand::Scale { max_turns, .. } => {
             let mut rows = Vec::new();
             for reload_every in [0, SCALE_RELOAD_EVERY] {
                 for &turns in SCALE_TURNS.iter().filter(|&&t| t <= max_turns) {
                     let row = scale_in_child(turns, reload_every)?;
-                    eprintln!(
+                    output::note(&format!(
                         "{turns} turns, reloads every {reload_every}: {:.2} s",
                         row.total_seconds()
-                    );
+                    ));
                     rows.push(row);
                 }
             }
-            print!("{}", render_scale(&rows));
-            Ok(Exit::Pass)
+            output::print(&render_scale(&rows));
+            Ok(Outcome::Done)
         }
     }
 }
@@ -198,7 +214,18 @@ fn scale_in_child(turns: u32, reload_every: u32) -> Result<ScaleRow, CliError> {
 fn scale_child(turns: u32, reload_every: u32, out: &Path) -> Result<ScaleRow, CliError> {
     let scenario = scale_scenario(turns, reload_every).map_err(|e| CliError::Engine(e.into()))?;
     let mut times = PhaseTimes::default();
-    let (record, _verdict) = run_and_analyze_timed(&scenario, Some(out), true, &mut times)?;
+    let claimed = claim_out(out)?;
+    let (record, verdict, claimed) = run_and_analyze_timed(
+        &scenario,
+        Some(claimed),
+        true,
+        &InFlight::default(),
+        Format::Text,
+        &mut times,
+    )?;
+    let started = std::time::Instant::now();
+    write_out(claimed, &record, &verdict);
+    times.reports = started.elapsed().as_secs_f64();
     let size = |name: &str| std::fs::metadata(out.join(name)).map_or(0, |m| m.len());
     Ok(ScaleRow {
         turns,
@@ -213,4 +240,13 @@ fn scale_child(turns: u32, reload_every: u32, out: &Path) -> Result<ScaleRow, Cl
         plot_svg: size(PLOT_SVG),
         samples_jsonl: size(SAMPLES_JSONL),
     })
+}
+
+/// How many series a detection table took and how long, on stderr (the table is on stdout).
+fn report_time(series_per_row: u32, rows: usize, start: std::time::Instant) {
+    output::note(&format!(
+        "{} series in {:.1} s",
+        u64::from(series_per_row) * rows as u64,
+        start.elapsed().as_secs_f64()
+    ));
 }

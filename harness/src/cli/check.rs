@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use crate::cli::{CliError, Exit};
+use crate::cli::output;
+use crate::cli::{CliError, Exit, Outcome};
 use crate::scenario::load_scenario;
 
 /// Arguments of `leakloop check`.
@@ -15,20 +16,20 @@ pub(crate) struct CheckArgs {
 
 /// Prints `ok <file>: ...` for each valid file and the full error for each invalid one; fails
 /// with bad input (exit 2) if any file is invalid.
-pub(crate) fn run(args: CheckArgs) -> Result<Exit, CliError> {
+pub(crate) fn run(args: CheckArgs) -> Result<Outcome, CliError> {
     let mut invalid = 0;
     for path in &args.scenarios {
         match load_scenario(path) {
-            Ok(scenario) => println!(
+            Ok(scenario) => output::println(&format!(
                 "ok {}: {} ({}, {} turns)",
                 path.display(),
                 scenario.name,
                 scenario.engine.backend.as_str(),
                 scenario.turns
-            ),
+            )),
             Err(err) => {
                 invalid += 1;
-                eprintln!("error: {err}\n");
+                output::error(&format!("{err}\n"));
             }
         }
     }
@@ -38,5 +39,5 @@ pub(crate) fn run(args: CheckArgs) -> Result<Exit, CliError> {
             args.scenarios.len()
         )));
     }
-    Ok(Exit::Pass)
+    Ok(Outcome::Verdict(Exit::Pass))
 }

@@ -9,7 +9,10 @@ use std::path::{Path, PathBuf};
 use bytesize::ByteSize;
 
 use crate::analyze::{Verdict, VerdictStatus};
-use crate::cli::run::run_and_analyze;
+use crate::cli::interrupt::InFlight;
+use crate::cli::output;
+use crate::cli::run::{claim_out, run_and_analyze, write_out, Format};
+use crate::cli::Outcome;
 use crate::cli::{CliError, Exit};
 use crate::engine::litert_lm::{discover_library, LibraryLocation};
 use crate::runner::{RunOutcome, RunRecord};
@@ -31,14 +34,14 @@ pub(crate) struct CompareArgs {
     pub quiet: bool,
 }
 
-pub(crate) fn run(args: CompareArgs) -> Result<Exit, CliError> {
+pub(crate) fn run(args: CompareArgs) -> Result<Outcome, CliError> {
     let [a, b] = args.libs.as_slice() else {
         return Err(CliError::bad_input(format!(
             "compare needs exactly two --lib (A and B), got {}",
             args.libs.len()
         )));
     };
-    let scenario = load_scenario(&args.scenario).map_err(CliError::bad_input)?;
+    let scenario = load_scenario(&args.scenario)?;
     if scenario.engine.backend != BackendKind::LitertLm {
         return Err(CliError::bad_input(format!(
             "compare swaps the engine library, which only the litert-lm backend loads; {} uses `{}`",
@@ -49,18 +52,18 @@ pub(crate) fn run(args: CompareArgs) -> Result<Exit, CliError> {
     // Both libraries are checked before anything runs, so a typo in B does not cost a run of A.
     let find = |label: &'static str, lib: &PathBuf| {
         discover_library(Some(lib))
-            .map_err(|e| CliError::bad_input(format!("--lib for side {label}: {e}")))
+            .map_err(|e| CliError::from(e).context(format!("--lib for side {label}")))
     };
     let (lib_a, lib_b) = (find("A", a)?, find("B", b)?);
 
     let out = |folder: &str| args.out.as_ref().map(|dir| dir.join(folder));
     let (ra, va) = run_side(&scenario, "A", &lib_a, out("a").as_deref(), args.quiet)?;
     let (rb, vb) = run_side(&scenario, "B", &lib_b, out("b").as_deref(), args.quiet)?;
-    print!("{}", compare_runs((&ra, &va), (&rb, &vb)));
+    output::print(&compare_runs((&ra, &va), (&rb, &vb)));
     if let Some(dir) = &args.out {
-        println!("reports: {} (a/, b/)", dir.display());
+        output::println(&format!("reports: {} (a/, b/)", dir.display()));
     }
-    Ok(compare_exit(&va, &vb))
+    Ok(Outcome::Verdict(compare_exit(&va, &vb)))
 }
 
 /// Runs `scenario` on one library and analyses it; errors say which side failed.
@@ -76,34 +79,25 @@ fn run_side(
     let path = std::path::absolute(&library.path).unwrap_or_else(|_| library.path.clone());
     scenario.engine.lib = Some(path.clone());
     if !quiet {
-        eprintln!(
+        output::note(&format!(
             "{label}: {} on LiteRT-LM {} ({})",
             scenario.name,
             library.version,
             path.display()
-        );
+        ));
     }
-    run_and_analyze(&scenario, out, quiet).map_err(|e| {
-        let context = format!("side {label} ({})", path.display());
-        match e {
-            CliError::BadInput(e) => CliError::BadInput(e.context(context)),
-            CliError::Engine(e) => CliError::Engine(e.context(context)),
-        }
-    })
+    let out = out.map(claim_out).transpose()?;
+    let (record, verdict, out) =
+        run_and_analyze(&scenario, out, quiet, &InFlight::default(), Format::Text)
+            .map_err(|e| e.context(format!("side {label} ({})", path.display())))?;
+    write_out(out, &record, &verdict);
+    Ok((record, verdict))
 }
 
-/// The exit code of a comparison: the worse of the two sides.
+/// The exit code of a comparison: the worse of the two sides (an engine failure is worse than a
+/// failed expectation, which is worse than a pass).
 pub fn compare_exit(a: &Verdict, b: &Verdict) -> Exit {
-    let rank = |v: &Verdict| match v.status {
-        VerdictStatus::Pass => 0,
-        VerdictStatus::Fail => 1,
-        VerdictStatus::EngineFailed => 2,
-    };
-    match rank(a).max(rank(b)) {
-        0 => Exit::Pass,
-        1 => Exit::ExpectationFailed,
-        _ => Exit::EngineFailed,
-    }
+    Exit::of_verdict(a.status).max(Exit::of_verdict(b.status))
 }
 
 fn status_word(v: &Verdict) -> &'static str {
@@ -111,6 +105,7 @@ fn status_word(v: &Verdict) -> &'static str {
         VerdictStatus::Pass => "PASS",
         VerdictStatus::Fail => "FAIL",
         VerdictStatus::EngineFailed => "ENGINE FAILED",
+        VerdictStatus::Interrupted => "INTERRUPTED",
     }
 }
 
@@ -142,6 +137,9 @@ fn outcome_line(record: &RunRecord) -> String {
         RunOutcome::Completed => format!("completed {} turns", record.turns_completed),
         RunOutcome::EngineFailed { turn, step, error } => {
             format!("engine failed at turn {turn} ({step}): {error}")
+        }
+        RunOutcome::Interrupted { signal, turn } => {
+            format!("interrupted by {signal} at turn {turn}")
         }
     }
 }
@@ -290,11 +288,13 @@ mod tests {
                 sample: SamplePlan {
                     after: vec![SamplePoint::Load],
                     settle: Duration::ZERO,
+                    baseline: 1,
                 },
                 watch: vec![],
                 faults: vec![],
                 expect: Expectations::default(),
                 seed: 0,
+                stop: crate::scenario::StopMode::Turns,
             },
             backend: BackendInfo {
                 backend: "litert-lm".into(),
@@ -309,6 +309,7 @@ mod tests {
             turns_completed: 3,
             engine_errors: vec![],
             outcome: RunOutcome::Completed,
+            early_stop: None,
         }
     }
 

@@ -1,17 +1,105 @@
-//! The CLI's one error type and the documented exit codes it maps to.
+//! The CLI's one error type, the documented exit codes, and the one place that decides which
+//! code a command ends with.
+//!
+//! Every subcommand returns an [`Outcome`] or a [`CliError`]. Errors are built from the typed
+//! errors of the lower layers through the `From` impls below, so each kind of failure maps to
+//! one code whatever command meets it. [`decide`] then combines the command's result with what
+//! happened to standard output: once a verdict is known, it decides the code, and a later
+//! output failure is a warning next to it.
 
-/// The documented exit codes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+use std::io::ErrorKind;
+
+use crate::analyze::{TraceError, Verdict, VerdictStatus};
+use crate::bench::OverheadError;
+use crate::engine::litert_lm::DiscoverError;
+use crate::engine::EngineError;
+use crate::engine::WorkerError;
+use crate::input::InputError;
+use crate::report::ReportError;
+use crate::runner::{RunOutcome, RunRecord};
+use crate::scenario::ScenarioError;
+
+/// What each exit code means, for every command (`leakloop --help`; README.md has the same table).
+pub(crate) const EXIT_CODES_HELP: &str = "\
+Exit codes (every command):
+  0  pass: every expectation held (check: every file is valid; analyze: no metric grows;
+     bench: done)
+  1  an expectation failed: a leak, an unbalanced create/delete (analyze: a metric grows)
+  2  bad input or usage: a malformed scenario, trace or report, a missing or unreadable input
+     file, a bad flag or override
+  3  the engine failed: crash, hang, load error, a missing engine library, unscripted engine
+     errors
+  4  output could not be written before there was a verdict: the --out folder, or stdout of a
+     command without a verdict (bench)
+  130  run: interrupted by SIGINT; the partial report is written, marked interrupted
+  143  run: interrupted by SIGTERM (a CI job's timeout); the partial report is written
+Once a verdict is known it decides the code; a later failure to write output is a warning.
+A closed pipe on stdout (`| head`) ends the output quietly.";
+
+/// The documented exit codes (README.md, "Exit codes", and `leakloop --help`), ordered so that
+/// the worse of two verdicts is the larger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum Exit {
-    /// Every expectation held.
+    /// Every expectation held (`check`: every file is valid; `analyze`: no metric grows).
     Pass = 0,
-    /// An expectation failed (a leak, an unbalanced create/delete).
+    /// An expectation failed (a leak, an unbalanced create/delete; `analyze`: a metric grows).
     ExpectationFailed = 1,
-    /// Bad input or usage (a malformed scenario or trace, a missing file).
+    /// Bad input or usage (a malformed scenario or trace, a missing or unreadable input file, a
+    /// bad flag).
     BadInput = 2,
-    /// The engine failed (crash, hang, load error).
+    /// The engine failed (crash, hang, load error, a missing engine library).
     EngineFailed = 3,
+    /// Output could not be written before there was a verdict (the `--out` folder, standard
+    /// output of a command without a verdict).
+    OutputFailed = 4,
+    /// `run` was stopped by SIGINT; it wrote a partial report marked interrupted (128 + 2, what a
+    /// shell reports for a process that SIGINT ended).
+    InterruptedBySigint = 130,
+    /// `run` was stopped by SIGTERM (a CI job's timeout); it wrote a partial report marked
+    /// interrupted (128 + 15).
+    InterruptedBySigterm = 143,
+}
+
+impl Exit {
+    /// The exit code a saved or compared verdict maps to. A run that was interrupted did not
+    /// finish, so its verdict read back (`report`) counts as an engine failure.
+    pub fn of_verdict(status: VerdictStatus) -> Exit {
+        match status {
+            VerdictStatus::Pass => Exit::Pass,
+            VerdictStatus::Fail => Exit::ExpectationFailed,
+            VerdictStatus::EngineFailed | VerdictStatus::Interrupted => Exit::EngineFailed,
+        }
+    }
+
+    /// The exit code of a run that just ended with `verdict`: its verdict's, or 128 + the
+    /// signal's number when a signal stopped it.
+    pub fn of_run(record: &RunRecord, verdict: &Verdict) -> Exit {
+        match (&record.outcome, verdict.status) {
+            (RunOutcome::Interrupted { signal, .. }, VerdictStatus::Interrupted) => {
+                Exit::interrupted(signal)
+            }
+            (_, status) => Exit::of_verdict(status),
+        }
+    }
+
+    /// The exit code of a run stopped by `signal` (`SIGINT` or `SIGTERM`).
+    pub fn interrupted(signal: &str) -> Exit {
+        if signal == "SIGINT" {
+            Exit::InterruptedBySigint
+        } else {
+            Exit::InterruptedBySigterm
+        }
+    }
+}
+
+/// What a subcommand ended with, when it did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// A verdict (run, check, analyze, report, compare): it decides the exit code.
+    Verdict(Exit),
+    /// Done, with nothing to judge (bench, worker, help): exit 0 unless its output failed.
+    Done,
 }
 
 /// Everything that can stop a subcommand, each mapped to one exit code.
@@ -23,19 +111,241 @@ pub enum CliError {
     /// The engine failed before anything could be judged: exit 3.
     #[error(transparent)]
     Engine(anyhow::Error),
+    /// Output could not be written before there was a verdict: exit 4.
+    #[error(transparent)]
+    Output(anyhow::Error),
+    /// The command line did not parse (clap's own explanation): exit 2.
+    #[error("{0}")]
+    Usage(String),
 }
 
 impl CliError {
     /// The exit code this error ends the process with.
     pub fn exit(&self) -> Exit {
         match self {
-            CliError::BadInput(_) => Exit::BadInput,
+            CliError::BadInput(_) | CliError::Usage(_) => Exit::BadInput,
             CliError::Engine(_) => Exit::EngineFailed,
+            CliError::Output(_) => Exit::OutputFailed,
         }
     }
 
     /// A bad-input error from anything printable.
     pub fn bad_input(message: impl std::fmt::Display) -> Self {
         CliError::BadInput(anyhow::anyhow!("{message}"))
+    }
+
+    /// The same error with `context` in front of its message, keeping its code.
+    pub fn context(self, context: impl std::fmt::Display + Send + Sync + 'static) -> Self {
+        match self {
+            CliError::BadInput(e) => CliError::BadInput(e.context(context)),
+            CliError::Engine(e) => CliError::Engine(e.context(context)),
+            CliError::Output(e) => CliError::Output(e.context(context)),
+            CliError::Usage(text) => CliError::Usage(format!("{context}: {text}")),
+        }
+    }
+}
+
+/// Maps whole error types to one code each.
+macro_rules! exit_by_type {
+    ($variant:ident: $($error:ty),+ $(,)?) => {
+        $(impl From<$error> for CliError {
+            fn from(e: $error) -> Self {
+                CliError::$variant(e.into())
+            }
+        })+
+    };
+}
+
+// A scenario, trace or input file that cannot be used is bad input.
+exit_by_type!(BadInput: ScenarioError, TraceError, InputError);
+// An engine that cannot be built (its library missing, named or discovered; its model unusable;
+// a worker that does not start), or the runner benchmark's engine failing, is an engine failure.
+exit_by_type!(Engine: EngineError, OverheadError, DiscoverError);
+
+impl From<ReportError> for CliError {
+    fn from(e: ReportError) -> Self {
+        match e {
+            ReportError::Write { .. }
+            | ReportError::Render { .. }
+            | ReportError::Several { .. } => CliError::Output(e.into()),
+            // A folder another run holds is a usage error: wait, or choose another --out.
+            ReportError::Read { .. }
+            | ReportError::Input(_)
+            | ReportError::Parse { .. }
+            | ReportError::FormatVersion { .. }
+            | ReportError::Inconsistent { .. }
+            | ReportError::Busy { .. }
+            | ReportError::NothingToReport { .. } => CliError::BadInput(e.into()),
+        }
+    }
+}
+
+/// A worker whose engine cannot be built is an engine failure; one that is spoken to out of
+/// protocol (or whose pipes break) had bad input.
+impl From<WorkerError> for CliError {
+    fn from(e: WorkerError) -> Self {
+        match e {
+            WorkerError::Build(_) => CliError::Engine(e.into()),
+            _ => CliError::BadInput(e.into()),
+        }
+    }
+}
+
+/// How a command ends: its exit code, and what to say on stderr.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Decision {
+    /// The exit code.
+    pub exit: Exit,
+    /// The text for stderr (`error: ...`, `warning: ...`, or clap's usage message).
+    pub stderr: Option<String>,
+}
+
+/// The one place that decides a command's exit code: from its result and from the first write
+/// to standard output that failed, if any. A closed pipe (`leakloop ... | head -1`) ends output
+/// quietly; any other write failure is a warning next to a verdict, or exit 4 where there is no
+/// verdict.
+pub fn decide(result: Result<Outcome, CliError>, stdout: Option<&std::io::Error>) -> Decision {
+    let stdout_failure = stdout
+        .filter(|e| e.kind() != ErrorKind::BrokenPipe)
+        .map(|e| format!("could not write to standard output: {e}"));
+    match result {
+        Err(CliError::Usage(text)) => Decision {
+            exit: Exit::BadInput,
+            stderr: Some(text),
+        },
+        Err(err) => Decision {
+            exit: err.exit(),
+            stderr: Some(format!("error: {err:#}")),
+        },
+        Ok(Outcome::Verdict(exit)) => Decision {
+            exit,
+            stderr: stdout_failure.map(|m| format!("warning: {m}")),
+        },
+        Ok(Outcome::Done) => Decision {
+            exit: if stdout_failure.is_some() {
+                Exit::OutputFailed
+            } else {
+                Exit::Pass
+            },
+            stderr: stdout_failure.map(|m| format!("error: {m}")),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Error;
+
+    use rstest::rstest;
+
+    use super::*;
+
+    fn full() -> Error {
+        Error::from_raw_os_error(libc::ENOSPC)
+    }
+
+    fn pipe() -> Error {
+        Error::from(ErrorKind::BrokenPipe)
+    }
+
+    #[rstest]
+    #[case::pass(Ok(Outcome::Verdict(Exit::Pass)), None, Exit::Pass, None)]
+    #[case::closed_pipe_is_quiet(
+        Ok(Outcome::Verdict(Exit::ExpectationFailed)),
+        Some(pipe()),
+        Exit::ExpectationFailed,
+        None
+    )]
+    #[case::verdict_outlives_a_full_stdout(
+        Ok(Outcome::Verdict(Exit::ExpectationFailed)),
+        Some(full()),
+        Exit::ExpectationFailed,
+        Some(false)
+    )]
+    #[case::no_verdict_and_full_stdout(
+        Ok(Outcome::Done),
+        Some(full()),
+        Exit::OutputFailed,
+        Some(true)
+    )]
+    #[case::no_verdict_and_closed_pipe(Ok(Outcome::Done), Some(pipe()), Exit::Pass, None)]
+    #[case::error_keeps_its_code(
+        Err(CliError::Engine(anyhow::anyhow!("gone"))),
+        Some(full()),
+        Exit::EngineFailed,
+        Some(true)
+    )]
+    fn decides_one_code(
+        #[case] result: Result<Outcome, CliError>,
+        #[case] stdout: Option<Error>,
+        #[case] exit: Exit,
+        #[case] error: Option<bool>,
+    ) {
+        let decision = decide(result, stdout.as_ref());
+        assert_eq!(decision.exit, exit);
+        assert_eq!(
+            decision.stderr.as_ref().map(|m| m.starts_with("error: ")),
+            error,
+            "{:?}",
+            decision.stderr
+        );
+    }
+
+    /// README.md's table, `leakloop --help` and [`Exit`] list the same codes.
+    #[test]
+    fn readme_help_and_enum_agree_on_the_codes() {
+        let all = [
+            Exit::Pass,
+            Exit::ExpectationFailed,
+            Exit::BadInput,
+            Exit::EngineFailed,
+            Exit::OutputFailed,
+            Exit::InterruptedBySigint,
+            Exit::InterruptedBySigterm,
+        ];
+        let codes: Vec<u8> = all.iter().map(|e| *e as u8).collect();
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+        let table = readme
+            .split("### Exit codes")
+            .nth(1)
+            .and_then(|rest| rest.split("\n\n").find(|block| block.starts_with("| code")))
+            .expect("README has an exit-code table");
+        let in_readme: Vec<u8> = table
+            .lines()
+            .skip(2)
+            .map(|row| row.split('|').nth(1).unwrap().trim().parse().unwrap())
+            .collect();
+        assert_eq!(in_readme, codes);
+        let in_help: Vec<u8> = EXIT_CODES_HELP
+            .lines()
+            .filter_map(|l| {
+                l.strip_prefix("  ")?
+                    .split_whitespace()
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+            .collect();
+        assert_eq!(in_help, codes);
+    }
+
+    #[test]
+    fn report_write_failures_are_output_failures_and_parse_failures_bad_input() {
+        let write = ReportError::Write {
+            path: "out/report.json".into(),
+            source: full(),
+        };
+        assert_eq!(CliError::from(write).exit(), Exit::OutputFailed);
+        let nothing = ReportError::NothingToReport { dir: "out".into() };
+        assert_eq!(CliError::from(nothing).exit(), Exit::BadInput);
+        let busy = ReportError::Busy { dir: "out".into() };
+        assert_eq!(CliError::from(busy).exit(), Exit::BadInput);
+        let inconsistent = ReportError::Inconsistent {
+            path: "out/report.json".into(),
+            stored: "pass".into(),
+            derived: "fail".into(),
+        };
+        assert_eq!(CliError::from(inconsistent).exit(), Exit::BadInput);
     }
 }

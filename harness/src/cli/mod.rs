@@ -5,6 +5,8 @@ mod bench;
 mod check;
 mod compare;
 mod error;
+mod interrupt;
+mod output;
 mod report;
 mod run;
 mod worker;
@@ -14,17 +16,13 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub use compare::{compare_exit, compare_runs};
-pub use error::{CliError, Exit};
+use error::EXIT_CODES_HELP;
+pub use error::{decide, CliError, Decision, Exit, Outcome};
 
 /// Catches memory-leak regressions in on-device LLM inference engines.
-///
-/// Exit codes: 0 every expectation held; 1 an expectation failed (a leak, an unbalanced
-/// create/delete); 2 bad input or usage; 3 the engine failed (crash, hang, load error).
 #[derive(Debug, Parser)]
 #[command(name = "leakloop", version, about, long_about = None)]
-#[command(
-    after_help = "Exit codes:\n  0  every expectation held\n  1  an expectation failed (a leak, an unbalanced create/delete)\n  2  bad input or usage\n  3  the engine failed (crash, hang, load error)"
-)]
+#[command(after_help = EXIT_CODES_HELP)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -51,18 +49,31 @@ enum Command {
 
 /// Entry point of the `leakloop` binary.
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let result = match Cli::try_parse() {
+        Ok(cli) => run_command(cli.command),
+        Err(e) if e.use_stderr() => Err(CliError::Usage(e.render().to_string())),
+        // --help and --version: their text is the output.
         Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() {
-                ExitCode::from(Exit::BadInput as u8)
-            } else {
-                ExitCode::SUCCESS
-            };
+            output::print_styled(&e.render().ansi().to_string());
+            Ok(Outcome::Done)
         }
     };
-    let result = match cli.command {
+    ExitCode::from(conclude(result) as u8)
+}
+
+/// Decides the exit code of a command's `result` (with what happened to standard output, in
+/// [`decide`]) and says on stderr what the decision says. `main` and an interrupted run's signal
+/// thread both end here.
+pub(crate) fn conclude(result: Result<Outcome, CliError>) -> Exit {
+    let decision = decide(result, output::take_stdout_failure().as_ref());
+    if let Some(text) = &decision.stderr {
+        output::note(text.trim_end());
+    }
+    decision.exit
+}
+
+fn run_command(command: Command) -> Result<Outcome, CliError> {
+    match command {
         Command::Check(args) => check::run(args),
         Command::Run(args) => run::run(args),
         Command::Analyze(args) => analyze::run(args),
@@ -70,12 +81,5 @@ pub fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Worker(args) => worker::run(args),
         Command::Compare(args) => compare::run(args),
-    };
-    match result {
-        Ok(exit) => ExitCode::from(exit as u8),
-        Err(err) => {
-            eprintln!("error: {err:#}");
-            ExitCode::from(err.exit() as u8)
-        }
     }
 }

@@ -1,15 +1,20 @@
-//! `leakloop report DIR`: re-renders the terminal text (or summary.md) and rewrites summary.md and
-//! plot.svg from a saved report.json. When only samples.jsonl is there (the run crashed or was
-//! killed before it could write its report), it says so and shows what was measured.
+//! `leakloop report DIR`: re-renders the terminal text (or summary.md) from a saved report.json,
+//! then rewrites summary.md and plot.svg (a failed write is a warning). When the folder's last run
+//! has no report (it crashed, was killed, is still running, or could not write it), it says which
+//! as far as the folder's marker tells (`report/out_dir.rs`) and shows what samples.jsonl holds;
+//! it never shows an earlier run's verdict.
 
 use std::path::PathBuf;
 
-use crate::analyze::VerdictStatus;
-use crate::cli::{CliError, Exit};
+use crate::analyze::Verdict;
+use crate::cli::output;
+use crate::cli::{CliError, Exit, Outcome};
 use crate::report::{
-    print_terminal, read_report, read_samples, render_partial, render_plot_svg, render_summary_md,
-    write_atomic, ReportError, PLOT_SVG, REPORT_JSON, SAMPLES_JSONL, SUMMARY_MD,
+    inspect_out_dir, print_terminal, read_report, read_samples, render_partial, render_plot_svg,
+    render_summary_md, write_atomic, ReportError, RunState, StreamedSamples, PLOT_SVG, REPORT_JSON,
+    SAMPLES_JSONL, SUMMARY_MD,
 };
+use crate::runner::RunRecord;
 
 /// What to print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -23,7 +28,8 @@ pub(crate) enum Format {
 /// Arguments of `leakloop report`.
 ///
 /// Exits like the run did: 0 pass, 1 an expectation failed, 3 the engine failed or the run did
-/// not finish (only samples.jsonl is there); 2 when DIR holds no report.
+/// not finish (it crashed, was killed or interrupted, or is still running); 2 when DIR holds no
+/// report or one whose verdict does not follow from its expectations.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ReportArgs {
     /// A `leakloop run --out` folder.
@@ -36,48 +42,76 @@ pub(crate) struct ReportArgs {
     no_write: bool,
 }
 
-fn bad_input(e: ReportError) -> CliError {
-    CliError::BadInput(anyhow::Error::new(e))
-}
-
-pub(crate) fn run(args: ReportArgs) -> Result<Exit, CliError> {
+pub(crate) fn run(args: ReportArgs) -> Result<Outcome, CliError> {
+    // Held to the end: a new run cannot clear the folder while it is read and re-rendered.
+    let view = inspect_out_dir(&args.dir)?;
     let report_path = args.dir.join(REPORT_JSON);
-    if !report_path.exists() {
-        return report_unfinished_run(&args);
+    if matches!(view.state, RunState::InProgress | RunState::Unfinished) || !report_path.exists() {
+        return report_unfinished_run(&args, view.state);
     }
-    let report = read_report(&report_path).map_err(bad_input)?;
+    let report = read_report(&report_path)?;
     let (record, verdict) = (&report.record, &report.verdict);
-    if !args.no_write {
-        let summary = render_summary_md(record, verdict);
-        write_atomic(&args.dir.join(SUMMARY_MD), summary.as_bytes()).map_err(bad_input)?;
-        let plot = render_plot_svg(record, verdict).map_err(bad_input)?;
-        write_atomic(&args.dir.join(PLOT_SVG), plot.as_bytes()).map_err(bad_input)?;
-    }
+    // Print first, write second: a folder that cannot be written still shows its verdict.
     match args.format {
-        Format::Text => print_terminal(record, verdict)
-            .map_err(|e| CliError::BadInput(anyhow::Error::new(e).context("writing to stdout")))?,
-        Format::Md => print!("{}", render_summary_md(record, verdict)),
+        Format::Text => output::write_stdout(|| print_terminal(record, verdict)),
+        Format::Md => output::print(&render_summary_md(record, verdict)),
     }
-    Ok(match verdict.status {
-        VerdictStatus::Pass => Exit::Pass,
-        VerdictStatus::Fail => Exit::ExpectationFailed,
-        VerdictStatus::EngineFailed => Exit::EngineFailed,
-    })
+    if !args.no_write {
+        // The verdict is known: a file that cannot be rewritten is a warning next to it.
+        if let Err(e) = rewrite(&args, record, verdict) {
+            output::warning(&format!("the verdict above stands, but {e}"));
+        }
+    }
+    Ok(Outcome::Verdict(Exit::of_verdict(verdict.status)))
 }
 
-fn report_unfinished_run(args: &ReportArgs) -> Result<Exit, CliError> {
+/// Rewrites summary.md and plot.svg from the report.
+fn rewrite(args: &ReportArgs, record: &RunRecord, verdict: &Verdict) -> Result<(), ReportError> {
+    let summary = render_summary_md(record, verdict);
+    write_atomic(&args.dir.join(SUMMARY_MD), summary.as_bytes())?;
+    let plot = render_plot_svg(record, verdict)?;
+    write_atomic(&args.dir.join(PLOT_SVG), plot.as_bytes())
+}
+
+/// A folder without a report of its last run: says why, as far as the folder tells, and shows
+/// what samples.jsonl holds.
+fn report_unfinished_run(args: &ReportArgs, state: RunState) -> Result<Outcome, CliError> {
+    let dir = args.dir.display();
+    let why = match state {
+        RunState::InProgress => format!(
+            "a run is still writing {dir}: it has no {REPORT_JSON} yet.\n\
+             What {SAMPLES_JSONL} holds so far:\n"
+        ),
+        RunState::Unfinished => format!(
+            "{dir}: the last run did not finish (it crashed or was killed), so it has no \
+             {REPORT_JSON}.\nWhat {SAMPLES_JSONL} recorded:\n"
+        ),
+        RunState::Ended => format!(
+            "{dir} has no {REPORT_JSON}: the last run ended without writing it (it stopped before \
+             its engine ran, or its reports could not be written; that run's output says \
+             why).\n\
+             What {SAMPLES_JSONL} recorded:\n"
+        ),
+        RunState::Unknown => format!(
+            "{dir} has no {REPORT_JSON}: the run did not finish (it crashed or was killed).\n\
+             What {SAMPLES_JSONL} recorded:\n"
+        ),
+    };
     let samples_path = args.dir.join(SAMPLES_JSONL);
-    if !samples_path.exists() {
-        return Err(bad_input(ReportError::NothingToReport {
+    let streamed = if samples_path.exists() {
+        read_samples(&samples_path)?
+    } else if state == RunState::Unknown {
+        return Err(ReportError::NothingToReport {
             dir: args.dir.clone(),
-        }));
-    }
-    let streamed = read_samples(&samples_path).map_err(bad_input)?;
-    println!(
-        "{} has no {REPORT_JSON}: the run did not finish (it crashed or was killed).\n\
-         What {SAMPLES_JSONL} recorded:\n",
-        args.dir.display()
-    );
-    print!("{}", render_partial(&streamed));
-    Ok(Exit::EngineFailed)
+        }
+        .into());
+    } else {
+        StreamedSamples {
+            samples: Vec::new(),
+            torn_last_line: false,
+        }
+    };
+    output::println(&why);
+    output::print(&render_partial(&streamed));
+    Ok(Outcome::Verdict(Exit::EngineFailed))
 }

@@ -1,18 +1,24 @@
-//! `leakloop run`: one scenario, start to finish: build the engine, run the turn loop while
-//! streaming samples to disk, analyse, write the reports and map the verdict to an exit code.
+//! `leakloop run`: one scenario, start to finish: claim the output folder, build the engine, run
+//! the turn loop while streaming samples to disk, analyse, print the verdict, write the reports
+//! and map the verdict to an exit code. SIGINT and SIGTERM end it with a partial report
+//! (`interrupt.rs`).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::anyhow;
 
-use crate::analyze::{analyze_run, Verdict, VerdictStatus};
-use crate::cli::{CliError, Exit};
+use crate::analyze::{analyze_run, StopWhenDecided, Verdict};
+use crate::cli::interrupt::{self, InFlight, Pending};
+use crate::cli::output;
+use crate::cli::{CliError, Exit, Outcome};
 use crate::engine::build_engine;
 use crate::report::{
-    print_terminal, render_report_json, write_reports, Fanout, ProgressObserver, SampleStream,
+    print_terminal, render_report_json, write_reports, Fanout, OutDir, ProgressObserver,
+    SampleStream,
 };
-use crate::runner::{run_scenario, NoObserver, RunObserver, RunRecord};
-use crate::scenario::{load_scenario, BackendKind, Device, Scenario};
+use crate::runner::{run_scenario_until, RunAllTurns, RunRecord, StopRule};
+use crate::scenario::{load_scenario_with, BackendKind, Device, Overrides, Scenario, StopMode};
 
 /// Arguments of `leakloop run`.
 #[derive(Debug, clap::Args)]
@@ -20,8 +26,8 @@ pub(crate) struct RunArgs {
     /// The scenario file (YAML).
     pub scenario: PathBuf,
     /// Run on another backend than the scenario names.
-    #[arg(long, value_parser = ["sim", "litert-lm", "opencl"])]
-    pub backend: Option<String>,
+    #[arg(long, value_enum)]
+    pub backend: Option<BackendKind>,
     /// Override the engine profile (simulator or OpenCL engine).
     #[arg(long)]
     pub profile: Option<String>,
@@ -32,72 +38,169 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     pub lib: Option<PathBuf>,
     /// Override the compute device of a real engine.
-    #[arg(long, value_parser = ["cpu", "gpu"])]
-    pub device: Option<String>,
+    #[arg(long, value_enum)]
+    pub device: Option<Device>,
     /// Override the context size (KV cache) in tokens.
     #[arg(long)]
     pub max_tokens: Option<u32>,
-    /// Override the number of measured turns.
+    /// Override the number of measured turns (with `--stop decided`, the most that run).
     #[arg(long)]
     pub turns: Option<u32>,
+    /// `turns`: run every turn; `decided`: look at the verdict every few turns and stop once
+    /// every watched metric is decided (overrides the scenario's `stop`).
+    #[arg(long, value_enum)]
+    pub stop: Option<StopMode>,
     /// Override the seed.
     #[arg(long)]
     pub seed: Option<u64>,
     /// Write report.json, junit.xml, plot.svg, summary.md and the streamed samples.jsonl here.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// `text`: the verdict table; `json`: report.json on stdout.
-    #[arg(long, default_value = "text", value_parser = ["text", "json"])]
-    pub format: String,
+    /// What to print on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
 }
 
-pub(crate) fn run(args: RunArgs) -> Result<Exit, CliError> {
-    let mut scenario = load_scenario(&args.scenario).map_err(CliError::bad_input)?;
-    apply_overrides(&mut scenario, &args)?;
-    let (record, verdict) = run_and_analyze(&scenario, args.out.as_deref(), args.quiet)?;
-    if args.format == "json" {
-        let json = render_report_json(&record, &verdict).map_err(|e| CliError::Engine(e.into()))?;
-        println!("{json}");
-    } else {
-        print_terminal(&record, &verdict).map_err(|e| CliError::Engine(e.into()))?;
-        if let Some(out) = &args.out {
-            println!("reports: {}", out.display());
+/// What `leakloop run` prints on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Format {
+    /// The verdict table.
+    Text,
+    /// report.json.
+    Json,
+}
+
+impl RunArgs {
+    /// The scenario values this command line replaces.
+    fn overrides(&self) -> Overrides {
+        Overrides {
+            backend: self.backend,
+            profile: self.profile.clone(),
+            model: self.model.clone(),
+            lib: self.lib.clone(),
+            device: self.device,
+            max_tokens: self.max_tokens,
+            turns: self.turns,
+            seed: self.seed,
+            stop: self.stop,
         }
     }
-    Ok(exit_for(&verdict))
 }
 
-/// The exit code a verdict maps to.
-pub(crate) fn exit_for(verdict: &Verdict) -> Exit {
-    match verdict.status {
-        VerdictStatus::Pass => Exit::Pass,
-        VerdictStatus::Fail => Exit::ExpectationFailed,
-        VerdictStatus::EngineFailed => Exit::EngineFailed,
+pub(crate) fn run(args: RunArgs) -> Result<Outcome, CliError> {
+    let in_flight = Arc::new(InFlight::default());
+    interrupt::install(Arc::clone(&in_flight))
+        .map_err(|e| CliError::Engine(anyhow!("cannot watch for SIGINT and SIGTERM: {e}")))?;
+    // Claimed before anything can fail: from here on the folder shows no earlier run's verdict,
+    // whatever stops this one.
+    let out = args.out.as_deref().map(claim_out).transpose()?;
+    let scenario = match load_scenario_with(&args.scenario, &args.overrides()) {
+        Ok(scenario) => scenario,
+        Err(e) => {
+            release(out);
+            return Err(e.into());
+        }
+    };
+    let (record, verdict, out) =
+        run_and_analyze(&scenario, out, args.quiet, &in_flight, args.format)?;
+    Ok(Outcome::Verdict(finish_run(
+        &record,
+        &verdict,
+        args.format,
+        out,
+    )))
+}
+
+/// How every run ends once it has a verdict, finished or interrupted: print first, write second
+/// (a full disk must not hide the verdict or change the exit code, and a closed stdout must not
+/// cost the reports); returns the run's exit code.
+pub(crate) fn finish_run(
+    record: &RunRecord,
+    verdict: &Verdict,
+    format: Format,
+    out: Option<OutDir>,
+) -> Exit {
+    print_verdict(record, verdict, format, out.as_ref());
+    write_out(out, record, verdict);
+    Exit::of_run(record, verdict)
+}
+
+/// Prints the verdict table (or report.json with `--format json`), then where the reports go.
+/// A failed write to stdout is kept for [`super::decide`].
+fn print_verdict(record: &RunRecord, verdict: &Verdict, format: Format, out: Option<&OutDir>) {
+    match format {
+        Format::Json => match render_report_json(record, verdict) {
+            Ok(json) => output::println(&json),
+            Err(e) => output::warning(&e.to_string()),
+        },
+        Format::Text => {
+            output::write_stdout(|| print_terminal(record, verdict));
+            if let Some(out) = out {
+                output::println(&format!("reports: {}", out.dir().display()));
+            }
+        }
     }
 }
 
-/// Builds the engine, runs the scenario (streaming samples into `out` when given), analyses the
-/// record and writes every report. An engine that fails mid-run still yields a record and a
-/// verdict; only an engine that cannot be built at all is an error.
-pub(crate) fn run_and_analyze(
-    scenario: &Scenario,
-    out: Option<&Path>,
-    quiet: bool,
-) -> Result<(RunRecord, Verdict), CliError> {
-    run_and_analyze_timed(scenario, out, quiet, &mut PhaseTimes::default())
+/// Writes every report into the run's claimed folder and releases it. A write failure (a full
+/// disk, a read-only folder) is a warning: the verdict stands, and was printed before.
+pub(crate) fn write_out(out: Option<OutDir>, record: &RunRecord, verdict: &Verdict) {
+    let Some(out) = out else { return };
+    if let Err(e) = write_reports(out.dir(), record, verdict) {
+        output::warning(&format!(
+            "the verdict above stands, but its reports are incomplete: {e}"
+        ));
+    }
+    release(Some(out));
 }
 
-/// Wall time of each phase of [`run_and_analyze`], in seconds (for `leakloop bench scale`).
+/// Claims an output folder for a run (see [`OutDir::claim`]): a busy folder is a usage error, one
+/// that cannot be created or marked an output failure (error.rs).
+pub(crate) fn claim_out(dir: &Path) -> Result<OutDir, CliError> {
+    Ok(OutDir::claim(dir)?)
+}
+
+/// Releases a claimed folder; a failure is a warning.
+fn release(out: Option<OutDir>) {
+    if let Some(Err(e)) = out.map(OutDir::release) {
+        output::warning(&e.to_string());
+    }
+}
+
+/// Builds the engine, runs the scenario (streaming samples into the claimed `out` folder when
+/// given) and analyses the record; returns the folder for [`write_out`]. An engine that fails
+/// mid-run still yields a record and a verdict; only an engine that cannot be built at all is an
+/// error (and leaves `out` without any report: the previous run's are gone, none are new).
+/// `format` is what the signal thread prints should the run be interrupted.
+pub(crate) fn run_and_analyze(
+    scenario: &Scenario,
+    out: Option<OutDir>,
+    quiet: bool,
+    in_flight: &InFlight,
+    format: Format,
+) -> Result<(RunRecord, Verdict, Option<OutDir>), CliError> {
+    run_and_analyze_timed(
+        scenario,
+        out,
+        quiet,
+        in_flight,
+        format,
+        &mut PhaseTimes::default(),
+    )
+}
+
+/// Wall time of the phases of [`run_and_analyze`], in seconds, and of writing the reports (for
+/// `leakloop bench scale`).
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct PhaseTimes {
     /// Building the engine and the turn loop, samples streamed.
     pub run: f64,
     /// The analysis.
     pub analyze: f64,
-    /// Writing the reports.
+    /// Writing the reports (timed by the caller around [`write_out`]).
     pub reports: f64,
     /// Peak resident memory when the turn loop ended, in bytes, where the OS tells.
     pub run_peak_rss: Option<u64>,
@@ -106,44 +209,64 @@ pub(crate) struct PhaseTimes {
 /// [`run_and_analyze`], timing each phase into `times`.
 pub(crate) fn run_and_analyze_timed(
     scenario: &Scenario,
-    out: Option<&Path>,
+    out: Option<OutDir>,
     quiet: bool,
+    in_flight: &InFlight,
+    format: Format,
     times: &mut PhaseTimes,
-) -> Result<(RunRecord, Verdict), CliError> {
+) -> Result<(RunRecord, Verdict, Option<OutDir>), CliError> {
     let started = std::time::Instant::now();
-    let mut engine = build_engine(scenario).map_err(|e| {
-        CliError::Engine(anyhow!(
-            "cannot start the `{}` engine for {}: {e}",
-            scenario.engine.backend.as_str(),
-            scenario_label(scenario)
-        ))
-    })?;
-    let mut progress = ProgressObserver::new(&scenario.name, scenario.total_turns(), quiet);
-    let mut stream = out
-        .map(|dir| {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                CliError::bad_input(format!("cannot create {}: {e}", dir.display()))
-            })?;
-            SampleStream::create(dir).map_err(CliError::bad_input)
-        })
-        .transpose()?;
-    let record = {
-        let mut observers: Vec<&mut dyn RunObserver> = vec![&mut progress];
-        let mut none = NoObserver;
-        match stream.as_mut() {
-            Some(stream) => observers.push(stream),
-            None => observers.push(&mut none),
+    let mut engine = match build_engine(scenario) {
+        Ok(engine) => engine,
+        Err(e) => {
+            release(out);
+            return Err(CliError::from(e).context(format!(
+                "cannot start the `{}` engine for {}",
+                scenario.engine.backend.as_str(),
+                scenario_label(scenario)
+            )));
         }
-        let mut fanout = Fanout::new(observers);
-        run_scenario(scenario, engine.as_mut(), &mut fanout)
+    };
+    let stream = match out.as_ref().map(|out| SampleStream::create(out.dir())) {
+        Some(Err(e)) => {
+            release(out);
+            return Err(e.into());
+        }
+        stream => stream.transpose().unwrap_or(None),
+    };
+    in_flight.start(Pending {
+        scenario: scenario.clone(),
+        backend: engine.describe(),
+        stream,
+        samples: Vec::new(),
+        out,
+        turns_completed: 0,
+        format,
+    });
+    let mut progress = ProgressObserver::new(&scenario.name, scenario.total_turns(), quiet);
+    let record = {
+        let mut observer = in_flight.observer();
+        let mut fanout = Fanout::new(vec![&mut progress, &mut observer]);
+        let mut run_all = RunAllTurns;
+        let mut decided;
+        let stop: &mut dyn StopRule = match scenario.stop {
+            StopMode::Turns => &mut run_all,
+            StopMode::Decided => {
+                decided = StopWhenDecided::new(scenario);
+                &mut decided
+            }
+        };
+        run_scenario_until(scenario, engine.as_mut(), &mut fanout, stop)
     };
     drop(engine);
     progress.finish();
+    let pending = in_flight.finish();
+    let (stream, out) = pending.map_or((None, None), |p| (p.stream, p.out));
     if let Some(stream) = stream {
         // The samples are on disk already; a failed final flush is reported but the run's
         // result still stands.
         if let Err(e) = stream.finish() {
-            eprintln!("warning: {e}");
+            output::warning(&e.to_string());
         }
     }
     times.run = started.elapsed().as_secs_f64();
@@ -151,80 +274,12 @@ pub(crate) fn run_and_analyze_timed(
     let started = std::time::Instant::now();
     let verdict = analyze_run(&record);
     times.analyze = started.elapsed().as_secs_f64();
-    let started = std::time::Instant::now();
-    if let Some(dir) = out {
-        write_reports(dir, &record, &verdict)
-            .map_err(|e| CliError::bad_input(format!("cannot write reports: {e}")))?;
-    }
-    times.reports = started.elapsed().as_secs_f64();
-    Ok((record, verdict))
+    Ok((record, verdict, out))
 }
 
 fn scenario_label(scenario: &Scenario) -> String {
     match &scenario.source {
         Some(path) => format!("{} ({})", scenario.name, path.display()),
         None => scenario.name.clone(),
-    }
-}
-
-/// Applies command-line overrides, then re-checks what the DSL validator checks for the engine.
-fn apply_overrides(scenario: &mut Scenario, args: &RunArgs) -> Result<(), CliError> {
-    let engine = &mut scenario.engine;
-    if let Some(backend) = &args.backend {
-        let backend = match backend.as_str() {
-            "sim" => BackendKind::Sim,
-            "litert-lm" => BackendKind::LitertLm,
-            _ => BackendKind::Opencl,
-        };
-        if backend != engine.backend {
-            engine.backend = backend;
-            // A scenario's profile belongs to its own backend; real engines run isolated.
-            engine.profile = None;
-            engine.isolate = backend != BackendKind::Sim;
-        }
-    }
-    if let Some(profile) = &args.profile {
-        engine.profile = Some(profile.clone());
-    }
-    if let Some(model) = &args.model {
-        engine.model = Some(model.clone());
-    }
-    if let Some(lib) = &args.lib {
-        engine.lib = Some(lib.clone());
-    }
-    if let Some(device) = &args.device {
-        engine.device = if device == "gpu" {
-            Device::Gpu
-        } else {
-            Device::Cpu
-        };
-    }
-    if let Some(max_tokens) = args.max_tokens {
-        if max_tokens == 0 {
-            return Err(CliError::bad_input("--max-tokens must be at least 1"));
-        }
-        engine.max_tokens = max_tokens;
-    }
-    if let Some(turns) = args.turns {
-        if turns == 0 || turns.saturating_add(scenario.warmup_turns) > crate::scenario::MAX_TURNS {
-            return Err(CliError::bad_input(format!(
-                "--turns must be between 1 and {} minus the warm-up turns",
-                crate::scenario::MAX_TURNS
-            )));
-        }
-        scenario.turns = turns;
-    }
-    if let Some(seed) = args.seed {
-        scenario.seed = seed;
-    }
-    let engine = &scenario.engine;
-    match engine.backend {
-        BackendKind::Sim if engine.profile.is_none() => Err(CliError::bad_input(
-            "the sim backend needs a profile: pass --profile (e.g. cpu-flat)",
-        )),
-        BackendKind::LitertLm if engine.model.is_none() => Err(CliError::bad_input(
-            "the litert-lm backend needs a model: pass --model PATH.litertlm",
-        )),
-        _ => Ok(()),
     }
 }

@@ -3,11 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
-
-use crate::cli::{CliError, Exit};
-use crate::engine::{build_in_process, serve_stdio, WorkerError};
-use crate::scenario::{load_scenario, Scenario};
+use crate::cli::{CliError, Outcome};
+use crate::engine::{build_in_process, serve_stdio};
+use crate::input::read_bounded;
+use crate::scenario::{load_scenario, Scenario, MAX_SCENARIO_BYTES};
 
 /// Arguments of `leakloop worker`.
 #[derive(Debug, clap::Args)]
@@ -18,27 +17,22 @@ pub(crate) struct WorkerArgs {
     scenario: Option<PathBuf>,
 }
 
-pub(crate) fn run(args: WorkerArgs) -> Result<Exit, CliError> {
-    let given = args
-        .scenario
-        .as_deref()
-        .map(read_scenario)
-        .transpose()
-        .map_err(CliError::BadInput)?;
-    match serve_stdio(given, Box::new(build_in_process)) {
-        Ok(()) => Ok(Exit::Pass),
-        Err(err @ WorkerError::Build(_)) => Err(CliError::Engine(err.into())),
-        Err(err) => Err(CliError::BadInput(err.into())),
-    }
+pub(crate) fn run(args: WorkerArgs) -> Result<Outcome, CliError> {
+    let given = args.scenario.as_deref().map(read_scenario).transpose()?;
+    serve_stdio(given, Box::new(build_in_process))?;
+    Ok(Outcome::Done)
 }
 
-fn read_scenario(path: &Path) -> anyhow::Result<Scenario> {
+fn read_scenario(path: &Path) -> Result<Scenario, CliError> {
     if path.extension().is_some_and(|e| e == "json") {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let mut de = serde_json::Deserializer::from_str(&text);
-        serde_path_to_error::deserialize(&mut de)
-            .with_context(|| format!("{}: not a serialised scenario", path.display()))
+        let bytes = read_bounded(path, MAX_SCENARIO_BYTES, "a serialised scenario is small")?;
+        let mut de = serde_json::Deserializer::from_slice(&bytes);
+        serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            CliError::BadInput(
+                anyhow::Error::new(e)
+                    .context(format!("{}: not a serialised scenario", path.display())),
+            )
+        })
     } else {
         Ok(load_scenario(path)?)
     }

@@ -5,11 +5,14 @@
 //! interposer injected (`OPENCL_DYLIB_PATH`, `LD_PRELOAD`), so its create/release calls are
 //! counted per live object. A LiteRT-LM worker gets it when it is built (`LD_PRELOAD`, and a
 //! `libOpenCL.so` shim first on `LD_LIBRARY_PATH`, since the engine opens OpenCL by name), so
-//! any OpenCL the engine uses is counted too; without it the worker runs as before.
+//! any OpenCL the engine uses is counted too; without it the worker runs as before. The shim
+//! folder is private to that worker and removed after it.
 
 use std::path::PathBuf;
 
-use crate::engine::opencl::{find_interposer, interposer_env, opencl_name_shim, preload_env};
+use crate::engine::opencl::{
+    find_interposer, interposer_env, opencl_name_shim, preload_env, OpenClNameShim,
+};
 use crate::engine::{
     Engine, EngineError, EngineErrorKind, LitertLmEngine, OpenClEngine, SimEngine, WorkerEngine,
 };
@@ -19,8 +22,12 @@ use crate::scenario::{BackendKind, Scenario};
 /// (`leakloop worker`) when `engine.isolate` is set, in this process otherwise.
 pub fn build_engine(scenario: &Scenario) -> Result<Box<dyn Engine>, EngineError> {
     if scenario.engine.isolate {
-        let env = worker_env(scenario)?;
-        return Ok(Box::new(WorkerEngine::spawn(scenario, &env)?));
+        let (env, shim) = worker_env(scenario)?;
+        let worker = WorkerEngine::spawn(scenario, &env)?;
+        return Ok(Box::new(match shim {
+            Some(shim) => worker.keeping_until_exit(shim),
+            None => worker,
+        }));
     }
     build_in_process(scenario)
 }
@@ -35,45 +42,45 @@ pub fn build_in_process(scenario: &Scenario) -> Result<Box<dyn Engine>, EngineEr
     }
 }
 
+/// The worker's extra environment, and the `libOpenCL.so` shim folder it names (which must live
+/// as long as the worker).
+type WorkerEnv = (Vec<(String, String)>, Option<OpenClNameShim>);
+
 /// Extra environment of the worker process for this scenario's backend.
-fn worker_env(scenario: &Scenario) -> Result<Vec<(String, String)>, EngineError> {
+fn worker_env(scenario: &Scenario) -> Result<WorkerEnv, EngineError> {
     match scenario.engine.backend {
-        BackendKind::Sim => Ok(Vec::new()),
-        backend => env_with_interposer(
-            backend,
-            find_interposer().and_then(|path| {
-                let shim = opencl_name_shim(&path)?;
-                Ok((path, shim))
-            }),
-        ),
+        BackendKind::Sim => Ok((Vec::new(), None)),
+        BackendKind::Opencl => Ok((opencl_worker_env(find_interposer())?, None)),
+        BackendKind::LitertLm => Ok(litert_lm_worker_env(find_interposer().and_then(|path| {
+            let shim = opencl_name_shim(&path)?;
+            Ok((path, shim))
+        }))),
     }
 }
 
-/// The worker environment for `backend` given where the interposer and its `libOpenCL.so` shim
-/// folder are (or why they are not there).
-fn env_with_interposer(
-    backend: BackendKind,
-    interposer: Result<(PathBuf, PathBuf), String>,
+/// An OpenCL worker's environment: the interposer is needed to count OpenCL objects.
+fn opencl_worker_env(
+    interposer: Result<PathBuf, String>,
 ) -> Result<Vec<(String, String)>, EngineError> {
-    match backend {
-        BackendKind::Opencl => {
-            let (interposer, _) = interposer.map_err(|why| {
-                EngineError::new(
-                    EngineErrorKind::Unavailable,
-                    format!(
-                        "the OpenCL call interposer is needed to count OpenCL objects: {why} \
-                         (build it with `cargo build -p cl-interposer`)"
-                    ),
-                )
-            })?;
-            Ok(interposer_env(&interposer))
-        }
-        // Optional here: LiteRT-LM's GPU path on Linux is WebGPU on Vulkan and may make no
-        // OpenCL call at all, so a missing interposer must not stop the run.
-        BackendKind::LitertLm => Ok(interposer
-            .map(|(path, shim)| preload_env(&path, &shim))
-            .unwrap_or_default()),
-        BackendKind::Sim => Ok(Vec::new()),
+    let interposer = interposer.map_err(|why| {
+        EngineError::new(
+            EngineErrorKind::Unavailable,
+            format!(
+                "the OpenCL call interposer is needed to count OpenCL objects: {why} \
+                 (build it with `cargo build -p cl-interposer`)"
+            ),
+        )
+    })?;
+    Ok(interposer_env(&interposer))
+}
+
+/// A LiteRT-LM worker's environment given where the interposer and its shim folder are (or why
+/// they are not there). Optional here: LiteRT-LM's GPU path on Linux is WebGPU on Vulkan and may
+/// make no OpenCL call at all, so a missing interposer must not stop the run.
+fn litert_lm_worker_env(interposer: Result<(PathBuf, OpenClNameShim), String>) -> WorkerEnv {
+    match interposer {
+        Ok((path, shim)) => (preload_env(&path, shim.path()), Some(shim)),
+        Err(_) => (Vec::new(), None),
     }
 }
 
@@ -81,41 +88,37 @@ fn env_with_interposer(
 mod tests {
     use super::*;
 
-    fn found() -> Result<(PathBuf, PathBuf), String> {
-        Ok((
-            PathBuf::from("/t/libcl_interposer.so"),
-            PathBuf::from("/tmp/shim"),
-        ))
-    }
-
-    fn missing() -> Result<(PathBuf, PathBuf), String> {
-        Err("libcl_interposer.so not found".into())
-    }
-
     fn keys(env: &[(String, String)]) -> Vec<&str> {
         env.iter().map(|(k, _)| k.as_str()).collect()
     }
 
     #[test]
     fn litert_lm_workers_get_the_interposer_preloaded_when_it_is_built() {
-        let env = env_with_interposer(BackendKind::LitertLm, found()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let lib = dir.path().join("libcl_interposer.so");
+        std::fs::write(&lib, b"not really a library").unwrap();
+        let shim = opencl_name_shim(&lib).unwrap();
+        let shim_dir = shim.path().to_owned();
+        let (env, kept) = litert_lm_worker_env(Ok((lib.clone(), shim)));
         assert_eq!(keys(&env), ["LD_PRELOAD", "LD_LIBRARY_PATH"]);
-        assert!(env[0].1.starts_with("/t/libcl_interposer.so"));
-        assert!(env[1].1.starts_with("/tmp/shim"));
+        assert!(env[0].1.starts_with(&lib.display().to_string()));
+        assert!(env[1].1.starts_with(&shim_dir.display().to_string()));
+        // The folder the environment names is handed back to be kept alive with the worker.
+        assert_eq!(kept.unwrap().path(), shim_dir);
     }
 
     #[test]
     fn litert_lm_workers_run_without_the_interposer_when_it_is_not_built() {
-        assert!(env_with_interposer(BackendKind::LitertLm, missing())
-            .unwrap()
-            .is_empty());
+        let (env, shim) = litert_lm_worker_env(Err("libcl_interposer.so not found".into()));
+        assert!(env.is_empty());
+        assert!(shim.is_none());
     }
 
     #[test]
     fn opencl_workers_need_the_interposer() {
-        let env = env_with_interposer(BackendKind::Opencl, found()).unwrap();
+        let env = opencl_worker_env(Ok(PathBuf::from("/t/libcl_interposer.so"))).unwrap();
         assert!(keys(&env).contains(&"OPENCL_DYLIB_PATH"));
-        let err = env_with_interposer(BackendKind::Opencl, missing()).unwrap_err();
+        let err = opencl_worker_env(Err("libcl_interposer.so not found".into())).unwrap_err();
         assert_eq!(err.kind, EngineErrorKind::Unavailable);
         assert!(
             err.message.contains("cargo build -p cl-interposer"),

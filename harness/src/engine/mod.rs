@@ -7,6 +7,7 @@ mod ledger;
 pub mod litert_lm;
 pub mod opencl;
 mod sim;
+mod skip;
 mod worker;
 
 pub use api::{
@@ -18,5 +19,6 @@ pub use ledger::{KindCounts, Ledger, LedgerImbalance, LedgerRun, TurnLedger};
 pub use litert_lm::LitertLmEngine;
 pub use opencl::OpenClEngine;
 pub use sim::SimEngine;
+pub use skip::skip_or_require;
 pub(crate) use worker::{serve_stdio, WorkerError};
 pub use worker::{WorkerEngine, WORKER_BIN_ENV};

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::analyze::Verdict;
 use crate::report::atomic::{write_atomic, write_atomic_with};
+use crate::report::out_dir::create_folder;
 use crate::report::{
     render_junit, render_plot_svg, render_summary_md, write_report_json, ReportError,
 };
@@ -24,20 +25,22 @@ pub const SAMPLES_JSONL: &str = "samples.jsonl";
 /// (created if missing); returns the paths written, in that order. One artifact at a time:
 /// report.json is streamed to its file, the others are rendered just before they are written,
 /// so a long run never holds every artifact in memory at once. Each file is replaced
-/// atomically; a rendering error leaves that artifact (and those after it) as they were.
+/// atomically; a rendering error leaves that artifact as it was. A file that cannot be rendered
+/// or written (a full disk) does not keep the others from being tried: a CI job may still get
+/// its small junit.xml when the large report.json does not fit.
 pub fn write_reports(
     dir: &Path,
     record: &RunRecord,
     verdict: &Verdict,
 ) -> Result<Vec<PathBuf>, ReportError> {
-    std::fs::create_dir_all(dir).map_err(|source| ReportError::Write {
-        path: dir.to_owned(),
-        source,
-    })?;
+    create_folder(dir)?;
     let mut written = Vec::with_capacity(4);
+    let mut failed = Vec::new();
     let path = dir.join(REPORT_JSON);
-    write_atomic_with(&path, |out| write_report_json(out, record, verdict))?;
-    written.push(path);
+    match write_atomic_with(&path, |out| write_report_json(out, record, verdict)) {
+        Ok(()) => written.push(path),
+        Err(e) => failed.push(e),
+    }
     type Render<'a> = &'a dyn Fn() -> Result<String, ReportError>;
     let rest: [(&str, Render<'_>); 3] = [
         (JUNIT_XML, &|| render_junit(record, verdict)),
@@ -46,10 +49,16 @@ pub fn write_reports(
     ];
     for (name, render) in rest {
         let path = dir.join(name);
-        write_atomic(&path, render()?.as_bytes())?;
-        written.push(path);
+        match render().and_then(|contents| write_atomic(&path, contents.as_bytes())) {
+            Ok(()) => written.push(path),
+            Err(e) => failed.push(e),
+        }
     }
-    Ok(written)
+    match failed.len() {
+        0 => Ok(written),
+        1 => Err(failed.remove(0)),
+        _ => Err(ReportError::Several { errors: failed }),
+    }
 }
 
 #[cfg(test)]
@@ -57,6 +66,20 @@ mod tests {
     use super::*;
     use crate::report::examples::leak_run;
     use crate::report::read_report;
+
+    #[test]
+    fn an_artifact_that_cannot_be_written_does_not_stop_the_others() {
+        let dir = tempfile::tempdir().unwrap();
+        // A non-empty folder where report.json goes: the rename over it fails, even for root.
+        std::fs::create_dir_all(dir.path().join(REPORT_JSON).join("x")).unwrap();
+        let (record, verdict) = leak_run();
+        let err = write_reports(dir.path(), &record, &verdict).unwrap_err();
+        assert!(matches!(err, ReportError::Write { .. }), "{err}");
+        assert!(err.to_string().contains(REPORT_JSON), "{err}");
+        for name in [JUNIT_XML, PLOT_SVG, SUMMARY_MD] {
+            assert!(dir.path().join(name).is_file(), "{name} written");
+        }
+    }
 
     #[test]
     fn writes_the_four_artifacts_and_the_report_reads_back() {

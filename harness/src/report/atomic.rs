@@ -1,8 +1,13 @@
 //! Atomic file writes: an artifact is written to a temporary file in the same folder, synced, and
-//! renamed over its final name, so a crash or a kill never leaves half a report behind.
+//! renamed over its final name, so a crash or a kill never leaves half a report behind. The rename
+//! replaces whatever has that name, a planted symlink included, without following it, and the
+//! file is created with mode 0666 less the umask, like every file leakloop writes.
 
 use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+
+use crate::report::out_dir::FILE_MODE;
 
 use crate::report::ReportError;
 
@@ -38,6 +43,7 @@ pub fn write_atomic_with(
     let mut temp = tempfile::Builder::new()
         .prefix(&format!(".{file_name}."))
         .suffix(".tmp")
+        .permissions(std::fs::Permissions::from_mode(FILE_MODE))
         .tempfile_in(dir)
         .map_err(error)?;
     {
@@ -53,6 +59,7 @@ pub fn write_atomic_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::test_support::{plant_symlink, PRECIOUS};
 
     #[test]
     fn replaces_the_file_and_leaves_no_temporary_behind() {
@@ -66,6 +73,18 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, ["summary.md"]);
+    }
+
+    #[test]
+    fn a_planted_symlink_is_replaced_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let victim = plant_symlink(&out, "report.json");
+        let path = out.join("report.json");
+        write_atomic(&path, b"{}").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), PRECIOUS);
+        assert!(!std::fs::symlink_metadata(&path).unwrap().is_symlink());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{}");
     }
 
     #[test]

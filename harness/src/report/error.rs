@@ -21,6 +21,9 @@ pub enum ReportError {
         /// The underlying error.
         source: std::io::Error,
     },
+    /// A file to read is missing, not a regular file or too large.
+    #[error(transparent)]
+    Input(#[from] crate::input::InputError),
     /// A file is not the JSON it should be; `field` is the path of the offending field.
     #[error("{}: line {line}, column {column}{}: {message}", path.display(), field_suffix(field))]
     Parse {
@@ -48,6 +51,28 @@ pub enum ReportError {
     NothingToReport {
         /// The folder.
         dir: PathBuf,
+    },
+    /// Several files could not be written.
+    #[error("{}", errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Several {
+        /// One error per file.
+        errors: Vec<ReportError>,
+    },
+    /// Another leakloop process (a run, or a `report` reading it) holds the output folder.
+    #[error("{} is in use by another leakloop process (a run writing it, or a report reading it): wait for it to end or choose another --out folder", dir.display())]
+    Busy {
+        /// The folder.
+        dir: PathBuf,
+    },
+    /// report.json's stored status disagrees with its own outcome and expectations.
+    #[error("{}: the stored verdict `{stored}` does not follow from the report's own expectations and outcome (they give `{derived}`): the file was altered or is corrupt", path.display())]
+    Inconsistent {
+        /// The report file.
+        path: PathBuf,
+        /// The status the file stores.
+        stored: String,
+        /// The status its expectations and outcome give.
+        derived: String,
     },
     /// Rendering an artifact failed (e.g. the plot).
     #[error("cannot render {artifact}: {message}")]

@@ -1,4 +1,4 @@
-//! Hand-built runs (a leak, a clean run, a crash) with their verdicts, shaped after the field bug:
+//! Hand-built runs (a leak, a clean run, a crash, an interrupted run) with their verdicts, shaped after the field bug:
 //! a one-time GPU context of about 1.7 GiB plus a native heap that ratchets about 110 MiB per turn.
 //! Tests of every renderer and of `leakloop report` use them; they do not come from the runner.
 
@@ -52,11 +52,13 @@ fn scenario(name: &str, profile: &str, warmup_turns: u32, turns: u32) -> Scenari
         sample: SamplePlan {
             after: vec![SamplePoint::Load, SamplePoint::Generate, SamplePoint::Close],
             settle: Duration::from_millis(500),
+            baseline: 1,
         },
         watch: Vec::new(),
         faults: Vec::new(),
         expect: Expectations::default(),
         seed: 7,
+        stop: crate::scenario::StopMode::Turns,
     }
 }
 
@@ -186,6 +188,7 @@ pub fn leak_run() -> (RunRecord, Verdict) {
         turns_completed: total,
         engine_errors: Vec::new(),
         outcome: RunOutcome::Completed,
+        early_stop: None,
     };
     let verdict = Verdict {
         status: VerdictStatus::Fail,
@@ -328,6 +331,7 @@ pub fn clean_run() -> (RunRecord, Verdict) {
         turns_completed: turns,
         engine_errors: Vec::new(),
         outcome: RunOutcome::Completed,
+        early_stop: None,
     };
     let clean = |baseline: u64, last: u64, slope: f64, reason: &str| MetricAnalysis {
         classification: Classification::Clean,
@@ -470,5 +474,16 @@ pub fn crashed_run() -> (RunRecord, Verdict) {
         analysis.reason = "too few turns after warm-up to decide".to_owned();
     }
     verdict.expectations.clear();
+    (record, verdict)
+}
+
+/// The leak run stopped by SIGTERM during turn 5 (a CI job's timeout): the samples of turns 0-4,
+/// analysed by the real analyzer as the signal handler of `leakloop run` does.
+pub fn interrupted_run() -> (RunRecord, Verdict) {
+    let (record, _) = leak_run();
+    let samples = record.samples.into_iter().filter(|s| s.turn < 5).collect();
+    let record =
+        crate::report::interrupted_record(record.scenario, record.backend, samples, 4, "SIGTERM");
+    let verdict = crate::analyze::analyze_run(&record);
     (record, verdict)
 }

@@ -3,7 +3,9 @@
 
 use crate::analyze::{Verdict, VerdictStatus};
 use crate::engine::{EngineError, EngineErrorKind};
+use crate::input::{printable, shorten};
 use crate::runner::{RunOutcome, RunRecord};
+use crate::scenario::StopMode;
 
 /// Whether the expectations on `metric` held: `None` when it has none.
 pub(crate) fn metric_passed(verdict: &Verdict, metric: &str) -> Option<bool> {
@@ -76,10 +78,41 @@ pub(crate) fn turns_line(record: &RunRecord) -> String {
         0 => String::new(),
         w => format!(" ({w} warm-up)"),
     };
-    format!("{} of {total} turns{warmup}", record.turns_completed)
+    let stopped = if record.early_stop.is_some() {
+        ", stopped early"
+    } else {
+        ""
+    };
+    format!(
+        "{} of {total} turns{warmup}{stopped}",
+        record.turns_completed
+    )
 }
 
-/// The one-line verdict: `PASS`, `FAIL` or `ENGINE FAILED`, with what it rests on.
+/// For `stop: decided`, what the stop rule did: `stopped early at turn 9 of 13: <why>`, or, for
+/// a run that ran to its last turn, that no look found every metric decided (a run that crashed
+/// or was interrupted ended for that reason, which the verdict line says).
+pub(crate) fn stop_line(record: &RunRecord) -> Option<String> {
+    if let Some(stop) = &record.early_stop {
+        return Some(format!(
+            "stopped early at turn {} of {} (stop: decided): {}",
+            stop.turn,
+            stop.max_turns,
+            // The reason comes from report.json when re-rendered: escaped and bounded.
+            shorten(&printable(&stop.reason), 400)
+        ));
+    }
+    let ran_out = record.scenario.stop == StopMode::Decided
+        && matches!(record.outcome, RunOutcome::Completed);
+    ran_out.then(|| {
+        format!(
+            "stop: decided, but no look before turn {} found every watched metric decided",
+            record.scenario.total_turns()
+        )
+    })
+}
+
+/// The one-line verdict: `PASS`, `FAIL`, `ENGINE FAILED` or `INTERRUPTED`, with what it rests on.
 pub(crate) fn verdict_line(record: &RunRecord, verdict: &Verdict) -> (VerdictStatus, String) {
     let failed = verdict.expectations.iter().filter(|e| !e.passed).count();
     let total = verdict.expectations.len();
@@ -88,8 +121,16 @@ pub(crate) fn verdict_line(record: &RunRecord, verdict: &Verdict) -> (VerdictSta
             "ENGINE FAILED in turn {turn} ({step}): {}",
             engine_error_text(error)
         ),
-        (VerdictStatus::EngineFailed, RunOutcome::Completed) => {
-            "ENGINE FAILED (the run record says it completed)".to_owned()
+        (VerdictStatus::EngineFailed, _) => {
+            "ENGINE FAILED (the run record says it did not)".to_owned()
+        }
+        (VerdictStatus::Interrupted, RunOutcome::Interrupted { signal, turn }) => format!(
+            "INTERRUPTED by {signal} in turn {turn}: {} of {total} expectations held on what was \
+             measured so far",
+            total - failed
+        ),
+        (VerdictStatus::Interrupted, _) => {
+            "INTERRUPTED (the run record says it was not)".to_owned()
         }
         (VerdictStatus::Fail, _) => format!("FAIL: {failed} of {total} expectations failed"),
         (VerdictStatus::Pass, _) if total == 0 => "PASS: no expectations to check".to_owned(),
@@ -98,11 +139,20 @@ pub(crate) fn verdict_line(record: &RunRecord, verdict: &Verdict) -> (VerdictSta
     (verdict.status, text)
 }
 
+/// What an empty ledger means: nothing was counted, or (for an interrupted run) nothing was kept.
+pub(crate) fn empty_ledger_text(record: &RunRecord) -> &'static str {
+    match record.outcome {
+        RunOutcome::Interrupted { .. } => "not recorded (the run was interrupted)",
+        _ => "nothing was counted",
+    }
+}
+
 /// The status word used in summary.md and JUnit properties.
 pub(crate) fn status_word(status: VerdictStatus) -> &'static str {
     match status {
         VerdictStatus::Pass => "pass",
         VerdictStatus::Fail => "fail",
         VerdictStatus::EngineFailed => "engine failed",
+        VerdictStatus::Interrupted => "interrupted",
     }
 }

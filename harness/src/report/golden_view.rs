@@ -34,6 +34,11 @@ pub fn golden_view(record: &RunRecord, verdict: &Verdict) -> Value {
             "step": step,
             "error": engine_error_kind_name(&error.kind),
         }),
+        RunOutcome::Interrupted { signal, turn } => json!({
+            "status": "interrupted",
+            "signal": signal,
+            "turn": turn,
+        }),
     };
     let totals: Map<String, Value> = record
         .ledger

@@ -6,7 +6,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::analyze::Verdict;
+use crate::analyze::{derive_status, Verdict, VerdictStatus};
+use crate::input::{read_bounded, utf8_text, MAX_REPORT_BYTES};
 use crate::report::ReportError;
 use crate::runner::{RunRecord, OLDEST_REPORT_FORMAT_VERSION, REPORT_FORMAT_VERSION};
 
@@ -73,17 +74,27 @@ pub fn write_report_json(
 
 /// Reads and checks a report.json file.
 pub fn read_report(path: &Path) -> Result<ReportFile, ReportError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
+    let bytes = read_bounded(
+        path,
+        MAX_REPORT_BYTES,
+        "a report.json is at most a few hundred MB",
+    )?;
+    let text = utf8_text(&bytes).map_err(|e| ReportError::Parse {
         path: path.to_owned(),
-        source,
+        line: e.line,
+        column: e.column,
+        field: None,
+        message: e.to_string(),
     })?;
-    parse_report(path, &text)
+    // A byte-order mark from an editor is not part of the JSON.
+    parse_report(path, text.strip_prefix('\u{feff}').unwrap_or(text))
 }
 
-/// Parses report.json text; `path` is only used in error messages. The text is parsed into the
-/// report once (no intermediate JSON tree): a report of a million turns must not be held twice.
-/// Only when that fails is the text scanned again for its `format_version`, so that a report
-/// from a newer leakloop asks for an upgrade rather than naming a field it does not know.
+/// Parses report.json text and checks that its verdict follows from its expectations; `path` is
+/// only used in error messages. The text is parsed into the report once (no intermediate JSON
+/// tree): a report of a million turns must not be held twice. Only when that fails is the text
+/// scanned again for its `format_version`, so that a report from a newer leakloop asks for an
+/// upgrade rather than naming a field it does not know.
 pub fn parse_report(path: &Path, text: &str) -> Result<ReportFile, ReportError> {
     let mut deserializer = serde_json::Deserializer::from_str(text);
     match serde_path_to_error::deserialize::<_, ReportFile>(&mut deserializer) {
@@ -93,6 +104,7 @@ pub fn parse_report(path: &Path, text: &str) -> Result<ReportFile, ReportError> 
                 &serde_json::Value::from(report.format_version),
                 Some(&report.leakloop_version),
             )?;
+            check_status(path, &report)?;
             Ok(report)
         }
         Err(e) => {
@@ -101,6 +113,26 @@ pub fn parse_report(path: &Path, text: &str) -> Result<ReportFile, ReportError> 
             Err(ReportError::parse(path, Some(field), e.inner()))
         }
     }
+}
+
+/// The stored status must be the one the report's own outcome and expectations give: a report
+/// that says `pass` above failed expectations is refused, never believed.
+fn check_status(path: &Path, report: &ReportFile) -> Result<(), ReportError> {
+    let derived = derive_status(&report.record.outcome, &report.verdict.expectations);
+    if derived == report.verdict.status {
+        return Ok(());
+    }
+    let word = |status: VerdictStatus| {
+        serde_json::to_value(status)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    };
+    Err(ReportError::Inconsistent {
+        path: path.to_owned(),
+        stored: word(report.verdict.status),
+        derived: word(derived),
+    })
 }
 
 /// The two top-level fields that say which layout a report has; every other field is skipped
@@ -166,6 +198,13 @@ fn check_version(
                 ),
             ))
         }
+        _ if !version.is_number() => Err(version_error(
+            path,
+            format!(
+                "wrong type of `format_version`: expected a whole number ({newest}), found {}",
+                crate::input::shorten(&version.to_string(), 40)
+            ),
+        )),
         _ => Err(version_error(
             path,
             format!(
@@ -227,11 +266,33 @@ mod tests {
     #[case::leak(crate::report::examples::leak_run())]
     #[case::clean(crate::report::examples::clean_run())]
     #[case::crashed(crate::report::examples::crashed_run())]
+    #[case::interrupted(crate::report::examples::interrupted_run())]
     fn rendered_reports_match_the_published_schema(#[case] run: (RunRecord, Verdict)) {
         let text = render_report_json(&run.0, &run.1).unwrap();
         let value: serde_json::Value = serde_json::from_str(&text).unwrap();
         let errors = schema_errors(&value);
         assert!(errors.is_empty(), "{errors:#?}");
+    }
+
+    #[test]
+    fn a_stopped_run_matches_the_schema_and_reads_back() {
+        let (mut record, verdict) = crate::report::examples::leak_run();
+        record.scenario.stop = crate::scenario::StopMode::Decided;
+        record.early_stop = Some(crate::runner::EarlyStop {
+            turn: 9,
+            max_turns: 101,
+            reason: "every watched metric decided".to_owned(),
+        });
+        let text = render_report_json(&record, &verdict).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let errors = schema_errors(&value);
+        assert!(errors.is_empty(), "{errors:#?}");
+        let back = parse_report(Path::new("report.json"), &text).unwrap();
+        assert_eq!(back.record.early_stop, record.early_stop);
+        assert_eq!(
+            back.record.scenario.stop,
+            crate::scenario::StopMode::Decided
+        );
     }
 
     #[rstest::rstest]
@@ -291,6 +352,33 @@ mod tests {
     }
 
     #[test]
+    fn a_string_format_version_is_a_wrong_type() {
+        let text = rewrite(|v| v["format_version"] = "1".into());
+        let err = parse_report(Path::new("report.json"), &text).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "report.json: wrong type of `format_version`: expected a whole number (2), found \"1\""
+        );
+    }
+
+    #[test]
+    fn a_byte_order_mark_and_a_fifo_are_handled() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("report.json");
+        let text = rewrite(|_| {});
+        std::fs::write(&path, format!("\u{feff}{text}")).unwrap();
+        assert!(read_report(&path).is_ok());
+        let fifo = dir.path().join("fifo.json");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let err = read_report(&fifo).unwrap_err();
+        assert!(matches!(err, ReportError::Input(_)), "{err}");
+    }
+
+    #[test]
     fn a_bad_field_is_named_with_its_path_and_line() {
         let text = rewrite(|v| v["record"]["samples"][1]["turn"] = "one".into());
         let err = parse_report(Path::new("report.json"), &text).unwrap_err();
@@ -300,6 +388,21 @@ mod tests {
         assert_eq!(field.as_deref(), Some("record.samples[1].turn"));
         assert!(*line > 1);
         assert!(err.to_string().contains("invalid type"), "{err}");
+    }
+
+    /// Regression: a report whose status said pass above failed expectations printed PASS.
+    #[test]
+    fn a_stored_status_that_contradicts_the_expectations_is_refused() {
+        let text = rewrite(|v| {
+            v["verdict"]["expectations"][0]["passed"] = false.into();
+        });
+        let err = parse_report(Path::new("out/report.json"), &text).unwrap_err();
+        assert!(matches!(err, ReportError::Inconsistent { .. }), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "out/report.json: the stored verdict `pass` does not follow from the report's own \
+             expectations and outcome (they give `fail`): the file was altered or is corrupt"
+        );
     }
 
     #[test]

@@ -84,6 +84,18 @@ fn engine_case(record: &RunRecord) -> TestCase {
                 ));
             status
         }
+        RunOutcome::Interrupted { signal, turn } => {
+            let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+            status
+                .set_type("interrupted")
+                .set_message(format!("interrupted by {signal} in turn {turn}"))
+                .set_description(format!(
+                    "the run was stopped by {signal} in turn {turn} before it ended; {} \
+                     completed; the expectations were checked on the samples taken so far\n",
+                    turns_line(record)
+                ));
+            status
+        }
     };
     let mut case = TestCase::new("engine", status);
     case.set_classname(record.scenario.name.as_str());
@@ -144,6 +156,17 @@ mod tests {
             "{xml}"
         );
         crate::report::golden!(insta::assert_snapshot!("junit_clean", xml));
+    }
+
+    #[test]
+    fn an_interrupted_run_is_an_error_test_case_naming_the_signal() {
+        let (record, verdict) = crate::report::examples::interrupted_run();
+        let xml = redacted_junit(&record, &verdict);
+        assert!(xml.contains(r#"errors="1""#), "{xml}");
+        assert!(
+            xml.contains(r#"<error message="interrupted by SIGTERM in turn 5" type="interrupted""#),
+            "{xml}"
+        );
     }
 
     #[test]

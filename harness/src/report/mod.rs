@@ -1,8 +1,9 @@
 //! Reports: the terminal table, report.json, junit.xml, summary.md, the memory plot, the streamed
 //! samples.jsonl and the progress bar; plus the redactor and golden view used by snapshot tests.
 //!
-//! `leakloop run --out DIR` streams samples through [`SampleStream`], then calls
-//! [`write_reports`]; `leakloop report DIR` re-renders from [`read_report`].
+//! `leakloop run --out DIR` claims the folder ([`OutDir`]), streams samples through
+//! [`SampleStream`], then calls [`write_reports`]; `leakloop report DIR` looks at the folder
+//! ([`inspect_out_dir`]) and re-renders from [`read_report`].
 
 mod artifacts;
 mod atomic;
@@ -14,6 +15,7 @@ mod fanout;
 mod golden_view;
 mod json;
 mod junit;
+mod out_dir;
 mod partial;
 mod plot;
 mod progress;
@@ -22,6 +24,8 @@ mod samples;
 mod summary_md;
 mod table;
 mod terminal;
+#[cfg(test)]
+mod test_support;
 mod units;
 
 pub use artifacts::{write_reports, JUNIT_XML, PLOT_SVG, REPORT_JSON, SAMPLES_JSONL, SUMMARY_MD};
@@ -34,7 +38,8 @@ pub use json::{
     LEAKLOOP_VERSION,
 };
 pub use junit::{junit_suite, render_junit, render_junit_suites};
-pub use partial::render_partial;
+pub use out_dir::{inspect_out_dir, FolderView, OutDir, RunState, LOCK_FILE};
+pub use partial::{interrupted_record, render_partial};
 pub use plot::render_plot_svg;
 pub use progress::ProgressObserver;
 pub use redact::{Redactor, PROBE, PROCESS_PROBE_METRICS};

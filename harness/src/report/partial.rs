@@ -1,12 +1,47 @@
 //! What an unfinished run measured: when a run crashed or was killed before report.json was
-//! written, its samples.jsonl still holds every sample taken; this renders them as text.
+//! written, its samples.jsonl still holds every sample taken; this renders them as text. A run
+//! stopped by SIGINT or SIGTERM gets a real (partial) report instead: [`interrupted_record`].
 
 use std::collections::BTreeMap;
 
+use crate::engine::{BackendInfo, Ledger};
 use crate::report::table::{render_table, Cell};
 use crate::report::units::{format_bytes, format_signed_bytes};
 use crate::report::StreamedSamples;
-use crate::runner::Phase;
+use crate::runner::{Phase, RunOutcome, RunRecord, Sample};
+use crate::scenario::Scenario;
+
+/// The record of a run stopped by `signal` (e.g. `SIGTERM`) after `turns_completed` turns: the
+/// samples taken so far, and no ledger or engine errors (those stayed in the stopped run loop).
+pub fn interrupted_record(
+    scenario: Scenario,
+    backend: BackendInfo,
+    samples: Vec<Sample>,
+    turns_completed: u32,
+    signal: &str,
+) -> RunRecord {
+    let turn = if samples.is_empty() {
+        0
+    } else {
+        turns_completed
+            .saturating_add(1)
+            .min(scenario.total_turns())
+    };
+    RunRecord {
+        scenario,
+        backend,
+        samples,
+        ledger: Ledger::new(),
+        turns_completed,
+        engine_errors: Vec::new(),
+        outcome: RunOutcome::Interrupted {
+            signal: signal.to_owned(),
+            turn,
+        },
+        // A signal is no decision: `early_stop` says only that `stop: decided` ended a run.
+        early_stop: None,
+    }
+}
 
 /// Per metric: the first value, the last post-close value and the highest value seen.
 #[derive(Debug, Default)]

@@ -2,11 +2,14 @@
 //! each line written with one `write` call and flushed, so that a run that crashes or is killed
 //! keeps everything it measured. The reader accepts a file whose last line was torn by the kill.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use crate::input::{open_regular, InputError, InputErrorKind, MAX_REPORT_BYTES};
 use crate::report::artifacts::SAMPLES_JSONL;
+use crate::report::out_dir::{create_folder, remove_if_present, FILE_MODE};
 use crate::report::ReportError;
 use crate::runner::{RunObserver, Sample};
 
@@ -23,17 +26,23 @@ pub struct SampleStream {
 }
 
 impl SampleStream {
-    /// Creates (or truncates) `dir/samples.jsonl`, creating `dir` if needed.
+    /// Creates a new, empty `dir/samples.jsonl` (mode 0666 less the umask), creating `dir` if
+    /// needed. An existing file of that name is removed first, and the new one is created
+    /// exclusively, so a symlink planted in its place is removed, never written through.
     pub fn create(dir: &Path) -> Result<Self, ReportError> {
-        std::fs::create_dir_all(dir).map_err(|source| ReportError::Write {
-            path: dir.to_owned(),
-            source,
-        })?;
+        create_folder(dir)?;
         let path = dir.join(SAMPLES_JSONL);
-        let file = File::create(&path).map_err(|source| ReportError::Write {
-            path: path.clone(),
-            source,
-        })?;
+        remove_if_present(&path)?;
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(FILE_MODE)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .map_err(|source| ReportError::Write {
+                path: path.clone(),
+                source,
+            })?;
         Ok(Self {
             path,
             file,
@@ -102,13 +111,26 @@ pub fn read_samples(path: &Path) -> Result<StreamedSamples, ReportError> {
         path: path.to_owned(),
         source,
     };
-    let mut reader = BufReader::new(File::open(path).map_err(read_error)?);
+    let file = open_regular(path)?;
+    let mut reader = BufReader::new(file.take(MAX_REPORT_BYTES + 1));
     let mut samples = Vec::new();
     let mut buffer = Vec::new();
     let mut number = 0;
+    let mut total: u64 = 0;
     loop {
         buffer.clear();
         let n = reader.read_until(b'\n', &mut buffer).map_err(read_error)?;
+        total += n as u64;
+        if total > MAX_REPORT_BYTES {
+            return Err(InputError {
+                path: path.to_owned(),
+                kind: InputErrorKind::TooLarge {
+                    limit: MAX_REPORT_BYTES,
+                    hint: "samples.jsonl of a leakloop run is at most a few hundred MB",
+                },
+            }
+            .into());
+        }
         if n == 0 {
             return Ok(StreamedSamples {
                 samples,
@@ -144,6 +166,7 @@ pub fn read_samples(path: &Path) -> Result<StreamedSamples, ReportError> {
 mod tests {
     use super::*;
     use crate::report::examples::leak_run;
+    use crate::report::test_support::{plant_symlink, PRECIOUS};
 
     fn stream(dir: &Path, samples: &[Sample]) -> PathBuf {
         let mut stream = SampleStream::create(dir).unwrap();
@@ -205,6 +228,18 @@ mod tests {
         let text = err.to_string();
         assert!(text.contains("samples.jsonl: line 2"), "{text}");
         assert!(text.contains("invalid type"), "{text}");
+    }
+
+    #[test]
+    fn a_symlink_planted_as_samples_jsonl_is_replaced_not_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let victim = plant_symlink(&out, SAMPLES_JSONL);
+        let (record, _) = leak_run();
+        let path = stream(&out, &record.samples[..2]);
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), PRECIOUS);
+        assert!(!std::fs::symlink_metadata(&path).unwrap().is_symlink());
+        assert_eq!(read_samples(&path).unwrap().samples, record.samples[..2]);
     }
 
     #[test]

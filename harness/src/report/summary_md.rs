@@ -1,7 +1,10 @@
 //! summary.md: a short Markdown summary of one run, sized for a pull-request comment.
 
+use crate::analyze::units::confidence_percent;
 use crate::analyze::{Verdict, VerdictStatus};
-use crate::report::facts::{backend_line, metric_passed, turns_line, verdict_line};
+use crate::report::facts::{
+    backend_line, empty_ledger_text, metric_passed, stop_line, turns_line, verdict_line,
+};
 use crate::report::units::{format_bytes, format_rate_with_interval};
 use crate::runner::RunRecord;
 
@@ -18,6 +21,9 @@ pub fn render_summary_md(record: &RunRecord, verdict: &Verdict) -> String {
         turns_line(record),
         cell(&line)
     ));
+    if let Some(stop) = stop_line(record) {
+        out.push_str(&format!("{}\n\n", cell(&stop)));
+    }
     out.push_str(&metrics_table(verdict));
     out.push_str(&ledger_line(record));
     let failed: Vec<_> = verdict.expectations.iter().filter(|e| !e.passed).collect();
@@ -39,6 +45,7 @@ fn status_mark(status: VerdictStatus) -> &'static str {
         VerdictStatus::Pass => "✅",
         VerdictStatus::Fail => "❌",
         VerdictStatus::EngineFailed => "💥",
+        VerdictStatus::Interrupted => "⏹️",
     }
 }
 
@@ -57,9 +64,9 @@ fn metrics_table(verdict: &Verdict) -> String {
         .next()
         .map_or(0.95, |m| m.confidence);
     let mut out = format!(
-        "| metric | baseline | after warm-up | last | growth/turn [{:.0}% CI] | class | result |\n\
+        "| metric | baseline | after warm-up | last | growth/turn [{} CI] | class | result |\n\
          | --- | ---: | ---: | ---: | ---: | --- | --- |\n",
-        confidence * 100.0
+        confidence_percent(confidence)
     );
     for (name, m) in &verdict.metrics {
         let result = match metric_passed(verdict, name) {
@@ -84,7 +91,7 @@ fn ledger_line(record: &RunRecord) -> String {
     let totals = &record.ledger.totals;
     let imbalances = record.ledger.imbalances();
     if totals.is_empty() {
-        return "**Ledger:** nothing was counted.\n".to_owned();
+        return format!("**Ledger:** {}.\n", empty_ledger_text(record));
     }
     if imbalances.is_empty() {
         return format!("**Ledger:** balanced ({} kinds).\n", totals.len());

@@ -12,15 +12,15 @@ pub(crate) struct Cell {
 
 impl Cell {
     pub(crate) fn plain(text: impl Into<String>) -> Self {
-        Self {
-            text: text.into(),
-            style: Style::new(),
-        }
+        Self::styled(text, Style::new())
     }
 
+    /// A cell; control characters in `text` (a metric name from a file) are escaped, so that a
+    /// terminal shows them rather than obeys them.
     pub(crate) fn styled(text: impl Into<String>, style: Style) -> Self {
+        let text = text.into();
         Self {
-            text: text.into(),
+            text: crate::input::printable(&text).into_owned(),
             style,
         }
     }

@@ -6,9 +6,12 @@ use std::io::Write;
 
 use anstyle::{AnsiColor, Style};
 
+use crate::analyze::units::confidence_percent;
 use crate::analyze::{Classification, Verdict, VerdictStatus};
+use crate::input::printable;
 use crate::report::facts::{
-    backend_line, engine_error_text, metric_passed, metric_result_word, turns_line, verdict_line,
+    backend_line, empty_ledger_text, engine_error_text, metric_passed, metric_result_word,
+    stop_line, turns_line, verdict_line,
 };
 use crate::report::table::{render_table, Cell};
 use crate::report::units::{format_bytes, format_rate_with_interval};
@@ -44,10 +47,13 @@ pub fn render_terminal(record: &RunRecord, verdict: &Verdict) -> String {
     let mut out = String::new();
     out.push_str(&format!(
         "{HEADER}{}{HEADER:#}  {}  {}\n",
-        record.scenario.name,
-        backend_line(record),
+        printable(&record.scenario.name),
+        printable(&backend_line(record)),
         turns_line(record)
     ));
+    if let Some(stop) = stop_line(record) {
+        out.push_str(&format!("{DIM}{stop}{DIM:#}\n"));
+    }
     out.push('\n');
     out.push_str(&metrics_table(verdict));
     out.push('\n');
@@ -81,7 +87,7 @@ fn metrics_table(verdict: &Verdict) -> String {
         .values()
         .next()
         .map_or(0.95, |m| m.confidence);
-    let growth = format!("growth/turn [{:.0}% CI]", confidence * 100.0);
+    let growth = format!("growth/turn [{} CI]", confidence_percent(confidence));
     let mut rows = vec![[
         "metric",
         "baseline",
@@ -117,7 +123,10 @@ fn metrics_table(verdict: &Verdict) -> String {
 fn ledger_section(record: &RunRecord) -> String {
     let totals = &record.ledger.totals;
     if totals.is_empty() {
-        return format!("{HEADER}ledger{HEADER:#}: nothing was counted\n\n");
+        return format!(
+            "{HEADER}ledger{HEADER:#}: {}\n\n",
+            empty_ledger_text(record)
+        );
     }
     let imbalances = record.ledger.imbalances();
     let summary = if imbalances.is_empty() {
@@ -163,7 +172,7 @@ fn errors_section(record: &RunRecord) -> String {
     for (turn, step, error) in &record.engine_errors {
         out.push_str(&format!(
             "  turn {turn} ({step}): {}\n",
-            engine_error_text(error)
+            printable(&engine_error_text(error))
         ));
     }
     out.push('\n');
@@ -180,7 +189,9 @@ fn failures_section(verdict: &Verdict) -> String {
         let turn = e.turn.map_or(String::new(), |t| format!(" (turn {t})"));
         out.push_str(&format!(
             "  {BAD}✗ {}{BAD:#}: expected {}; measured {}{turn}\n",
-            e.name, e.expected, e.measured
+            printable(&e.name),
+            printable(&e.expected),
+            printable(&e.measured)
         ));
     }
     out.push('\n');
@@ -224,6 +235,64 @@ mod tests {
             "{text}"
         );
         crate::report::golden!(insta::assert_snapshot!("terminal_crashed", text));
+    }
+
+    /// A report.json from elsewhere may carry escapes in its names; the terminal shows them.
+    #[test]
+    fn control_characters_from_a_report_are_shown_not_obeyed() {
+        let (mut record, mut verdict) = leak_run();
+        let hostile = "rss\u{1b}[2J".to_owned();
+        let analysis = verdict.metrics.values().next().unwrap().clone();
+        verdict.metrics.insert(hostile.clone(), analysis);
+        verdict.expectations[0].name = hostile.clone();
+        record.scenario.name = hostile.clone();
+        record.early_stop = Some(crate::runner::EarlyStop {
+            turn: 9,
+            max_turns: 101,
+            reason: format!("{hostile} growth{}", "x".repeat(5000)),
+        });
+        let text = render_terminal(&record, &verdict);
+        let stripped = anstream::adapter::strip_str(&text).to_string();
+        assert!(!stripped.contains('\u{1b}'), "{stripped}");
+        assert!(stripped.contains("rss\\u{1b}[2J"), "{stripped}");
+        assert!(
+            stripped.contains("(stop: decided): rss\\u{1b}[2J growth"),
+            "{stripped}"
+        );
+        assert!(stripped.contains("characters left out"), "{stripped}");
+    }
+
+    /// Regression: an interrupted or crashed `stop: decided` run was said to have found no turn
+    /// at which every metric was decided, as if it had run to its last turn.
+    #[test]
+    fn a_decided_run_that_did_not_finish_makes_no_claim_about_its_looks() {
+        for (mut record, verdict) in [crate::report::examples::interrupted_run(), crashed_run()] {
+            record.scenario.stop = crate::scenario::StopMode::Decided;
+            let text = plain(&record, &verdict);
+            assert!(!text.contains("no look before turn"), "{text}");
+        }
+        let (mut record, verdict) = leak_run();
+        record.scenario.stop = crate::scenario::StopMode::Decided;
+        let text = plain(&record, &verdict);
+        assert!(text.contains("no look before turn"), "{text}");
+    }
+
+    #[test]
+    fn interrupted_run_terminal_names_the_signal_and_turn() {
+        let (record, verdict) = crate::report::examples::interrupted_run();
+        let text = plain(&record, &verdict);
+        assert!(
+            text.contains("INTERRUPTED by SIGTERM in turn 5: "),
+            "{text}"
+        );
+        assert!(
+            text.contains("not evaluated: the run was interrupted"),
+            "{text}"
+        );
+        assert!(
+            text.contains("ledger: not recorded (the run was interrupted)"),
+            "{text}"
+        );
     }
 
     #[test]

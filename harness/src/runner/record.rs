@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{BackendInfo, EngineError, Ledger};
-use crate::runner::Metrics;
+use crate::runner::{EarlyStop, Metrics};
 use crate::scenario::Scenario;
 
 /// The report.json layout (`format_version`) this build writes. report.json is mostly this
@@ -79,6 +79,15 @@ pub enum RunOutcome {
         /// The engine's error.
         error: EngineError,
     },
+    /// The run was stopped from outside (SIGINT, SIGTERM: a CI job's timeout) before it ended.
+    /// Such a record holds the samples streamed so far; its ledger and engine errors stayed in
+    /// the stopped runner and are empty.
+    Interrupted {
+        /// The signal, e.g. `SIGTERM`.
+        signal: String,
+        /// The turn that was running (0 = while loading, before the baseline sample).
+        turn: u32,
+    },
 }
 
 /// Everything a run measured.
@@ -99,6 +108,9 @@ pub struct RunRecord {
     pub engine_errors: Vec<(u32, String, EngineError)>,
     /// How the run ended.
     pub outcome: RunOutcome,
+    /// Set when `stop: decided` ended the run before its last turn: at which turn and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub early_stop: Option<EarlyStop>,
 }
 
 impl RunRecord {

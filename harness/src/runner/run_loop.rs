@@ -11,7 +11,9 @@ use std::time::Instant;
 use crate::engine::{Engine, EngineError, GenerateRequest, Ledger, SessionId};
 use crate::probe::ProcessProbe;
 use crate::runner::prompt::prompt_for_turn;
-use crate::runner::{Metrics, Phase, RunOutcome, RunRecord, Sample};
+use crate::runner::{
+    EarlyStop, Metrics, Phase, RunAllTurns, RunOutcome, RunRecord, Sample, StopRule,
+};
 use crate::scenario::{FaultKind, SamplePoint, Scenario, Step};
 
 /// Ledger kind for engine loads and unloads made by the runner.
@@ -40,6 +42,17 @@ pub fn run_scenario(
     engine: &mut dyn Engine,
     observer: &mut dyn RunObserver,
 ) -> RunRecord {
+    run_scenario_until(scenario, engine, observer, &mut RunAllTurns)
+}
+
+/// As [`run_scenario`], but `stop` may end the run after any turn it looks at; the engine is
+/// still unloaded and the record says at which turn and why ([`RunRecord::early_stop`]).
+pub fn run_scenario_until(
+    scenario: &Scenario,
+    engine: &mut dyn Engine,
+    observer: &mut dyn RunObserver,
+    stop: &mut dyn StopRule,
+) -> RunRecord {
     let source = engine.describe().backend;
     let probe = ProcessProbe::for_watched(&scenario.watched_metrics());
     let samples = preallocated_samples(scenario, engine.process_id());
@@ -56,8 +69,9 @@ pub fn run_scenario(
         epoch: 0,
         turns_completed: 0,
         ledger_current: false,
+        early_stop: None,
     };
-    let outcome = match run.execute() {
+    let outcome = match run.execute(stop) {
         Ok(()) => RunOutcome::Completed,
         Err(failure) => RunOutcome::EngineFailed {
             turn: failure.turn,
@@ -75,6 +89,7 @@ pub fn run_scenario(
         turns_completed: run.turns_completed,
         engine_errors: run.engine_errors,
         outcome,
+        early_stop: run.early_stop,
     }
 }
 
@@ -97,7 +112,8 @@ fn expected_samples(scenario: &Scenario) -> usize {
         0 => 0,
         k => turns.saturating_sub(1) / k as usize,
     };
-    1 + turns.saturating_mul(per_turn) + reloads
+    let baseline = scenario.sample.baseline.max(1) as usize;
+    baseline * (1 + reloads) + turns.saturating_mul(per_turn)
 }
 
 /// The sample buffer of a whole run, reserved before the engine loads: the harness's own records
@@ -143,32 +159,78 @@ struct Run<'a> {
     /// Whether the ledger already holds the engine's counts as of its last call (a sample's
     /// snapshot came after it), so that the end of a turn needs no further round trip.
     ledger_current: bool,
+    early_stop: Option<EarlyStop>,
 }
 
 impl Run<'_> {
-    /// Runs every turn, then unloads.
-    fn execute(&mut self) -> Result<(), Failure> {
+    /// Runs every turn (or until `stop` says the run is decided), then unloads.
+    fn execute(&mut self, stop: &mut dyn StopRule) -> Result<(), Failure> {
         self.load(0, "load")?;
-        self.sample(0, Phase::Load)?;
+        self.baseline(0, Phase::Load)?;
         let total = self.scenario.total_turns();
         let reload_every = self.scenario.reload_every;
+        let mut last = total;
         for turn in 1..=total {
             self.run_turn(turn)?;
             self.turns_completed = turn;
-            if reload_every > 0 && turn % reload_every == 0 && turn < total {
+            let stopping = turn < total && stop.wants_look(turn) && self.look(turn, stop);
+            if reload_every > 0 && turn % reload_every == 0 && turn < total && !stopping {
                 self.reload(turn)?;
             }
             self.absorb_ledger(turn)?;
             self.observer.on_turn_end(turn, total);
+            if stopping {
+                last = turn;
+                break;
+            }
         }
         self.ledger_current = false;
         self.engine.unload().map_err(|error| Failure {
-            turn: total,
+            turn: last,
             step: "unload",
             error,
         })?;
-        self.ledger.record_delete(total, RUNNER_ENGINE);
-        self.absorb_ledger(total)
+        self.ledger.record_delete(last, RUNNER_ENGINE);
+        self.absorb_ledger(last)
+    }
+
+    /// Shows `stop` the run so far; true (and the reason recorded) when it ends the run. A look
+    /// asks the engine nothing (a simulator's snapshot draws its noise), so the ledger it sees
+    /// has the engine's own counts up to the previous turn.
+    fn look(&mut self, turn: u32, stop: &mut dyn StopRule) -> bool {
+        // The record is lent the run's samples, ledger and errors for the look, not given
+        // copies: a long run's samples must not be held twice (issue 15).
+        let so_far = RunRecord {
+            scenario: self.scenario.clone(),
+            backend: self.engine.describe(),
+            samples: std::mem::take(&mut self.samples),
+            ledger: std::mem::take(&mut self.ledger),
+            turns_completed: turn,
+            engine_errors: std::mem::take(&mut self.engine_errors),
+            outcome: RunOutcome::Completed,
+            early_stop: None,
+        };
+        let decision = stop.look(&so_far);
+        self.samples = so_far.samples;
+        self.ledger = so_far.ledger;
+        self.engine_errors = so_far.engine_errors;
+        let Some(reason) = decision else {
+            return false;
+        };
+        self.early_stop = Some(EarlyStop {
+            turn,
+            max_turns: self.scenario.total_turns(),
+            reason,
+        });
+        true
+    }
+
+    /// The sample(s) after a (re)load: `sample.baseline` of them, each after the settle time.
+    fn baseline(&mut self, turn: u32, phase: Phase) -> Result<(), Failure> {
+        for _ in 0..self.scenario.sample.baseline.max(1) {
+            self.sample(turn, phase)?;
+        }
+        Ok(())
     }
 
     fn load(&mut self, turn: u32, step: &'static str) -> Result<(), Failure> {
@@ -190,7 +252,7 @@ impl Run<'_> {
         })?;
         self.ledger.record_delete(turn, RUNNER_ENGINE);
         self.load(turn, "reload")?;
-        self.sample(turn, Phase::Reload)
+        self.baseline(turn, Phase::Reload)
     }
 
     fn run_turn(&mut self, turn: u32) -> Result<(), Failure> {
@@ -219,7 +281,12 @@ impl Run<'_> {
                     let (Some(id), None) = (session, &recovery) else {
                         continue;
                     };
-                    let prompt = prompt_for_turn(spec, turn, self.scenario.seed);
+                    let prompt = prompt_for_turn(
+                        spec,
+                        turn,
+                        self.scenario.seed,
+                        self.scenario.engine.backend,
+                    );
                     if let Err(error) = self.engine.send(id, &prompt) {
                         recovery = Some(self.non_fatal(turn, "send", error)?);
                     }

@@ -27,6 +27,33 @@ pub enum ScenarioErrorKind {
     Invalid,
 }
 
+/// The longest message; a longer one is shortened in the middle.
+const MAX_MESSAGE_CHARS: usize = 1000;
+
+/// The longest value quoted in a message (between backticks or double quotes).
+const MAX_QUOTED_CHARS: usize = 80;
+
+/// `message` with every quoted value (`...` or "...") of more than [`MAX_QUOTED_CHARS`]
+/// shortened, so that an echoed 200 KB field does not bury what is wrong, then the whole message
+/// bounded.
+fn bound_message(message: &str) -> String {
+    let mut out = String::with_capacity(message.len().min(2 * MAX_MESSAGE_CHARS));
+    let mut rest = message;
+    while let Some(open) = rest.find(['`', '"']) {
+        let quote = rest[open..].chars().next().unwrap_or('`');
+        let after = &rest[open + 1..];
+        let Some(close) = after.find(quote) else {
+            break;
+        };
+        out.push_str(&rest[..=open]);
+        out.push_str(&crate::input::shorten(&after[..close], MAX_QUOTED_CHARS));
+        out.push(quote);
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    crate::input::shorten(&out, MAX_MESSAGE_CHARS).into_owned()
+}
+
 /// A 1-based line and column in the scenario file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Location {
@@ -53,6 +80,7 @@ struct Details {
     suggestion: Option<String>,
     expected: Vec<String>,
     snippet: Option<String>,
+    note: Option<String>,
 }
 
 impl std::error::Error for ScenarioError {}
@@ -69,10 +97,11 @@ impl ScenarioError {
             kind,
             location: None,
             key_path: None,
-            message: message.into(),
+            message: bound_message(&message.into()),
             suggestion: None,
             expected: Vec::new(),
             snippet: None,
+            note: None,
         }))
     }
 
@@ -93,7 +122,7 @@ impl ScenarioError {
     pub(crate) fn key(mut self, path: impl Into<String>) -> Self {
         let path = path.into();
         if !path.is_empty() && path != "." {
-            self.0.key_path = Some(path);
+            self.0.key_path = Some(crate::input::shorten(&path, MAX_QUOTED_CHARS).into_owned());
         }
         self
     }
@@ -107,6 +136,21 @@ impl ScenarioError {
     /// Lists what would have been accepted.
     pub(crate) fn expect_one_of<S: ToString>(mut self, names: impl IntoIterator<Item = S>) -> Self {
         self.0.expected = names.into_iter().map(|n| n.to_string()).collect();
+        self
+    }
+
+    /// Blames a command-line flag instead of the file: the value is the flag's, so the file's
+    /// line would mislead.
+    pub(crate) fn blame_flag(mut self, flag: impl Into<String>) -> Self {
+        self.0.location = None;
+        self.0.snippet = None;
+        self.0.key_path = Some(flag.into());
+        self
+    }
+
+    /// Adds a note below the message.
+    pub(crate) fn note(mut self, note: impl Into<String>) -> Self {
+        self.0.note = Some(note.into());
         self
     }
 
@@ -174,36 +218,15 @@ impl fmt::Display for ScenarioError {
                 list.join(", ")
             )?;
         }
+        if let Some(note) = &d.note {
+            write!(f, "\n{:pad$}= note: {note}", "")?;
+        }
         Ok(())
     }
 }
 
-/// The best match for `written` among `candidates`, if one is close enough to be a likely typo.
-pub(crate) fn did_you_mean<'a>(
-    written: &str,
-    candidates: impl IntoIterator<Item = &'a str>,
-) -> Option<String> {
-    let written_lower = written.to_ascii_lowercase();
-    // Rank by edit distance (a transposition counts once), then by how close the lengths are:
-    // `turnz` is more likely `turns` than `turn`.
-    let mut best: Option<((usize, usize), &str)> = None;
-    for candidate in candidates {
-        if candidate == written {
-            continue;
-        }
-        let distance = strsim::damerau_levenshtein(&written_lower, &candidate.to_ascii_lowercase());
-        let rank = (distance, written.len().abs_diff(candidate.len()));
-        if best.is_none_or(|(b, _)| rank < b) {
-            best = Some((rank, candidate));
-        }
-    }
-    // Allow about one typo per three characters, and never so many that little of the word is
-    // left (`h` is not a typo of `s`).
-    let len = written.chars().count();
-    let limit = (len / 3).max(1);
-    best.filter(|((distance, _), _)| *distance <= limit && distance * 2 < len)
-        .map(|(_, c)| c.to_owned())
-}
+/// The best match for `written` among `candidates` (the rule unit errors use too).
+pub(crate) use leakloop_units::did_you_mean;
 
 /// Lines longer than this are shown as a window around the error.
 const MAX_SNIPPET_WIDTH: usize = 100;
@@ -298,6 +321,17 @@ fn token_width(rest: &[char]) -> usize {
 mod tests {
     use super::*;
     use rstest::rstest;
+
+    #[test]
+    fn quoted_values_are_shortened_and_the_rest_kept() {
+        let huge = "x".repeat(10_000);
+        let message = bound_message(&format!("`{huge}` is not valid: use \"{huge}\" or `a`"));
+        assert!(message.chars().count() < 300, "{message}");
+        assert!(message.starts_with("`xxx"), "{message}");
+        assert!(message.contains("characters left out"), "{message}");
+        assert!(message.ends_with("xxx\" or `a`"), "{message}");
+        assert_eq!(bound_message("`a` and \"b\""), "`a` and \"b\"");
+    }
 
     #[rstest]
     #[case::typo("turnz", &["turns", "turn", "name"], Some("turns"))]

@@ -44,6 +44,11 @@ fn redact(text: &str) -> String {
     Kind::Invalid,
     Some("expect.native_heap.max_growth_per_turn")
 )]
+#[case::inline_profile_unit(
+    "inline-profile-unit",
+    Kind::Invalid,
+    Some("profiles.mine.leak_per_generation")
+)]
 #[case::unknown_duration_unit("unknown-duration-unit", Kind::Invalid, Some("turn[4].idle"))]
 #[case::negative_tolerance("negative-tolerance", Kind::Invalid, Some("expect.rss.tolerance"))]
 #[case::unknown_backend("unknown-backend", Kind::Shape, Some("engine.backend"))]
@@ -67,6 +72,16 @@ fn redact(text: &str) -> String {
 )]
 #[case::send_two_prompts("send-two-prompts", Kind::Invalid, Some("turn[1].send"))]
 #[case::zero_prompt_tokens("zero-prompt-tokens", Kind::Invalid, Some("turn[1].send.tokens[1]"))]
+#[case::prompt_longer_than_context(
+    "prompt-longer-than-context",
+    Kind::Invalid,
+    Some("turn[1].send.tokens")
+)]
+#[case::generated_prompt_too_long(
+    "generated-prompt-too-long",
+    Kind::Invalid,
+    Some("turn[1].send.tokens[1]")
+)]
 #[case::fault_after_last_turn("fault-after-last-turn", Kind::Invalid, Some("faults[0].at_turn"))]
 #[case::crash_in_process("crash-in-process", Kind::Invalid, Some("faults[0].kind"))]
 #[case::generate_error_real_engine(
@@ -81,6 +96,8 @@ fn redact(text: &str) -> String {
     Some("sample.after")
 )]
 #[case::bad_name("bad-name", Kind::Invalid, Some("name"))]
+#[case::unknown_stop("unknown-stop", Kind::Shape, Some("stop"))]
+#[case::zero_baseline_samples("zero-baseline-samples", Kind::Invalid, Some("sample.baseline"))]
 #[case::empty("empty", Kind::Empty, None)]
 #[case::comments_only("comments-only", Kind::Empty, None)]
 #[case::not_a_mapping("not-a-mapping", Kind::Shape, None)]
@@ -96,6 +113,31 @@ fn redact(text: &str) -> String {
     Some("expect.rss.tolerance")
 )]
 #[case::syntax_error("syntax-error", Kind::Syntax, None)]
+#[case::nul_in_comment("nul-in-comment", Kind::Encoding, None)]
+#[case::next_line_in_comment("next-line-in-comment", Kind::Encoding, None)]
+#[case::step_value_wrong_type(
+    "step-value-wrong-type",
+    Kind::Shape,
+    Some("turn[1].generate.max_output_tokens")
+)]
+#[case::profile_size_not_a_size(
+    "profile-size-not-a-size",
+    Kind::Invalid,
+    Some("profiles.my-phone.weights")
+)]
+#[case::profile_size_negative(
+    "profile-size-negative",
+    Kind::Invalid,
+    Some("profiles.my-phone.weights")
+)]
+#[case::profile_size_tagged("profile-size-tagged", Kind::Shape, Some("profiles.my-phone.weights"))]
+#[case::profile_place_mapping(
+    "profile-place-mapping",
+    Kind::Shape,
+    Some("profiles.my-phone.context_on")
+)]
+#[case::crash_without_generation("crash-without-generation", Kind::Invalid, Some("faults[0].kind"))]
+#[case::huge_name("huge-name", Kind::Invalid, Some("name"))]
 #[case::two_documents("two-documents", Kind::Syntax, None)]
 fn bad_scenario_is_rejected(
     #[case] file: &str,

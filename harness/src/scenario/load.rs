@@ -1,14 +1,15 @@
 //! Reading a scenario from a file or a string: bytes -> UTF-8 text -> position index and
 //! safety checks -> [`super::raw`] via serde -> [`super::validate`].
 
-use std::io::Read;
 use std::path::Path;
+
+use crate::input::{read_bounded, utf8_text};
 
 use crate::scenario::error::{did_you_mean, Location, ScenarioError, ScenarioErrorKind};
 use crate::scenario::raw::RawScenario;
 use crate::scenario::spans::{index_spans, RootKind, ScanProblem, MAX_DEPTH, MAX_EXPANDED_NODES};
 use crate::scenario::validate::{validate, Context};
-use crate::scenario::Scenario;
+use crate::scenario::{Overrides, Scenario};
 
 /// The largest scenario file accepted; real ones are a few hundred bytes.
 pub const MAX_SCENARIO_BYTES: u64 = 1 << 20;
@@ -18,55 +19,51 @@ const TOP_KEYS: &str = "`name`, `engine`, `turns`, `turn`, ...";
 
 /// Reads and validates the scenario at `path`.
 pub fn load_scenario(path: &Path) -> Result<Scenario, ScenarioError> {
-    let read_error = |message: String| ScenarioError::new(path, ScenarioErrorKind::Read, message);
-    let file = std::fs::File::open(path).map_err(|e| read_error(format!("cannot open: {e}")))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_SCENARIO_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| read_error(format!("cannot read: {e}")))?;
-    if bytes.len() as u64 > MAX_SCENARIO_BYTES {
-        return Err(read_error(format!(
-            "the file is larger than {} KiB; a scenario is a short YAML file",
-            MAX_SCENARIO_BYTES / 1024
-        )));
-    }
-    parse_scenario_bytes(&bytes, path)
+    load_scenario_with(path, &Overrides::default())
+}
+
+/// Reads the scenario at `path`, replaces its values with `overrides` and validates the result
+/// once, as `leakloop check` would validate a file that said so.
+pub fn load_scenario_with(path: &Path, overrides: &Overrides) -> Result<Scenario, ScenarioError> {
+    let bytes = read_scenario_bytes(path)?;
+    let text = decode(&bytes, path)?;
+    parse_with(text, path, overrides)
+}
+
+/// The bytes of the scenario file at `path`: a regular file of at most [`MAX_SCENARIO_BYTES`].
+pub(crate) fn read_scenario_bytes(path: &Path) -> Result<Vec<u8>, ScenarioError> {
+    read_bounded(path, MAX_SCENARIO_BYTES, "a scenario is a short YAML file")
+        .map_err(|e| ScenarioError::new(path, ScenarioErrorKind::Read, e.kind.to_string()))
 }
 
 /// Parses and validates scenario bytes, which must be UTF-8; `origin` names them in errors and
 /// relative paths in the scenario resolve against its folder.
 pub fn parse_scenario_bytes(bytes: &[u8], origin: &Path) -> Result<Scenario, ScenarioError> {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => parse_scenario(text, origin),
-        Err(e) => {
-            let good = &bytes[..e.valid_up_to()];
-            let line = good.iter().filter(|&&b| b == b'\n').count() + 1;
-            let line_start = good.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
-            // The valid prefix of the line is UTF-8, so its characters can be counted.
-            let column = String::from_utf8_lossy(&good[line_start..]).chars().count() + 1;
-            let binary = bytes.iter().take(8192).any(|&b| b == 0);
-            let hint = if binary {
-                "; it looks like a binary file"
-            } else {
-                "; save it as UTF-8"
-            };
-            Err(ScenarioError::new(
-                origin,
-                ScenarioErrorKind::Encoding,
-                format!(
-                    "not UTF-8 text: byte 0x{:02X} is not valid UTF-8{hint}",
-                    bytes[e.valid_up_to()]
-                ),
-            )
-            .at_without_snippet(Location { line, column }))
-        }
+    parse_scenario(decode(bytes, origin)?, origin)
+}
+
+fn decode<'a>(bytes: &'a [u8], origin: &Path) -> Result<&'a str, ScenarioError> {
+    match utf8_text(bytes) {
+        Ok(text) => Ok(text),
+        Err(e) => Err(
+            ScenarioError::new(origin, ScenarioErrorKind::Encoding, e.to_string())
+                .at_without_snippet(Location {
+                    line: e.line,
+                    column: e.column,
+                }),
+        ),
     }
 }
 
 /// Parses and validates scenario text; `origin` names it in errors and relative paths in the
 /// scenario resolve against its folder.
 pub fn parse_scenario(text: &str, origin: &Path) -> Result<Scenario, ScenarioError> {
+    parse_with(text, origin, &Overrides::default())
+}
+
+fn parse_with(text: &str, origin: &Path, overrides: &Overrides) -> Result<Scenario, ScenarioError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    check_characters(text, origin)?;
     let spans = index_spans(text).map_err(|p| scan_error(p, text, origin))?;
     match spans.root {
         RootKind::Mapping => {}
@@ -94,14 +91,51 @@ pub fn parse_scenario(text: &str, origin: &Path) -> Result<Scenario, ScenarioErr
         }
     }
     let deserializer = serde_yaml::Deserializer::from_str(text);
-    let raw: RawScenario =
+    let mut raw: RawScenario =
         serde_path_to_error::deserialize(deserializer).map_err(|e| shape_error(e, text, origin))?;
+    overrides.apply(&mut raw);
     let cx = Context {
         file: origin,
         text,
         spans: &spans,
     };
-    validate(raw, &cx)
+    let mut scenario = validate(raw, &cx).map_err(|e| overrides.explain(e))?;
+    overrides.restore_paths(&mut scenario);
+    Ok(scenario)
+}
+
+/// Refuses characters YAML does not allow (NUL and other control characters) or reads as a line
+/// break where a person sees none (U+0085, U+2028, U+2029), at their own line and column: the
+/// YAML parsers would report them at the start of the file or past its end.
+fn check_characters(text: &str, file: &Path) -> Result<(), ScenarioError> {
+    for (line_index, line) in text.split('\n').enumerate() {
+        let found = line.chars().enumerate().find(|&(i, c)| {
+            let crlf = c == '\r' && i + 1 == line.chars().count();
+            (crate::input::is_unprintable(c) && !crlf) || c == '\u{feff}'
+        });
+        if let Some((column, c)) = found {
+            let what = match c {
+                '\u{0}' => "the NUL character".to_owned(),
+                '\u{85}' | '\u{2028}' | '\u{2029}' => format!(
+                    "the character U+{:04X}, which YAML reads as a line break,",
+                    u32::from(c)
+                ),
+                '\u{feff}' => "a byte-order mark (U+FEFF) after the start of the file".to_owned(),
+                c => format!("the control character U+{:04X}", u32::from(c)),
+            };
+            let location = Location {
+                line: line_index + 1,
+                column: column + 1,
+            };
+            return Err(ScenarioError::new(
+                file,
+                ScenarioErrorKind::Encoding,
+                format!("{what} is not allowed in a scenario (even in a comment); remove it"),
+            )
+            .at(Some(location), text));
+        }
+    }
+    Ok(())
 }
 
 /// Turns a problem found while indexing into an error.
@@ -167,7 +201,14 @@ fn shape_error(
         (path.find(".?"), inner.to_string().split_once(": "))
     {
         if !yaml_path.contains(' ') && yaml_path.starts_with(&path[..unknown]) {
-            path = format!("{yaml_path}{}", &path[unknown + 2..]);
+            // serde_yaml's path ends at the bad value for a wrong type, but at the mapping for
+            // an unknown key; add what it lacks, once.
+            let rest = &path[unknown + 2..];
+            path = if yaml_path.ends_with(rest) {
+                yaml_path.to_owned()
+            } else {
+                format!("{yaml_path}{rest}")
+            };
         }
     }
     // A key that failed to deserialize (an unknown step name) is recorded as `?`.
@@ -205,8 +246,16 @@ fn shape_error(
             format!("{path}.{key}")
         };
     }
-    let (message, suggestion, expected) = explain_unknown(&message, &path);
-    ScenarioError::new(file, kind, plain_types(&message))
+    // A size or duration in a simulator profile, read by the same parser as the DSL's own: the
+    // same error as the same mistake anywhere else in the file.
+    let (message, suggestion, expected) = match leakloop_units::serde::explain_message(&message) {
+        Some(unit_error) => {
+            kind = ScenarioErrorKind::Invalid;
+            unit_error
+        }
+        None => explain_unknown(&message, &path),
+    };
+    ScenarioError::new(file, kind, plain_values(&plain_types(&message)))
         .key(path)
         .at(location, text)
         .suggest(suggestion)
@@ -270,10 +319,37 @@ fn plain_types(message: &str) -> String {
     out
 }
 
+/// Replaces what serde says about a tagged value or a bad name in a simulator profile with
+/// words a scenario author knows (sizes and durations there are read by `leakloop_units`).
+fn plain_values(message: &str) -> String {
+    message
+        .replace(
+            "invalid type: enum",
+            "invalid type: a tagged value (`!tag value`)",
+        )
+        .replace(
+            "expected a YAML tag starting with '!'",
+            "expected one name, such as `gpu`",
+        )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use rstest::rstest;
+
+    #[rstest]
+    #[case::tag(
+        "invalid type: enum, expected a size: whole bytes or a number and a unit, e.g. 110MiB",
+        "invalid type: a tagged value (`!tag value`), expected a size: whole bytes or a number and a unit, e.g. 110MiB"
+    )]
+    #[case::place(
+        "invalid type: a mapping, expected a YAML tag starting with '!'",
+        "invalid type: a mapping, expected one name, such as `gpu`"
+    )]
+    fn profile_values_in_plain_words(#[case] serde: &str, #[case] plain: &str) {
+        assert_eq!(plain_values(serde), plain);
+    }
 
     #[rstest]
     #[case::struct_name(

@@ -8,6 +8,7 @@
 mod error;
 mod load;
 mod model;
+mod overrides;
 mod raw;
 mod spans;
 mod units;
@@ -17,10 +18,16 @@ mod validate;
 mod fixture_tests;
 
 pub use error::{Location, ScenarioError, ScenarioErrorKind};
-pub use load::{load_scenario, parse_scenario, parse_scenario_bytes, MAX_SCENARIO_BYTES};
-pub use model::{
-    BackendKind, Device, EngineSpec, Expectations, Fault, FaultKind, MetricExpectation, PromptSpec,
-    SamplePlan, SamplePoint, Scenario, SessionOptions, Step, Tolerance, MAX_TURNS, OPENCL_PROFILES,
-    SIM_PROFILES,
+pub use load::{
+    load_scenario, load_scenario_with, parse_scenario, parse_scenario_bytes, MAX_SCENARIO_BYTES,
 };
-pub use validate::{DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_TOKENS, METRICS};
+pub use model::{
+    text_tokens, BackendKind, Device, EngineSpec, Expectations, Fault, FaultKind,
+    MetricExpectation, PromptSpec, SamplePlan, SamplePoint, Scenario, SessionOptions, Step,
+    StopMode, Tolerance, MAX_BASELINE_SAMPLES, MAX_TURNS, OPENCL_PROFILES, SIM_PROFILES,
+};
+pub use overrides::Overrides;
+pub use units::{parse_tolerance, parse_tolerance_arg};
+pub use validate::{
+    DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_TOKENS, MAX_GENERATED_PROMPT_TOKENS, METRICS,
+};

@@ -10,6 +10,9 @@ use serde::{Deserialize, Serialize};
 /// The most turns (warm-up plus measured) one scenario may ask for.
 pub const MAX_TURNS: u32 = 100_000;
 
+/// The most baseline samples (`sample.baseline`) taken after each (re)load.
+pub const MAX_BASELINE_SAMPLES: u32 = 100;
+
 /// A validated scenario: one engine, an identical turn loop, sampling points and expectations.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Scenario {
@@ -39,6 +42,10 @@ pub struct Scenario {
     pub expect: Expectations,
     /// Seed for every random choice (simulator noise, generated prompts).
     pub seed: u64,
+    /// When the run ends: after every turn, or once every watched metric is decided (then
+    /// `turns` is the maximum).
+    #[serde(default)]
+    pub stop: StopMode,
 }
 
 impl Scenario {
@@ -58,11 +65,13 @@ impl Scenario {
             sample: SamplePlan {
                 after: vec![SamplePoint::Load, SamplePoint::Close],
                 settle: Duration::ZERO,
+                baseline: 1,
             },
             watch: Vec::new(),
             faults: Vec::new(),
             expect: Expectations::default(),
             seed: 0,
+            stop: StopMode::Turns,
         }
     }
 
@@ -87,8 +96,20 @@ pub const SIM_PROFILES: &[&str] = sim_backend::BUILTIN_PROFILES;
 /// Profiles of the reference OpenCL engine: a clean run and the injected bug classes.
 pub const OPENCL_PROFILES: &[&str] = &["clean", "leak-scratch", "leak-kv", "leak-retain"];
 
-/// Which backend runs the scenario.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+/// Which backend runs the scenario (also the values of `leakloop run --backend`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum BackendKind {
     /// The deterministic simulator (`sim-backend`).
@@ -108,16 +129,32 @@ impl BackendKind {
             BackendKind::Opencl => "opencl",
         }
     }
+
+    /// Whether this backend's engine reads a prompt's words (LiteRT-LM tokenizes them); the
+    /// simulator and the OpenCL workload use only its length, so their prompts carry no text.
+    pub fn reads_prompt_text(&self) -> bool {
+        matches!(self, BackendKind::LitertLm)
+    }
 }
 
-/// Which compute device a real engine uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Which compute device a real engine uses (also the values of `leakloop run --device`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Device {
     /// The CPU backend.
     Cpu,
     /// The GPU backend (OpenCL on Android, Metal on macOS, WebGPU/Vulkan on Linux).
     Gpu,
+}
+
+impl Device {
+    /// The name used in scenarios and on the command line.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Device::Cpu => "cpu",
+            Device::Gpu => "gpu",
+        }
+    }
 }
 
 /// The engine and its options.
@@ -198,6 +235,12 @@ pub enum PromptSpec {
     Tokens(Vec<u32>),
 }
 
+/// The length in tokens of a literal prompt: its word count, which common English words
+/// approximate in the tokenizers the field uses.
+pub fn text_tokens(text: &str) -> u32 {
+    u32::try_from(text.split_whitespace().count()).unwrap_or(u32::MAX)
+}
+
 /// One step of a turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -247,6 +290,36 @@ pub struct SamplePlan {
     pub after: Vec<SamplePoint>,
     /// How long to wait before each sample so that deferred frees land.
     pub settle: Duration,
+    /// Samples taken after each (re)load, `settle` apart (at least 1); they all count as the
+    /// (re)load's turn.
+    #[serde(default = "one_baseline_sample")]
+    pub baseline: u32,
+}
+
+fn one_baseline_sample() -> u32 {
+    1
+}
+
+/// When a run ends.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum StopMode {
+    /// Run every turn (`warmup_turns + turns`).
+    #[default]
+    Turns,
+    /// Look at the verdict every few turns and stop once every watched metric is decided;
+    /// `turns` is the maximum.
+    Decided,
+}
+
+impl StopMode {
+    /// The word used in scenarios and on the command line.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            StopMode::Turns => "turns",
+            StopMode::Decided => "decided",
+        }
+    }
 }
 
 /// A fault to inject at a turn.

@@ -13,7 +13,7 @@ use std::fmt;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use crate::scenario::model::{BackendKind, Device, FaultKind, SamplePoint};
+use crate::scenario::model::{BackendKind, Device, FaultKind, SamplePoint, StopMode};
 
 /// The whole scenario file.
 #[derive(Debug, Deserialize)]
@@ -30,6 +30,8 @@ pub(crate) struct RawScenario {
     #[serde(default)]
     pub warmup_turns: Option<i64>,
     pub turns: i64,
+    #[serde(default)]
+    pub stop: Option<StopMode>,
     #[serde(default)]
     pub reload_every: Option<i64>,
     pub turn: Vec<RawStep>,
@@ -145,6 +147,8 @@ pub(crate) struct RawSample {
     pub after: Option<Vec<SamplePoint>>,
     #[serde(default)]
     pub settle: Option<UnitText>,
+    #[serde(default)]
+    pub baseline: Option<i64>,
 }
 
 /// One item of `faults:`.

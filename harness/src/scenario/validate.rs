@@ -9,10 +9,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::scenario::error::{did_you_mean, ScenarioError, ScenarioErrorKind};
+use crate::scenario::model::text_tokens;
 use crate::scenario::model::{
     BackendKind, Device, EngineSpec, Expectations, Fault, FaultKind, MetricExpectation, PromptSpec,
-    SamplePlan, SamplePoint, Scenario, SessionOptions, Step, MAX_TURNS, OPENCL_PROFILES,
-    SIM_PROFILES,
+    SamplePlan, SamplePoint, Scenario, SessionOptions, Step, MAX_BASELINE_SAMPLES, MAX_TURNS,
+    OPENCL_PROFILES, SIM_PROFILES,
 };
 use crate::scenario::raw::{
     RawEngine, RawExpect, RawMetricExpect, RawScenario, RawSend, RawStep, UnitText,
@@ -35,6 +36,9 @@ pub const METRICS: &[&str] = &[
 
 /// Default per-call timeout for engines in a worker process.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The longest generated prompt for a backend that reads prompt words (about 7 MiB of text).
+pub const MAX_GENERATED_PROMPT_TOKENS: u32 = 1 << 20;
 
 /// Default context size in tokens.
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
@@ -71,7 +75,7 @@ impl Context<'_> {
 
     /// A unit that did not parse, quoting the text written.
     fn bad_unit(&self, path: &str, what: &str, text: &UnitText, err: UnitError) -> ScenarioError {
-        self.invalid(path, format!("bad {what} `{}`: {}", text.0, err.message))
+        self.invalid(path, err.describe(what, &text.0))
             .suggest(err.suggestion)
             .expect_one_of(err.expected)
     }
@@ -124,10 +128,16 @@ pub(crate) fn validate(raw: RawScenario, cx: &Context<'_>) -> Result<Scenario, S
     let inline_profiles = raw.profiles.unwrap_or_default();
     check_inline_profiles(&inline_profiles, cx)?;
     let engine = validate_engine(raw.engine, inline_profiles, cx)?;
-    let turn = validate_turn(&raw.turn, cx)?;
+    let turn = validate_turn(&raw.turn, &engine, cx)?;
     let sample = validate_sample(raw.sample, &turn, cx)?;
     let watch = validate_watch(raw.watch.unwrap_or_default(), cx)?;
-    let faults = validate_faults(raw.faults.unwrap_or_default(), &engine, total_turns, cx)?;
+    let faults = validate_faults(
+        raw.faults.unwrap_or_default(),
+        &engine,
+        &turn,
+        total_turns,
+        cx,
+    )?;
     let expect = validate_expect(raw.expect.unwrap_or_default(), cx)?;
     check_samples_for_expectations(&expect, &sample, cx)?;
     Ok(Scenario {
@@ -144,6 +154,7 @@ pub(crate) fn validate(raw: RawScenario, cx: &Context<'_>) -> Result<Scenario, S
         faults,
         expect,
         seed: raw.seed.unwrap_or(0),
+        stop: raw.stop.unwrap_or_default(),
     })
 }
 
@@ -305,7 +316,11 @@ fn step_name(step: &RawStep) -> &'static str {
     }
 }
 
-fn validate_turn(steps: &[RawStep], cx: &Context<'_>) -> Result<Vec<Step>, ScenarioError> {
+fn validate_turn(
+    steps: &[RawStep],
+    engine: &EngineSpec,
+    cx: &Context<'_>,
+) -> Result<Vec<Step>, ScenarioError> {
     if steps.is_empty() {
         return Err(cx.invalid(
             "turn",
@@ -339,7 +354,7 @@ fn validate_turn(steps: &[RawStep], cx: &Context<'_>) -> Result<Vec<Step>, Scena
                 open_at = Some(i);
                 Step::Open(validate_open(o, &path, cx)?)
             }
-            RawStep::Send(s) => Step::Send(validate_send(s, &path, cx)?),
+            RawStep::Send(s) => Step::Send(validate_send(s, &path, engine, cx)?),
             RawStep::Generate(g) => Step::Generate {
                 max_output_tokens: cx.count(
                     &format!("{path}.max_output_tokens"),
@@ -415,7 +430,12 @@ fn validate_open(
     })
 }
 
-fn validate_send(s: &RawSend, path: &str, cx: &Context<'_>) -> Result<PromptSpec, ScenarioError> {
+fn validate_send(
+    s: &RawSend,
+    path: &str,
+    engine: &EngineSpec,
+    cx: &Context<'_>,
+) -> Result<PromptSpec, ScenarioError> {
     let given = [s.prompt.is_some(), s.prompts.is_some(), s.tokens.is_some()]
         .iter()
         .filter(|g| **g)
@@ -430,12 +450,37 @@ fn validate_send(s: &RawSend, path: &str, cx: &Context<'_>) -> Result<PromptSpec
             )
             .expect_one_of(["prompt", "prompts", "tokens"]));
     }
+    // A list item's own span where it has one; a scalar written for a list has only the key's.
+    let item_path = |key: &str, i: usize| {
+        let item = format!("{path}.{key}[{i}]");
+        if cx.spans.get(&item).is_some() {
+            item
+        } else {
+            format!("{path}.{key}")
+        }
+    };
     if let Some(text) = &s.prompt {
+        check_prompt_fits(
+            text_tokens(text),
+            false,
+            &format!("{path}.prompt"),
+            engine,
+            cx,
+        )?;
         return Ok(PromptSpec::Text(text.clone()));
     }
     if let Some(texts) = &s.prompts {
         if texts.is_empty() {
             return Err(cx.invalid(&format!("{path}.prompts"), "`prompts` is an empty list"));
+        }
+        for (i, text) in texts.iter().enumerate() {
+            check_prompt_fits(
+                text_tokens(text),
+                false,
+                &item_path("prompts", i),
+                engine,
+                cx,
+            )?;
         }
         return Ok(PromptSpec::Cycle(texts.clone()));
     }
@@ -445,16 +490,50 @@ fn validate_send(s: &RawSend, path: &str, cx: &Context<'_>) -> Result<PromptSpec
     }
     let mut tokens = Vec::with_capacity(counts.len());
     for (i, &c) in counts.iter().enumerate() {
-        let item = format!("{path}.tokens[{i}]");
-        // A single count may be written as a scalar; then its span is `tokens` itself.
-        let item = if cx.spans.get(&item).is_some() {
-            item
-        } else {
-            format!("{path}.tokens")
-        };
-        tokens.push(cx.count(&item, c, 1)?);
+        let item = item_path("tokens", i);
+        let count = cx.count(&item, c, 1)?;
+        check_prompt_fits(count, true, &item, engine, cx)?;
+        tokens.push(count);
     }
     Ok(PromptSpec::Tokens(tokens))
+}
+
+/// Refuses a prompt longer than the engine's context (`engine.max_tokens`), and a generated
+/// prompt longer than [`MAX_GENERATED_PROMPT_TOKENS`] for an engine that reads its words (they
+/// are made in memory before each send).
+fn check_prompt_fits(
+    tokens: u32,
+    generated: bool,
+    path: &str,
+    engine: &EngineSpec,
+    cx: &Context<'_>,
+) -> Result<(), ScenarioError> {
+    let what = if generated {
+        format!("a prompt of {tokens} tokens")
+    } else {
+        format!("this prompt ({tokens} words, about as many tokens)")
+    };
+    if tokens > engine.max_tokens {
+        return Err(cx.invalid(
+            path,
+            format!(
+                "{what} does not fit the engine's context of {} tokens (`engine.max_tokens`); \
+                 send fewer tokens or raise `engine.max_tokens`",
+                engine.max_tokens
+            ),
+        ));
+    }
+    if generated && engine.backend.reads_prompt_text() && tokens > MAX_GENERATED_PROMPT_TOKENS {
+        return Err(cx.invalid(
+            path,
+            format!(
+                "{what} is more than the {MAX_GENERATED_PROMPT_TOKENS} tokens a generated prompt \
+                 for the {} backend may have (its words are made in memory for every send)",
+                engine.backend.as_str()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn sample_point_name(p: SamplePoint) -> &'static str {
@@ -476,6 +555,7 @@ fn validate_sample(
         return Ok(SamplePlan {
             after: vec![SamplePoint::Load, SamplePoint::Close],
             settle: Duration::ZERO,
+            baseline: 1,
         });
     };
     let after = raw
@@ -510,7 +590,32 @@ fn validate_sample(
         Some(text) => cx.duration("sample.settle", text)?,
         None => Duration::ZERO,
     };
-    Ok(SamplePlan { after, settle })
+    let baseline = match raw.baseline {
+        Some(k) => {
+            let k = cx.count("sample.baseline", k, 1)?;
+            if k > MAX_BASELINE_SAMPLES {
+                return Err(cx.invalid(
+                    "sample.baseline",
+                    format!(
+                        "{k} baseline samples is more than the limit of {MAX_BASELINE_SAMPLES}"
+                    ),
+                ));
+            }
+            if !after.contains(&SamplePoint::Load) {
+                return Err(cx.invalid(
+                    "sample.baseline",
+                    "baseline samples are taken after load, but `sample.after` does not include `load`",
+                ));
+            }
+            k
+        }
+        None => 1,
+    };
+    Ok(SamplePlan {
+        after,
+        settle,
+        baseline,
+    })
 }
 
 fn unknown_metric(path: &str, name: &str, cx: &Context<'_>) -> ScenarioError {
@@ -535,6 +640,7 @@ fn validate_watch(watch: Vec<String>, cx: &Context<'_>) -> Result<Vec<String>, S
 fn validate_faults(
     faults: Vec<crate::scenario::raw::RawFault>,
     engine: &EngineSpec,
+    turn: &[Step],
     total_turns: u32,
     cx: &Context<'_>,
 ) -> Result<Vec<Fault>, ScenarioError> {
@@ -547,7 +653,9 @@ fn validate_faults(
                 format!("turn {at_turn} never runs: the scenario has {total_turns} turns (warm-up included)"),
             ));
         }
-        if let Some(why) = fault_refusal(f.kind, engine) {
+        if let Some(why) =
+            fault_refusal(f.kind, engine).or_else(|| never_strikes(f.kind, engine, turn))
+        {
             return Err(cx.invalid(&format!("faults[{i}].kind"), why));
         }
         out.push(Fault {
@@ -576,6 +684,29 @@ fn fault_refusal(kind: FaultKind, engine: &EngineSpec) -> Option<String> {
         FaultKind::GenerateError => Some(format!(
             "only the sim backend can inject `generate_error`; `{backend}` supports `skip_close`, \
              and `crash` and `hang` when isolated"
+        )),
+    }
+}
+
+/// Why `kind` would never strike in this turn, if it would not. Engine faults strike during
+/// generation; a worker process that strikes `crash` or `hang` does it when the session opens
+/// if the turn never generates.
+fn never_strikes(kind: FaultKind, engine: &EngineSpec, turn: &[Step]) -> Option<String> {
+    let generates = turn
+        .iter()
+        .any(|s| matches!(s, Step::Generate { .. } | Step::Cancel { .. }));
+    let opens = turn.iter().any(|s| matches!(s, Step::Open(_)));
+    let name = fault_name(kind);
+    match kind {
+        FaultKind::SkipClose => None,
+        _ if generates => None,
+        FaultKind::Crash | FaultKind::Hang if engine.isolate && opens => None,
+        FaultKind::Crash | FaultKind::Hang if engine.isolate => Some(format!(
+            "`{name}` strikes when a session opens or generates, and the turn has no `open`, \
+             `generate` or `cancel` step"
+        )),
+        _ => Some(format!(
+            "`{name}` strikes during generation, and the turn has no `generate` or `cancel` step"
         )),
     }
 }

@@ -103,17 +103,90 @@ fn text_table_of_the_pixel_trace() {
 }
 
 #[rstest]
-#[case::no_turn_column("trace-no-turn-column")]
-#[case::not_a_number("trace-not-a-number")]
-#[case::repeated_turn("trace-repeated-turn")]
-#[case::short_row("trace-short-row")]
-fn malformed_traces_exit_two_naming_the_line(#[case] name: &str) {
-    let path = format!("fixtures/bad/{name}.csv");
+#[case::no_turn_column("trace-no-turn-column.csv")]
+#[case::not_a_number("trace-not-a-number.csv")]
+#[case::repeated_turn("trace-repeated-turn.csv")]
+#[case::short_row("trace-short-row.csv")]
+#[case::latin1("trace-latin1.csv")]
+#[case::nan("trace-nan.csv")]
+#[case::control_in_metric("trace-control-in-metric.csv")]
+fn malformed_traces_exit_two_naming_the_line(#[case] file: &str) {
+    let path = format!("fixtures/bad/{file}");
     let out = analyze(&[&path]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("line "), "{stderr}");
+    assert!(
+        !stderr.contains('\u{1b}'),
+        "a raw escape reached stderr: {stderr}"
+    );
+    let name = file.split('.').next().unwrap();
     insta::assert_snapshot!(name, stderr);
+}
+
+/// A 200 KB field used to be echoed whole; the message names it and stays short.
+#[test]
+fn an_error_never_echoes_a_huge_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("huge.csv");
+    std::fs::write(
+        &path,
+        format!("turn,rss\n0,1\n1,{}\n", "9x".repeat(100_000)),
+    )
+    .unwrap();
+    let out = analyze(&[path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.len() < 1000, "{} bytes: {stderr}", stderr.len());
+    assert!(stderr.contains("line 3, column `rss`"), "{stderr}");
+    assert!(stderr.contains("characters left out"), "{stderr}");
+}
+
+#[test]
+fn a_string_format_version_is_a_wrong_type_not_missing() {
+    let out = analyze(&["fixtures/bad/report-string-format-version.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    insta::assert_snapshot!("report-string-format-version", stderr);
+}
+
+#[test]
+fn a_report_with_a_byte_order_mark_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("report.json");
+    let text =
+        std::fs::read(repo().join("fixtures/traces/litert-cpu-reload-run1.report.json")).unwrap();
+    std::fs::write(&path, [b"\xEF\xBB\xBF".as_slice(), &text].concat()).unwrap();
+    let out = analyze(&[path.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("rss"));
+}
+
+/// A FIFO blocked forever and /dev/zero grew to gigabytes; neither is read now.
+#[rstest]
+#[case::device("/dev/zero", "a device, not a regular file")]
+#[case::folder("fixtures", "a folder, not a regular file")]
+fn inputs_that_are_not_regular_files_are_refused(#[case] path: &str, #[case] why: &str) {
+    let out = analyze(&[path]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(why), "{stderr}");
+}
+
+#[test]
+fn a_fifo_is_refused_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("trace.csv");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let out = analyze(&[fifo.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("a named pipe (FIFO)"), "{stderr}");
 }
 
 #[test]

@@ -84,3 +84,16 @@ fn overhead_bench_without_the_library_says_it_skipped() {
     );
     assert!(stderr.contains("fetch-litert-lm.sh"), "{stderr}");
 }
+
+#[test]
+fn sequential_detection_bench_prints_a_row_per_maximum_and_kind() {
+    let (code, table) = bench(&["detection", "--sequential", "--series", "2"]);
+    assert_eq!(code, Some(0), "{table}");
+    assert!(table.contains("| max turns | series |"), "{table}");
+    // 3 maxima x (clean, plateau, spiky + 5 leak sizes + reload clean + 4 ratchet sizes).
+    let data_rows = table
+        .lines()
+        .filter(|l| l.starts_with("| 20 ") || l.starts_with("| 40 ") || l.starts_with("| 100 "))
+        .count();
+    assert_eq!(data_rows, 39, "{table}");
+}

@@ -35,6 +35,11 @@ fn is_simulator_fixture(text: &str) -> bool {
     })
 }
 
+/// `fixtures/scenarios/NAME.yaml`.
+pub(crate) fn fixture_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../fixtures/scenarios/{name}.yaml"))
+}
+
 /// `leakloop run PATH --quiet --out OUT`, without colour.
 pub(crate) fn run(path: &Path, out: &Path) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_leakloop"))

@@ -167,6 +167,26 @@ fn a_report_from_a_newer_leakloop_asks_for_an_upgrade() {
     assert!(err.contains("upgrade leakloop"), "{err}");
 }
 
+/// Regression: a report whose stored status said pass above failed expectations printed PASS
+/// under the ✗ lines, with exit 0.
+#[test]
+fn a_report_whose_status_contradicts_its_expectations_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (record, mut verdict) = leak_run();
+    verdict.status = leakloop::analyze::VerdictStatus::Pass;
+    write_reports(dir.path(), &record, &verdict).unwrap();
+    let output = leakloop(&["report", path(dir.path())], &[]);
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
+    assert!(!stdout(&output).contains("PASS"), "{}", stdout(&output));
+    let err = stderr(&output);
+    assert!(
+        err.contains(
+            "the stored verdict `pass` does not follow from the report's own expectations"
+        ),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_corrupt_report_names_the_field() {
     let dir = tempfile::tempdir().unwrap();
@@ -246,4 +266,24 @@ fn a_killed_run_keeps_every_sample_it_streamed() {
     let output = leakloop(&["report", path(dir.path())], &[]);
     assert_eq!(output.status.code(), Some(3));
     assert!(stdout(&output).contains("the run did not finish"));
+}
+
+/// A report.json from elsewhere may name a metric with terminal escapes; neither the table nor
+/// summary.md on stdout passes them to the terminal.
+#[test]
+fn escapes_in_a_report_are_shown_not_obeyed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (record, mut verdict) = leak_run();
+    let analysis = verdict.metrics.values().next().unwrap().clone();
+    verdict.metrics.insert("rss\u{1b}[2J".to_owned(), analysis);
+    write_reports(dir.path(), &record, &verdict).unwrap();
+    for format in ["text", "md"] {
+        let output = leakloop(
+            &["report", path(dir.path()), "--format", format, "--no-write"],
+            &[("CLICOLOR_FORCE", "1")],
+        );
+        let out = stdout(&output);
+        assert!(out.contains("rss\\u{1b}[2J"), "{format}: {out}");
+        assert!(!out.contains("\u{1b}[2J"), "{format}: {out}");
+    }
 }

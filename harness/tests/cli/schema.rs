@@ -264,6 +264,8 @@ const SCHEMA_REJECTS: &[(&str, &str, &str)] = &[
     ("too-many-turns", "/turns", "maximum"),
     ("two-keys-in-step", "/turn/0", "oneOf"),
     ("unknown-backend", "/engine/backend", "enum"),
+    ("unknown-stop", "/stop", "enum"),
+    ("zero-baseline-samples", "/sample/baseline", "minimum"),
     ("unknown-duration-unit", "/turn/4", "oneOf"),
     ("unknown-key", "", "additionalProperties"),
     ("unknown-metric", "/expect", "additionalProperties"),
@@ -285,12 +287,43 @@ const SCHEMA_REJECTS: &[(&str, &str, &str)] = &[
     ("wrong-type-engine", "/engine", "type"),
     ("wrong-type-turns", "/turns", "type"),
     ("zero-prompt-tokens", "/turn/1", "oneOf"),
+    (
+        "inline-profile-unit",
+        "/profiles/mine/leak_per_generation",
+        "pattern",
+    ),
     ("zero-turns", "/turns", "minimum"),
+    ("step-value-wrong-type", "/turn/1", "oneOf"),
+    (
+        "profile-size-not-a-size",
+        "/profiles/my-phone/weights",
+        "pattern",
+    ),
+    (
+        "profile-size-negative",
+        "/profiles/my-phone/weights",
+        "minimum",
+    ),
+    ("profile-size-tagged", "/profiles/my-phone/weights", "type"),
+    (
+        "profile-place-mapping",
+        "/profiles/my-phone/context_on",
+        "enum",
+    ),
+    ("huge-name", "/name", "pattern"),
 ];
 
 /// Malformed fixtures whose defect needs more than a schema can say (relations between values,
 /// the order of steps): the schema accepts them and `leakloop check` rejects them.
 const BEYOND_SCHEMA: &[(&str, &str)] = &[
+    (
+        "prompt-longer-than-context",
+        "a prompt's length is compared with engine.max_tokens",
+    ),
+    (
+        "generated-prompt-too-long",
+        "the cap on generated prompts depends on the backend and engine.max_tokens",
+    ),
     (
         "cancel-after-limit",
         "after_tokens < max_output_tokens compares two values",
@@ -302,6 +335,10 @@ const BEYOND_SCHEMA: &[(&str, &str)] = &[
     ("open-not-closed", "step order within a turn"),
     ("open-twice", "step order within a turn"),
     ("send-before-open", "step order within a turn"),
+    (
+        "crash-without-generation",
+        "a fault needs a step it can strike in",
+    ),
     (
         "too-many-turns-with-warmup",
         "a limit on warmup_turns + turns",
@@ -318,6 +355,8 @@ const NOT_ONE_YAML_DOCUMENT: &[&str] = &[
     "duplicate-key",
     "duplicate-nested-key",
     "latin1-text",
+    "next-line-in-comment",
+    "nul-in-comment",
     "syntax-error",
     "two-documents",
 ];
@@ -694,6 +733,9 @@ fn scenario_with(place: &str, value: &str) -> String {
 #[case::size_fractional_bytes(SIZE_AT, "1.5", false)]
 #[case::size_quoted_fractional_bytes(SIZE_AT, "'1.5'", false)]
 #[case::size_two_dots(SIZE_AT, "1.2.3MiB", false)]
+#[case::size_half_byte(SIZE_AT, "0.5B", false)]
+#[case::size_whole_bytes_as_decimal(SIZE_AT, "2.0B", true)]
+#[case::size_minutes(SIZE_AT, "5m", false)]
 #[case::size_trailing_dot(SIZE_AT, "1.MiB", false)]
 #[case::size_leading_dot(SIZE_AT, ".5MiB", false)]
 #[case::size_plus(SIZE_AT, "'+5'", false)]
@@ -720,6 +762,7 @@ fn scenario_with(place: &str, value: &str) -> String {
 #[case::duration_millis(DURATION_AT, "500ms", true)]
 #[case::duration_seconds(DURATION_AT, "8s", true)]
 #[case::duration_minutes(DURATION_AT, "2m", true)]
+#[case::duration_micros(DURATION_AT, "900us", true)]
 #[case::duration_fraction(DURATION_AT, "1.5s", true)]
 #[case::duration_padded(DURATION_AT, "' 1 s '", true)]
 #[case::duration_no_unit(DURATION_AT, "8", false)]
@@ -742,16 +785,16 @@ fn scenario_with(place: &str, value: &str) -> String {
 #[case::profile_size_spaced(PROFILE_SIZE_AT, "64 KiB", true)]
 #[case::profile_size_bytes(PROFILE_SIZE_AT, "4096", true)]
 #[case::profile_size_quoted_bytes(PROFILE_SIZE_AT, "'4096'", true)]
-#[case::profile_size_lowercase(PROFILE_SIZE_AT, "5mb", true)]
-#[case::profile_size_letter(PROFILE_SIZE_AT, "5 k", true)]
-#[case::profile_size_short_binary(PROFILE_SIZE_AT, "5Mi", true)]
-#[case::profile_size_trailing_dot(PROFILE_SIZE_AT, "1.MB", true)]
-#[case::profile_size_leading_dot(PROFILE_SIZE_AT, ".5MB", true)]
-#[case::profile_size_plus(PROFILE_SIZE_AT, "'+5'", true)]
+#[case::profile_size_lowercase(PROFILE_SIZE_AT, "5mb", false)]
+#[case::profile_size_letter(PROFILE_SIZE_AT, "5 k", false)]
+#[case::profile_size_short_binary(PROFILE_SIZE_AT, "5Mi", false)]
+#[case::profile_size_trailing_dot(PROFILE_SIZE_AT, "1.MB", false)]
+#[case::profile_size_leading_dot(PROFILE_SIZE_AT, ".5MB", false)]
+#[case::profile_size_plus(PROFILE_SIZE_AT, "'+5'", false)]
 #[case::profile_size_float(PROFILE_SIZE_AT, "1.5", false)]
 #[case::profile_size_quoted_float(PROFILE_SIZE_AT, "'1.5'", false)]
-#[case::profile_size_trailing_space(PROFILE_SIZE_AT, "'5MiB '", false)]
-#[case::profile_size_leading_space(PROFILE_SIZE_AT, "' 5MiB'", false)]
+#[case::profile_size_trailing_space(PROFILE_SIZE_AT, "'5MiB '", true)]
+#[case::profile_size_leading_space(PROFILE_SIZE_AT, "' 5MiB'", true)]
 #[case::profile_size_unknown_unit(PROFILE_SIZE_AT, "5XB", false)]
 #[case::profile_size_negative(PROFILE_SIZE_AT, "-5", false)]
 #[case::profile_size_negative_unit(PROFILE_SIZE_AT, "-5MiB", false)]
@@ -760,13 +803,13 @@ fn scenario_with(place: &str, value: &str) -> String {
 // Simulator profile durations (humantime): one or more number-unit pairs.
 #[case::profile_duration_millis(PROFILE_DURATION_AT, "40ms", true)]
 #[case::profile_duration_micros(PROFILE_DURATION_AT, "900us", true)]
-#[case::profile_duration_micro_sign(PROFILE_DURATION_AT, "900µs", true)]
+#[case::profile_duration_micro_sign(PROFILE_DURATION_AT, "900µs", false)]
 #[case::profile_duration_fraction(PROFILE_DURATION_AT, "1.5s", true)]
 #[case::profile_duration_spaced(PROFILE_DURATION_AT, "3 s", true)]
-#[case::profile_duration_words(PROFILE_DURATION_AT, "5 seconds", true)]
-#[case::profile_duration_compound(PROFILE_DURATION_AT, "1h 2m", true)]
-#[case::profile_duration_joined(PROFILE_DURATION_AT, "1s2ms", true)]
-#[case::profile_duration_month(PROFILE_DURATION_AT, "1M", true)]
+#[case::profile_duration_words(PROFILE_DURATION_AT, "5 seconds", false)]
+#[case::profile_duration_compound(PROFILE_DURATION_AT, "1h 2m", false)]
+#[case::profile_duration_joined(PROFILE_DURATION_AT, "1s2ms", false)]
+#[case::profile_duration_month(PROFILE_DURATION_AT, "1M", false)]
 #[case::profile_duration_integer(PROFILE_DURATION_AT, "5", false)]
 #[case::profile_duration_text_number(PROFILE_DURATION_AT, "'5'", false)]
 #[case::profile_duration_trailing_dot(PROFILE_DURATION_AT, "1.s", false)]
@@ -774,6 +817,10 @@ fn scenario_with(place: &str, value: &str) -> String {
 #[case::profile_duration_uppercase(PROFILE_DURATION_AT, "5S", false)]
 #[case::profile_duration_negative(PROFILE_DURATION_AT, "-5s", false)]
 #[case::profile_duration_trailing_number(PROFILE_DURATION_AT, "1s2", false)]
+#[case::profile_size_bits(PROFILE_SIZE_AT, "5Mib", false)]
+#[case::profile_size_minutes(PROFILE_SIZE_AT, "5m", false)]
+#[case::profile_size_half_byte(PROFILE_SIZE_AT, "0.5B", false)]
+#[case::profile_duration_zero(PROFILE_DURATION_AT, "0", true)]
 fn unit_values_agree(#[case] place: &str, #[case] value: &str, #[case] valid: bool) {
     let text = scenario_with(place, value);
     let parsed = parse(&text);
@@ -800,7 +847,9 @@ fn every_dsl_unit_is_in_the_schema(#[case] place: &str, #[case] unknown: &str) {
     let err = parse(&scenario_with(place, unknown)).expect_err(unknown);
     assert!(err.expected().len() >= 3, "{err}");
     for unit in err.expected() {
-        for number in ["5", "1.5"] {
+        // A size in bytes is whole: `1.5B` is refused by both.
+        let fraction = if unit == "B" { "1.0" } else { "1.5" };
+        for number in ["5", fraction] {
             let text = scenario_with(place, &format!("{number}{unit}"));
             assert!(parse(&text).is_ok(), "{number}{unit}");
             assert!(
@@ -863,7 +912,7 @@ fn every_dsl_unit_is_in_the_schema(#[case] place: &str, #[case] unknown: &str) {
 #[case::opencl_hang_in_process(with_engine("{backend: opencl, isolate: false}") + "faults: [{at_turn: 1, kind: hang}]\n", false)]
 #[case::opencl_generate_error(with_engine("{backend: opencl}") + "faults: [{at_turn: 1, kind: generate_error}]\n", false)]
 #[case::opencl_skip_close(with_engine("{backend: opencl}") + "faults: [{at_turn: 1, kind: skip_close}]\n", true)]
-#[case::sim_crash(format!("{MINIMAL}faults: [{{at_turn: 1, kind: crash}}]\n"), true)]
+#[case::sim_crash(with_turn("[open: {}, generate: {max_output_tokens: 4}, close: {}]") + "faults: [{at_turn: 1, kind: crash}]\n", true)]
 #[case::fault_at_zero(format!("{MINIMAL}faults: [{{at_turn: 0, kind: crash}}]\n"), false)]
 #[case::litert_any_profile(
     with_engine("{backend: litert-lm, model: m.litertlm, profile: Whatever It Is}"),

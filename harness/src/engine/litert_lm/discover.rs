@@ -3,9 +3,13 @@
 //! The library comes from LiteRT-LM's Python wheel (`ci/fetch-litert-lm.sh` unpacks it into
 //! `target/litert-lm/<version>/`). The order of precedence is: an explicit path (the scenario's
 //! `engine.lib` or `--lib`), then the `LITERT_LM_LIB` environment variable, then the newest
-//! version folder under `target/litert-lm/`. The version that ran goes into every report, so it is
-//! read from the wheel's metadata next to the library where there is one, else from the folder
-//! name.
+//! version folder under a `target/litert-lm/` that belongs to this binary: the one of the
+//! workspace it was built in (where the fetch script puts libraries), then the one of the cargo
+//! target folder that holds the running executable. Nothing else is searched: not the working
+//! directory nor any folder above it, where anyone who can write there (`/tmp/target/...`) could
+//! plant a library that would run inside leakloop. The version that ran goes into every report
+//! with where the library came from, read from the wheel's metadata next to the library where
+//! there is one, else from the folder name.
 
 use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
@@ -28,8 +32,10 @@ pub enum LibrarySource {
     Explicit,
     /// From the `LITERT_LM_LIB` environment variable.
     Environment,
-    /// The newest folder under `target/litert-lm/`.
-    Fetched,
+    /// The newest folder under `target/litert-lm/` of the workspace this binary was built in.
+    Workspace,
+    /// The newest folder under `litert-lm/` of the cargo target folder holding this executable.
+    Executable,
 }
 
 impl LibrarySource {
@@ -38,7 +44,8 @@ impl LibrarySource {
         match self {
             LibrarySource::Explicit => "explicit",
             LibrarySource::Environment => "env",
-            LibrarySource::Fetched => "fetched",
+            LibrarySource::Workspace => "workspace",
+            LibrarySource::Executable => "executable",
         }
     }
 }
@@ -62,17 +69,20 @@ pub struct DiscoverError {
     pub reason: String,
 }
 
-/// Finds the library: `explicit` first, then `LITERT_LM_LIB`, then the newest fetched version.
+/// Finds the library: `explicit` first, then `LITERT_LM_LIB`, then the newest fetched version in
+/// a folder this binary owns (see the module's documentation).
 pub fn discover_library(explicit: Option<&Path>) -> Result<LibraryLocation, DiscoverError> {
     let env = std::env::var_os(LIB_ENV).map(PathBuf::from);
-    discover_in(explicit, env.as_deref(), &fetch_roots())
+    let exe = std::env::current_exe().ok();
+    let roots = owned_roots(build_workspace(), exe.as_deref());
+    discover_in(explicit, env.as_deref(), &roots)
 }
 
 /// [`discover_library`] with the environment and the search roots given, for tests.
 pub(crate) fn discover_in(
     explicit: Option<&Path>,
     env: Option<&Path>,
-    roots: &[PathBuf],
+    roots: &[(PathBuf, LibrarySource)],
 ) -> Result<LibraryLocation, DiscoverError> {
     if let Some(path) = explicit {
         return resolve_given(path, LibrarySource::Explicit, "the given library path");
@@ -81,13 +91,13 @@ pub(crate) fn discover_in(
         return resolve_given(path, LibrarySource::Environment, LIB_ENV);
     }
     let mut looked = Vec::new();
-    for root in roots {
+    for (root, source) in roots {
         looked.push(root.display().to_string());
         if let Some((path, version)) = newest_in(root) {
             return Ok(LibraryLocation {
                 path,
                 version,
-                source: LibrarySource::Fetched,
+                source: *source,
             });
         }
     }
@@ -95,7 +105,7 @@ pub(crate) fn discover_in(
         reason: format!(
             "no --lib, no {LIB_ENV}, and no version folder holding {LIB_FILE} under {}",
             if looked.is_empty() {
-                "any target/litert-lm/".to_owned()
+                "this build's target/litert-lm/".to_owned()
             } else {
                 looked.join(", ")
             }
@@ -125,35 +135,48 @@ fn resolve_given(
     })
 }
 
-/// The folders `ci/fetch-litert-lm.sh` may have filled: `$CARGO_TARGET_DIR/litert-lm`, the
-/// `target/litert-lm` of any folder above the working directory or above the running executable,
-/// and the one of the workspace this crate was built in.
-fn fetch_roots() -> Vec<PathBuf> {
-    let mut roots = Vec::new();
-    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
-        roots.push(PathBuf::from(dir).join("litert-lm"));
-    }
-    let mut starts = Vec::new();
-    if let Ok(cwd) = std::env::current_dir() {
-        starts.push(cwd);
-    }
-    if let Ok(exe) = std::env::current_exe() {
-        starts.push(exe);
-    }
-    starts.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")));
-    for start in starts {
-        for dir in start.ancestors() {
-            let candidate = if dir.file_name().is_some_and(|n| n == "target") {
-                dir.join("litert-lm")
-            } else {
-                dir.join("target").join("litert-lm")
-            };
-            if candidate.is_dir() && !roots.contains(&candidate) {
-                roots.push(candidate);
-            }
+/// The workspace this binary was built in (the harness crate's parent folder).
+fn build_workspace() -> Option<&'static Path> {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent()
+}
+
+/// How many folders above the executable its cargo target folder may be
+/// (`target/<triple>/<profile>/deps/<test binary>`).
+const EXE_TARGET_DEPTH: usize = 4;
+
+/// The fetch folders this binary owns, in order: `<workspace>/target/litert-lm` of the workspace
+/// it was built in, then `<target>/litert-lm` of the folder named `target` that holds `exe`
+/// (within [`EXE_TARGET_DEPTH`] levels). Only folders that exist are listed.
+fn owned_roots(workspace: Option<&Path>, exe: Option<&Path>) -> Vec<(PathBuf, LibrarySource)> {
+    let mut roots: Vec<(PathBuf, LibrarySource)> = Vec::new();
+    let mut add = |dir: PathBuf, source| {
+        if dir.is_dir() && !roots.iter().any(|(d, _)| same_dir(d, &dir)) {
+            roots.push((dir, source));
         }
+    };
+    if let Some(workspace) = workspace {
+        add(
+            workspace.join("target").join("litert-lm"),
+            LibrarySource::Workspace,
+        );
+    }
+    if let Some(target) = exe.and_then(|exe| {
+        exe.ancestors()
+            .skip(1)
+            .take(EXE_TARGET_DEPTH)
+            .find(|d| d.file_name().is_some_and(|n| n == "target"))
+    }) {
+        add(target.join("litert-lm"), LibrarySource::Executable);
     }
     roots
+}
+
+/// Whether two paths name the same folder (through links and `..`).
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
 }
 
 /// The newest version folder under `root` that holds the library.
@@ -278,17 +301,17 @@ mod tests {
         fake_lib(&root.join("0.9.0"), None);
         let want = fake_lib(&root.join("0.18.1"), Some("0.18.1"));
         std::fs::create_dir_all(root.join("0.99.0")).unwrap(); // no library inside: skipped
-        let found = discover_in(None, None, &[root]).unwrap();
+        let found = discover_in(None, None, &[(root, LibrarySource::Workspace)]).unwrap();
         assert_eq!(found.path, want);
         assert_eq!(found.version, "0.18.1");
-        assert_eq!(found.source, LibrarySource::Fetched);
+        assert_eq!(found.source, LibrarySource::Workspace);
     }
 
     #[test]
     fn explicit_beats_environment_beats_fetched() {
         let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("litert-lm");
-        fake_lib(&root.join("0.18.1"), None);
+        let root = (tmp.path().join("litert-lm"), LibrarySource::Workspace);
+        fake_lib(&root.0.join("0.18.1"), None);
         let env_lib = fake_lib(&tmp.path().join("env/0.17.0"), None);
         let explicit = fake_lib(&tmp.path().join("mine"), Some("0.20.0"));
 
@@ -323,12 +346,48 @@ mod tests {
     #[test]
     fn missing_library_says_how_to_fetch_it() {
         let tmp = tempfile::tempdir().unwrap();
-        let err = discover_in(None, None, &[tmp.path().join("litert-lm")]).unwrap_err();
+        let root = (tmp.path().join("litert-lm"), LibrarySource::Workspace);
+        let err = discover_in(None, None, &[root]).unwrap_err();
         let text = err.to_string();
         assert!(text.contains("ci/fetch-litert-lm.sh"), "{text}");
         assert!(text.contains("LITERT_LM_LIB"), "{text}");
 
         let err = discover_in(Some(Path::new("/nowhere/lib.so")), None, &[]).unwrap_err();
         assert!(err.to_string().contains("/nowhere/lib.so"), "{err}");
+    }
+
+    /// Regression: `target/litert-lm/` of every folder above the working directory was searched
+    /// first, so a library planted in `/tmp/target/litert-lm/<version>/` ran in a leakloop
+    /// started anywhere under /tmp, reported as `fetched`.
+    #[test]
+    fn only_the_build_workspace_and_the_executables_target_folder_are_searched() {
+        let tmp = tempfile::tempdir().unwrap();
+        let workspace = tmp.path().join("checkout");
+        let exe = workspace.join("target/debug/deps/leakloop-0123");
+        std::fs::create_dir_all(workspace.join("target/litert-lm")).unwrap();
+        let roots = owned_roots(Some(&workspace), Some(&exe));
+        // The workspace's target folder is also the executable's: listed once, as the workspace.
+        assert_eq!(
+            roots,
+            [(workspace.join("target/litert-lm"), LibrarySource::Workspace)]
+        );
+
+        // A binary copied out of its build with its target folder beside it.
+        let moved = tmp.path().join("moved/target");
+        std::fs::create_dir_all(moved.join("litert-lm")).unwrap();
+        let roots = owned_roots(
+            Some(&tmp.path().join("gone")),
+            Some(&moved.join("release/leakloop")),
+        );
+        assert_eq!(
+            roots,
+            [(moved.join("litert-lm"), LibrarySource::Executable)]
+        );
+
+        // An installed binary has no target folder above it: the `target/litert-lm` planted
+        // next to it (or anywhere above it) is not searched.
+        let bin = tmp.path().join("bin");
+        std::fs::create_dir_all(tmp.path().join("target/litert-lm")).unwrap();
+        assert!(owned_roots(None, Some(&bin.join("leakloop"))).is_empty());
     }
 }

@@ -23,5 +23,5 @@ pub use interposer::{
 };
 pub use profile::OpenClProfile;
 pub use runtime::probe_platform;
-pub use shim::{opencl_name_shim, OPENCL_SONAME};
+pub use shim::{opencl_name_shim, OpenClNameShim, OPENCL_SONAME};
 pub use skip::{opencl_available_or_skip, REQUIRE_OPENCL_ENV};

@@ -20,6 +20,7 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
 
+use crate::engine::opencl::OpenClNameShim;
 use crate::engine::worker::protocol::{
     decode_line, encode_line, excerpt, Reply, Request, Response, MAX_LINE_BYTES, PROTOCOL_VERSION,
 };
@@ -63,6 +64,9 @@ pub struct WorkerEngine {
     /// The failure that ended the worker, repeated to every later call.
     ended: Option<EngineError>,
     stderr: StderrTail,
+    /// A folder the worker loads libraries from, removed only after the worker is gone (fields
+    /// drop after `Drop::drop` has waited for it).
+    shim: Option<OpenClNameShim>,
 }
 
 #[derive(Debug)]
@@ -194,6 +198,7 @@ impl WorkerEngine {
             clock_ms: None,
             ended: None,
             stderr,
+            shim: None,
         };
         let hello = Request::Hello {
             version: PROTOCOL_VERSION,
@@ -213,6 +218,13 @@ impl WorkerEngine {
             ))),
             other => Err(worker.unexpected("hello", &other)),
         }
+    }
+
+    /// Keeps `shim` (the folder its environment puts on `LD_LIBRARY_PATH`) until the worker has
+    /// ended, then removes it.
+    pub fn keeping_until_exit(mut self, shim: OpenClNameShim) -> Self {
+        self.shim = Some(shim);
+        self
     }
 
     /// The worker's last stderr lines (at most 64), oldest first.

@@ -105,8 +105,8 @@ fn expect_chat_turn(engine: &mut MockEng, seq: &mut Sequence, turn: u32) {
         .returning(|_| Ok(()));
 }
 
-#[test]
-fn a_clean_run_loads_once_runs_every_turn_in_order_and_unloads_last() {
+/// An engine that expects one load, `turns` chat turns in order, and one unload.
+fn engine_for_chat_turns(turns: u32) -> MockEng {
     let mut engine = passive_engine();
     let mut seq = Sequence::new();
     engine
@@ -114,7 +114,7 @@ fn a_clean_run_loads_once_runs_every_turn_in_order_and_unloads_last() {
         .times(1)
         .in_sequence(&mut seq)
         .returning(|| Ok(()));
-    for turn in 1..=3u32 {
+    for turn in 1..=turns {
         expect_chat_turn(&mut engine, &mut seq, turn);
     }
     engine
@@ -122,6 +122,12 @@ fn a_clean_run_loads_once_runs_every_turn_in_order_and_unloads_last() {
         .times(1)
         .in_sequence(&mut seq)
         .returning(|| Ok(()));
+    engine
+}
+
+#[test]
+fn a_clean_run_loads_once_runs_every_turn_in_order_and_unloads_last() {
+    let mut engine = engine_for_chat_turns(3);
 
     let record = run_scenario(&scenario(3, chat_turn()), &mut engine, &mut NoObserver);
     assert_eq!(record.outcome, RunOutcome::Completed);
@@ -429,8 +435,9 @@ fn backend_ledger_counts_are_attributed_to_the_turn_they_changed_in() {
     assert_eq!(imbalance.first_turn, Some(1));
 }
 
-#[test]
-fn settle_time_is_waited_before_every_sample() {
+/// An engine that answers every call and expects exactly `settles` idles of 500 ms (the settle
+/// time) and `idles` of 8 s (the chat turn's idle step).
+fn engine_counting_idles(settles: usize, idles: usize) -> MockEng {
     let mut engine = passive_engine();
     engine.checkpoint();
     engine.expect_describe().return_const(BackendInfo {
@@ -446,12 +453,12 @@ fn settle_time_is_waited_before_every_sample() {
     engine
         .expect_idle()
         .with(eq(Duration::from_millis(500)))
-        .times(3)
+        .times(settles)
         .return_const(());
     engine
         .expect_idle()
         .with(eq(Duration::from_secs(8)))
-        .times(2)
+        .times(idles)
         .return_const(());
     engine.expect_load().returning(|| Ok(()));
     engine
@@ -461,6 +468,12 @@ fn settle_time_is_waited_before_every_sample() {
     engine.expect_generate().returning(|_, _| outcome());
     engine.expect_close_session().returning(|_| Ok(()));
     engine.expect_unload().returning(|| Ok(()));
+    engine
+}
+
+#[test]
+fn settle_time_is_waited_before_every_sample() {
+    let mut engine = engine_counting_idles(3, 2);
     let mut s = scenario(2, chat_turn());
     s.sample.settle = Duration::from_millis(500);
     let record = run_scenario(&s, &mut engine, &mut NoObserver);
@@ -609,4 +622,107 @@ fn harness_growth_check() {
         eprintln!("{metric}: {per_turn:+.2} B/turn over turns {t0}..{t1} ({v0} -> {v1})");
         assert!(per_turn.abs() < 8.0, "{metric} grew {per_turn:+.2} B/turn");
     }
+}
+
+#[test]
+fn baseline_samples_are_taken_after_load_and_each_reload_with_the_settle_time_between() {
+    // 3 after load + 4 after close + 3 after the reload at turn 2; four 8 s idle steps.
+    let mut engine = engine_counting_idles(10, 4);
+    let mut s = scenario(4, chat_turn());
+    s.reload_every = 2;
+    s.sample.settle = Duration::from_millis(500);
+    s.sample.baseline = 3;
+    let record = run_scenario(&s, &mut engine, &mut NoObserver);
+    let baselines: Vec<_> = record
+        .samples
+        .iter()
+        .filter(|s| matches!(s.phase, Phase::Load | Phase::Reload))
+        .map(|s| (s.turn, s.phase, s.epoch))
+        .collect();
+    assert_eq!(
+        baselines,
+        [
+            (0, Phase::Load, 1),
+            (0, Phase::Load, 1),
+            (0, Phase::Load, 1),
+            (2, Phase::Reload, 2),
+            (2, Phase::Reload, 2),
+            (2, Phase::Reload, 2),
+        ]
+    );
+    // The buffer reserved before the load holds them all: no growth of the harness's own
+    // records mid-run (issue 15), baseline samples included.
+    assert_eq!(record.samples.len(), expected_samples(&s));
+    assert_eq!(
+        record.ledger.totals["runner/engine"],
+        KindCounts {
+            created: 2,
+            deleted: 2
+        }
+    );
+}
+
+/// Looks after turn `at` and stops there; remembers how many turns it was shown.
+struct StopAt {
+    at: u32,
+    seen: Vec<u32>,
+}
+
+impl StopRule for StopAt {
+    fn wants_look(&self, turn: u32) -> bool {
+        turn == self.at
+    }
+
+    fn look(&mut self, so_far: &RunRecord) -> Option<String> {
+        self.seen.push(so_far.turns_completed);
+        Some(format!("decided after {} samples", so_far.samples.len()))
+    }
+}
+
+#[test]
+fn a_stop_rule_ends_the_run_after_its_look_without_the_reload_due_and_unloads() {
+    let mut engine = engine_for_chat_turns(3);
+    let mut s = scenario(10, chat_turn());
+    s.reload_every = 3;
+    let mut rule = StopAt {
+        at: 3,
+        seen: Vec::new(),
+    };
+    let record = run_scenario_until(&s, &mut engine, &mut NoObserver, &mut rule);
+    assert_eq!(rule.seen, [3]);
+    assert_eq!(record.turns_completed, 3);
+    assert_eq!(record.outcome, RunOutcome::Completed);
+    assert_eq!(
+        record.early_stop,
+        Some(EarlyStop {
+            turn: 3,
+            max_turns: 10,
+            reason: "decided after 4 samples".to_owned(),
+        })
+    );
+    assert_eq!(
+        record.ledger.totals["runner/engine"],
+        KindCounts {
+            created: 1,
+            deleted: 1
+        }
+    );
+}
+
+#[test]
+fn a_stop_rule_is_not_asked_after_the_last_turn() {
+    let mut engine = engine_for_chat_turns(2);
+    let mut rule = StopAt {
+        at: 2,
+        seen: Vec::new(),
+    };
+    let record = run_scenario_until(
+        &scenario(2, chat_turn()),
+        &mut engine,
+        &mut NoObserver,
+        &mut rule,
+    );
+    assert!(rule.seen.is_empty());
+    assert_eq!(record.early_stop, None);
+    assert_eq!(record.turns_completed, 2);
 }

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::*;
-use crate::scenario::{parse_scenario, ScenarioErrorKind, Tolerance};
+use crate::scenario::{parse_scenario, ScenarioErrorKind, StopMode, Tolerance};
 
 fn parse(text: &str) -> Result<Scenario, ScenarioError> {
     parse_scenario(text, Path::new("/scenarios/s.yaml"))
@@ -200,8 +200,15 @@ fn faults_a_backend_can_take(
     #[case] kind: &str,
     #[case] refused: Option<&str>,
 ) {
+    let turn = "[open: {}, generate: {max_output_tokens: 4}, close: {}]";
+    assert_fault_verdict(engine, turn, kind, refused);
+}
+
+/// Parses a scenario with one fault of `kind` at turn 1 and checks that it is accepted, or
+/// refused on `faults[0].kind` with a message containing `refused`.
+fn assert_fault_verdict(engine: &str, turn: &str, kind: &str, refused: Option<&str>) {
     let text = format!(
-        "name: f\nengine: {engine}\nturns: 3\nturn: [open: {{}}, close: {{}}]\nfaults: [{{at_turn: 1, kind: {kind}}}]\n"
+        "name: f\nengine: {engine}\nturns: 3\nturn: {turn}\nfaults: [{{at_turn: 1, kind: {kind}}}]\n"
     );
     match (parse(&text), refused) {
         (Ok(s), None) => assert_eq!(s.faults.len(), 1),
@@ -209,8 +216,62 @@ fn faults_a_backend_can_take(
             assert_eq!(e.key_path(), Some("faults[0].kind"), "{e}");
             assert!(e.message().contains(why), "{e}");
         }
-        (result, _) => panic!("{engine} with {kind}: {result:?}"),
+        (result, _) => panic!("{engine} {turn} with {kind}: {result:?}"),
     }
+}
+
+/// A fault that would never strike is refused by `check`, not left for `run` to fail on when it
+/// builds the engine (it exited 3, "cannot start the sim engine").
+#[rstest::rstest]
+#[case::sim_crash_needs_generation(
+    "{backend: sim, profile: no-generation}",
+    "[open: {}, close: {}]",
+    "crash",
+    Some("strikes during generation")
+)]
+#[case::sim_hang_needs_generation(
+    "{backend: sim, profile: cpu-flat}",
+    "[open: {}, close: {}]",
+    "hang",
+    Some("no `generate` or `cancel`")
+)]
+#[case::generate_error_needs_generation(
+    "{backend: sim, profile: cpu-flat, isolate: true}",
+    "[open: {}, close: {}]",
+    "generate_error",
+    Some("strikes during generation")
+)]
+#[case::isolated_crash_strikes_at_open(
+    "{backend: sim, profile: cpu-flat, isolate: true}",
+    "[open: {}, close: {}]",
+    "crash",
+    None
+)]
+#[case::isolated_crash_needs_a_session(
+    "{backend: opencl}",
+    "[idle: 1s]",
+    "crash",
+    Some("no `open`, `generate` or `cancel`")
+)]
+#[case::cancel_is_generation(
+    "{backend: sim, profile: cpu-flat}",
+    "[open: {}, cancel: {after_tokens: 1, max_output_tokens: 4}, close: {}]",
+    "crash",
+    None
+)]
+#[case::skip_close_needs_nothing(
+    "{backend: sim, profile: cpu-flat}",
+    "[idle: 1s]",
+    "skip_close",
+    None
+)]
+fn faults_that_never_strike_are_refused(
+    #[case] engine: &str,
+    #[case] turn: &str,
+    #[case] kind: &str,
+    #[case] refused: Option<&str>,
+) {
+    assert_fault_verdict(engine, turn, kind, refused);
 }
 
 #[test]
@@ -227,4 +288,58 @@ fn metrics_list_matches_expect_fields() {
         .map(|(n, _)| *n)
         .collect();
     assert_eq!(names, METRICS);
+}
+
+#[rstest::rstest]
+#[case::absent("", StopMode::Turns)]
+#[case::turns("stop: turns\n", StopMode::Turns)]
+#[case::decided("stop: decided\n", StopMode::Decided)]
+fn stop_defaults_to_running_every_turn(#[case] line: &str, #[case] stop: StopMode) {
+    assert_eq!(parse(&format!("{MINIMAL}{line}")).unwrap().stop, stop);
+}
+
+#[test]
+fn a_misspelt_stop_names_the_choices() {
+    let e = parse(&format!("{MINIMAL}stop: decidd\n")).unwrap_err();
+    assert_eq!(e.key_path(), Some("stop"), "{e}");
+    assert!(e.to_string().contains("did you mean `decided`?"), "{e}");
+}
+
+#[rstest::rstest]
+#[case::default("sample: {settle: 1s}\n", Ok(1))]
+#[case::several("sample: {baseline: 5, settle: 1s}\n", Ok(5))]
+#[case::zero("sample: {baseline: 0}\n", Err("must be at least 1"))]
+#[case::too_many("sample: {baseline: 101}\n", Err("more than the limit of 100"))]
+#[case::without_load(
+    "sample: {after: [close], baseline: 2}\n",
+    Err("does not include `load`")
+)]
+fn baseline_samples_are_counted_and_need_a_load_sample(
+    #[case] line: &str,
+    #[case] expected: Result<u32, &str>,
+) {
+    match (parse(&format!("{MINIMAL}{line}")), expected) {
+        (Ok(s), Ok(k)) => assert_eq!(s.sample.baseline, k),
+        (Err(e), Err(why)) => {
+            assert_eq!(e.key_path(), Some("sample.baseline"), "{e}");
+            assert!(e.message().contains(why), "{e}");
+        }
+        (result, _) => panic!("{line}: {result:?}"),
+    }
+}
+
+#[test]
+fn a_literal_prompt_longer_than_the_context_is_refused_at_its_key() {
+    let text = "name: p\nengine: {backend: sim, profile: cpu-flat, max_tokens: 2}\nturns: 1\nturn:\n  - open: {}\n  - send: {prompts: [a b, c d e]}\n  - close: {}\n";
+    let err = parse(text).unwrap_err();
+    assert_eq!(err.key_path(), Some("turn[1].send.prompts[1]"), "{err}");
+    assert!(err.to_string().contains("context of 2 tokens"), "{err}");
+    let err = parse(&text.replace("prompts: [a b, c d e]", "prompt: a b c")).unwrap_err();
+    assert_eq!(err.key_path(), Some("turn[1].send.prompt"), "{err}");
+}
+
+#[test]
+fn a_prompt_as_long_as_the_context_is_accepted_and_the_simulator_has_no_text_cap() {
+    let text = "name: p\nengine: {backend: sim, profile: cpu-flat, max_tokens: 200000000}\nturns: 1\nturn:\n  - open: {}\n  - send: {tokens: 200000000}\n  - close: {}\n";
+    parse(text).unwrap();
 }

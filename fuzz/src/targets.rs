@@ -1,0 +1,161 @@
+//! The readers under test and what counts as a good answer from each.
+//!
+//! Each input is written to a file and read by the same function the command reads a user's file
+//! with (`load_scenario`, `load_trace`, `read_report`), so the fuzzing covers everything between
+//! the file and the result: the regular-file check and size limit, UTF-8 decoding, byte-order
+//! marks, and the parser.
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+
+use leakloop::analyze::{load_trace, TraceErrorKind};
+use leakloop::report::{read_report, ReportError};
+use leakloop::scenario::{load_scenario, ScenarioErrorKind};
+
+/// A reader of user files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Target {
+    /// The scenario loader (`leakloop check`, `run`).
+    Scenario,
+    /// The trace reader of `leakloop analyze`: a CSV, or a report.json when it starts with `{`.
+    Trace,
+    /// The report.json reader of `leakloop report`.
+    Report,
+}
+
+/// How a reader answered one input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The input was accepted.
+    Accepted,
+    /// The input was refused with an error that says where, or that is about the whole file.
+    Refused(String),
+    /// The input was refused with an error that names no place in a file that has one.
+    Unlocated(String),
+}
+
+impl Target {
+    /// Every target, in a fixed order.
+    pub const ALL: [Target; 3] = [Target::Scenario, Target::Trace, Target::Report];
+
+    /// The target's name on the command line and in `fixtures/fuzz/`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Scenario => "scenario",
+            Target::Trace => "trace",
+            Target::Report => "report",
+        }
+    }
+
+    /// The target called `name`.
+    pub fn from_name(name: &str) -> Option<Target> {
+        Target::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// The file extension of a saved input.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Target::Scenario => "yaml",
+            Target::Trace => "csv",
+            Target::Report => "json",
+        }
+    }
+
+    /// Runs the reader on `bytes`, written to a file first.
+    pub fn run(self, bytes: &[u8]) -> Outcome {
+        let path = input_file(self, bytes);
+        match self {
+            Target::Scenario => scenario(&path),
+            Target::Trace => trace(&path),
+            Target::Report => report(&path),
+        }
+    }
+}
+
+thread_local! {
+    /// A private folder per thread for the input files, removed when the thread ends.
+    static INPUT_DIR: RefCell<Option<tempfile::TempDir>> = const { RefCell::new(None) };
+}
+
+/// Writes `bytes` to this thread's input file for `target`, replacing the previous input.
+fn input_file(target: Target, bytes: &[u8]) -> PathBuf {
+    INPUT_DIR.with(|dir| {
+        let mut dir = dir.borrow_mut();
+        if dir.is_none() {
+            *dir = Some(tempfile::tempdir().expect("a temporary folder for fuzz inputs"));
+        }
+        let folder = dir
+            .as_ref()
+            .map(tempfile::TempDir::path)
+            .unwrap_or(Path::new("."));
+        let path = folder.join(format!("input.{}", target.extension()));
+        std::fs::write(&path, bytes).expect("a fuzz input is written");
+        path
+    })
+}
+
+fn scenario(path: &Path) -> Outcome {
+    match load_scenario(path) {
+        Ok(_) => Outcome::Accepted,
+        // An empty file has no place to point at; everything else does.
+        Err(e) if e.kind() == ScenarioErrorKind::Empty || e.location().is_some() => {
+            Outcome::Refused(e.to_string())
+        }
+        Err(e) => Outcome::Unlocated(e.to_string()),
+    }
+}
+
+/// The trace reader of `leakloop analyze`: a CSV, or a report.json when it starts with `{`.
+fn trace(path: &Path) -> Outcome {
+    match load_trace(path) {
+        Ok(_) => Outcome::Accepted,
+        Err(e) => {
+            let message = e.to_string();
+            let located = match &e.kind {
+                TraceErrorKind::Csv { line, .. } => *line >= 1,
+                TraceErrorKind::Encoding(not_utf8) => not_utf8.line >= 1,
+                TraceErrorKind::Empty => true,
+                TraceErrorKind::Report(m) => report_message_is_located(m),
+                // The file was written just before: failing to read it says nothing of where.
+                TraceErrorKind::Input(_) => false,
+            };
+            if located {
+                Outcome::Refused(message)
+            } else {
+                Outcome::Unlocated(message)
+            }
+        }
+    }
+}
+
+/// The analyzer's report reader names a line (invalid JSON), a key path (`at `record.x``), or a
+/// whole-file problem (no `format_version` or `record`, a `format_version` that is not a number or
+/// a version it does not read).
+pub(crate) fn report_message_is_located(message: &str) -> bool {
+    message.contains(" at line ")
+        || message.starts_with("invalid JSON at line ")
+        || message.starts_with("at `record.")
+        || message.starts_with("missing `format_version`")
+        || message.starts_with("wrong type of `format_version`")
+        || message.starts_with("missing `record`")
+        || message.starts_with("format_version ")
+}
+
+fn report(path: &Path) -> Outcome {
+    match read_report(path) {
+        Ok(_) => Outcome::Accepted,
+        Err(e) => {
+            let located = match &e {
+                ReportError::Parse { line, .. } => *line >= 1,
+                // A top level that is not an object, or no or an unknown format_version.
+                ReportError::FormatVersion { .. } => true,
+                _ => false,
+            };
+            if located {
+                Outcome::Refused(e.to_string())
+            } else {
+                Outcome::Unlocated(e.to_string())
+            }
+        }
+    }
+}

@@ -1,0 +1,117 @@
+use std::time::Duration;
+
+use rstest::rstest;
+
+use crate::driver::check_input;
+use crate::targets::report_message_is_located;
+use crate::{
+    fuzz, seed_corpus, workspace_root, FuzzSettings, Mutator, Outcome, Target, FUZZ_FIXTURES,
+};
+
+/// Every fixture and every input kept from an earlier finding is read without breaking a rule.
+#[rstest]
+#[case::scenario(Target::Scenario)]
+#[case::trace(Target::Trace)]
+#[case::report(Target::Report)]
+fn seeds_and_kept_findings_break_no_rule(#[case] target: Target) {
+    let corpus = seed_corpus(&workspace_root(), target);
+    assert!(corpus.len() >= 3, "too few seeds for {}", target.name());
+    for (path, bytes) in corpus {
+        if let Err(finding) = check_input(target, &bytes) {
+            panic!("{}: {}", path.display(), finding.describe());
+        }
+    }
+}
+
+/// The kept findings are seeds of the target they were found in.
+#[test]
+fn kept_findings_are_in_the_corpus() {
+    let root = workspace_root();
+    for target in Target::ALL {
+        let folder = root.join(FUZZ_FIXTURES).join(target.name());
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        let corpus: Vec<_> = seed_corpus(&root, target)
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        for entry in entries {
+            let path = entry.unwrap().path();
+            assert!(corpus.contains(&path), "{} is not replayed", path.display());
+        }
+    }
+}
+
+/// A short, fixed run of each target (the CI step runs longer, with a new seed each time).
+#[rstest]
+#[case::scenario(Target::Scenario)]
+#[case::trace(Target::Trace)]
+#[case::report(Target::Report)]
+fn a_short_fixed_run_breaks_no_rule(#[case] target: Target) {
+    let seeds: Vec<Vec<u8>> = seed_corpus(&workspace_root(), target)
+        .into_iter()
+        .map(|(_, b)| b)
+        .collect();
+    let settings = FuzzSettings {
+        target,
+        seed: 20261201,
+        duration: Duration::from_secs(600),
+        max_inputs: Some(seeds.len() as u64 + 300),
+        findings_dir: None,
+    };
+    let report = fuzz(&settings, &seeds);
+    assert_eq!(report.inputs, seeds.len() as u64 + 300);
+    assert_eq!(report.accepted + report.refused, report.inputs);
+    let findings: Vec<String> = report.findings.iter().map(|(f, _)| f.describe()).collect();
+    assert!(findings.is_empty(), "{findings:#?}");
+}
+
+#[test]
+fn the_mutator_is_deterministic_and_bounded() {
+    let seeds = vec![b"name: a\nturns: 3\n".to_vec(), b"turn,rss\n0,1\n".to_vec()];
+    let run = |seed| {
+        let mut m = Mutator::new(Target::Scenario, seed);
+        (0..200).map(|_| m.mutate(&seeds)).collect::<Vec<_>>()
+    };
+    assert_eq!(run(1), run(1));
+    assert_ne!(run(1), run(2));
+    assert!(run(3).iter().all(|i| i.len() <= crate::mutate::MAX_INPUT));
+    // Mutations change the seeds (a mutator that returned its seeds would test nothing).
+    assert!(run(4).iter().filter(|i| !seeds.contains(i)).count() > 150);
+}
+
+/// The rule "every error says where" is checked, not assumed: errors without a place are
+/// findings.
+#[rstest]
+#[case::invalid_json("invalid JSON at line 3: expected value", true)]
+#[case::key_path("at `record.samples[2].turn`: invalid type", true)]
+#[case::whole_file("missing `format_version`", true)]
+#[case::version_type(
+    "wrong type of `format_version`: expected a whole number (2), found a string",
+    true
+)]
+#[case::nowhere("something went wrong", false)]
+fn report_errors_must_name_a_place(#[case] message: &str, #[case] located: bool) {
+    assert_eq!(report_message_is_located(message), located);
+}
+
+#[test]
+fn csv_errors_name_their_line() {
+    let outcome = check_input(Target::Trace, b"turn,rss\n0,1\n1,x\n").unwrap();
+    let Outcome::Refused(message) = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert!(message.contains("line 3"), "{message}");
+}
+
+/// The report readers take the layout this build writes (format_version 2, compact, ledger runs)
+/// and the one before it (version 1, per-turn ledger), through the real files.
+#[rstest]
+#[case::version_2("fixtures/fuzz/report/v2-forgets-delete.json")]
+#[case::version_1("fixtures/traces/litert-cpu-reload-run1.report.json")]
+fn both_report_format_versions_are_accepted(#[case] fixture: &str) {
+    let bytes = std::fs::read(workspace_root().join(fixture)).unwrap();
+    assert_eq!(Target::Report.run(&bytes), Outcome::Accepted, "{fixture}");
+    assert_eq!(Target::Trace.run(&bytes), Outcome::Accepted, "{fixture}");
+}

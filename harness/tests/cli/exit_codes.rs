@@ -1,0 +1,214 @@
+//! README's exit-code table, walked: every command through each code it can produce, with
+//! standard output open, full (`> /dev/full`) and closed (`| head -0`).
+//!
+//! The table (README.md, "Exit codes"): 0 pass, 1 an expectation failed, 2 bad input or usage,
+//! 3 the engine failed, 4 output could not be written before there was a verdict, 130 and 143 a
+//! run interrupted by SIGINT or SIGTERM. Once a verdict is known it decides the code; a closed
+//! pipe ends the output quietly. `compare`'s 0
+//! and 1 need a real LiteRT-LM library and are walked in `compare.rs`'s engine tests.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use leakloop::report::examples::{clean_run, crashed_run, leak_run};
+use leakloop::report::{write_reports, SampleStream};
+use leakloop::runner::RunObserver;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use rstest::rstest;
+
+use crate::interrupted::{interrupted_exit, start_hanging_run_with, wait_for};
+
+/// Where the command's standard output goes.
+#[derive(Debug, Clone, Copy)]
+enum Stdout {
+    /// A pipe the test reads.
+    Open,
+    /// `/dev/full`: every write fails with "no space left on device".
+    Full,
+    /// A pipe whose reading end is already closed: every write fails with a broken pipe.
+    Closed,
+}
+
+/// Folders and files the cases name: `{tmp}/pass`, `{tmp}/fail`, `{tmp}/crashed` (report
+/// folders), `{tmp}/unfinished` (samples.jsonl only), `{tmp}/empty`, `{tmp}/fifo`.
+fn prepare(tmp: &Path) {
+    for (name, (record, verdict)) in [
+        ("pass", clean_run()),
+        ("fail", leak_run()),
+        ("crashed", crashed_run()),
+    ] {
+        write_reports(&tmp.join(name), &record, &verdict).unwrap();
+    }
+    let (record, _) = crashed_run();
+    let mut stream = SampleStream::create(&tmp.join("unfinished")).unwrap();
+    for sample in &record.samples {
+        stream.on_sample(sample);
+    }
+    stream.finish().unwrap();
+    std::fs::create_dir(tmp.join("empty")).unwrap();
+    let made = Command::new("mkfifo")
+        .arg(tmp.join("fifo"))
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+}
+
+const HELLO: &str = "{\"call\":\"hello\",\"version\":1,\"scenario\":null}\n";
+const LEAK: &str = "fixtures/scenarios/flutter-gemma-opencl-leak.yaml";
+const FLAT: &str = "fixtures/scenarios/flutter-gemma-cpu-flat.yaml";
+const LITERT: &str = "fixtures/scenarios/litert-cpu-chat.yaml";
+
+#[rstest]
+// check: 0 every file valid, 2 any invalid; its verdict outlives stdout.
+#[case::check_valid(&["check", FLAT], Stdout::Open, "", 0)]
+#[case::check_valid_full_stdout(&["check", FLAT], Stdout::Full, "", 0)]
+#[case::check_valid_closed_stdout(&["check", FLAT], Stdout::Closed, "", 0)]
+#[case::check_invalid(&["check", "fixtures/bad/unknown-key.yaml"], Stdout::Open, "", 2)]
+#[case::check_fifo(&["check", "{tmp}/fifo"], Stdout::Open, "", 2)]
+#[case::check_refuses_what_run_would(&["check", "fixtures/bad/crash-without-generation.yaml"], Stdout::Open, "", 2)]
+#[case::check_bad_flag(&["check", "--nope", FLAT], Stdout::Open, "", 2)]
+// run: the verdict's code, whatever happens to stdout afterwards.
+#[case::run_pass(&["run", FLAT], Stdout::Open, "", 0)]
+#[case::run_leak(&["run", LEAK], Stdout::Open, "", 1)]
+#[case::run_leak_full_stdout(&["run", LEAK], Stdout::Full, "", 1)]
+#[case::run_leak_closed_stdout(&["run", LEAK], Stdout::Closed, "", 1)]
+#[case::run_leak_json_full_stdout(&["run", LEAK, "--format", "json"], Stdout::Full, "", 1)]
+#[case::run_leak_stopped_when_decided(&["run", LEAK, "--stop", "decided"], Stdout::Open, "", 1)]
+#[case::run_flat_stopped_when_decided_closed_stdout(&["run", "fixtures/scenarios/stop-decided-flat.yaml"], Stdout::Closed, "", 0)]
+#[case::run_unknown_stop_mode(&["run", FLAT, "--stop", "sometimes"], Stdout::Open, "", 2)]
+#[case::run_bad_scenario(&["run", "fixtures/bad/unknown-key.yaml"], Stdout::Open, "", 2)]
+#[case::run_scenario_is_a_fifo(&["run", "{tmp}/fifo"], Stdout::Open, "", 2)]
+#[case::run_unknown_backend(&["run", FLAT, "--backend", "vulkan"], Stdout::Open, "", 2)]
+#[case::run_override_drops_a_fault(&["run", "fixtures/scenarios/fault-crash.yaml", "--turns", "2"], Stdout::Open, "", 2)]
+#[case::run_override_adds_a_refused_fault(&["run", "fixtures/scenarios/fault-generate-error.yaml", "--backend", "opencl"], Stdout::Open, "", 2)]
+#[case::run_unknown_profile(&["run", FLAT, "--profile", "cpu-flot"], Stdout::Open, "", 2)]
+#[case::run_engine_crash(&["run", "fixtures/scenarios/fault-crash.yaml"], Stdout::Open, "", 3)]
+#[case::run_engine_crash_full_stdout(&["run", "fixtures/scenarios/fault-crash.yaml"], Stdout::Full, "", 3)]
+#[case::run_missing_library(&["run", LITERT, "--lib", "{tmp}/no-such-lib.so"], Stdout::Open, "", 3)]
+#[case::run_out_folder_cannot_be_made(&["run", FLAT, "--turns", "3", "--out", "/dev/null/out"], Stdout::Open, "", 4)]
+// run's 130 and 143 (a signal in the middle of a run): `run_interrupted_exits_128_plus_the_signal`.
+// analyze: 0 nothing grows, 1 something grows, 2 a bad trace.
+#[case::analyze_clean(&["analyze", "fixtures/traces/short-noisy.csv"], Stdout::Open, "", 0)]
+#[case::analyze_growth(&["analyze", "fixtures/traces/synthetic-four-classes.csv"], Stdout::Open, "", 1)]
+#[case::analyze_growth_full_stdout(&["analyze", "fixtures/traces/synthetic-four-classes.csv"], Stdout::Full, "", 1)]
+#[case::analyze_growth_closed_stdout(&["analyze", "fixtures/traces/synthetic-four-classes.csv"], Stdout::Closed, "", 1)]
+#[case::analyze_bad_trace(&["analyze", "fixtures/bad/trace-short-row.csv"], Stdout::Open, "", 2)]
+#[case::analyze_device(&["analyze", "/dev/zero"], Stdout::Open, "", 2)]
+#[case::analyze_fifo(&["analyze", "{tmp}/fifo"], Stdout::Open, "", 2)]
+#[case::analyze_bad_tolerance(&["analyze", "fixtures/traces/short-noisy.csv", "--tolerance", "lots"], Stdout::Open, "", 2)]
+// report: exits like the run did.
+#[case::report_pass(&["report", "{tmp}/pass", "--no-write"], Stdout::Open, "", 0)]
+#[case::report_fail(&["report", "{tmp}/fail", "--no-write"], Stdout::Open, "", 1)]
+#[case::report_fail_full_stdout(&["report", "{tmp}/fail", "--no-write"], Stdout::Full, "", 1)]
+#[case::report_fail_md_closed_stdout(&["report", "{tmp}/fail", "--format", "md"], Stdout::Closed, "", 1)]
+#[case::report_engine_failed(&["report", "{tmp}/crashed", "--no-write"], Stdout::Open, "", 3)]
+#[case::report_unfinished_run(&["report", "{tmp}/unfinished"], Stdout::Open, "", 3)]
+#[case::report_empty_folder(&["report", "{tmp}/empty"], Stdout::Open, "", 2)]
+#[case::report_bad_format(&["report", "{tmp}/pass", "--format", "html"], Stdout::Open, "", 2)]
+// compare: 2 bad input, 3 a missing engine library (as in `run --lib`).
+#[case::compare_one_lib(&["compare", LITERT, "--lib", "{tmp}/a.so"], Stdout::Open, "", 2)]
+#[case::compare_not_litert(&["compare", FLAT, "--lib", "{tmp}/a.so", "--lib", "{tmp}/b.so"], Stdout::Open, "", 2)]
+#[case::compare_bad_scenario(&["compare", "fixtures/bad/unknown-key.yaml", "--lib", "{tmp}/a.so", "--lib", "{tmp}/b.so"], Stdout::Open, "", 2)]
+#[case::compare_missing_library(&["compare", LITERT, "--lib", "{tmp}/a.so", "--lib", "{tmp}/b.so"], Stdout::Open, "", 3)]
+// bench: no verdict, so a failed stdout is exit 4 (a closed pipe stays quiet).
+#[case::bench_detection(&["bench", "detection", "--series", "1"], Stdout::Open, "", 0)]
+#[case::bench_full_stdout(&["bench", "detection", "--series", "1"], Stdout::Full, "", 4)]
+#[case::bench_closed_stdout(&["bench", "detection", "--series", "1"], Stdout::Closed, "", 0)]
+#[case::bench_bad_flag(&["bench", "detection", "--series", "0"], Stdout::Open, "", 2)]
+// worker (started by the runner): 0 when the runner hangs up, 2 for a bad scenario or protocol,
+// 3 when its engine cannot be built.
+#[case::worker_runner_hangs_up(&["worker"], Stdout::Open, "", 0)]
+#[case::worker_missing_scenario(&["worker", "--scenario", "{tmp}/nope.yaml"], Stdout::Open, "", 2)]
+#[case::worker_bad_protocol(&["worker"], Stdout::Open, "hello?\n", 2)]
+#[case::worker_engine_cannot_be_built(&["worker", "--scenario", LITERT], Stdout::Open, HELLO, 3)]
+// no command: help is output, a typo is usage.
+#[case::help(&["--help"], Stdout::Open, "", 0)]
+#[case::help_full_stdout(&["--help"], Stdout::Full, "", 4)]
+#[case::unknown_command(&["chekc"], Stdout::Open, "", 2)]
+fn every_command_exits_as_documented(
+    #[case] args: &[&str],
+    #[case] stdout: Stdout,
+    #[case] stdin: &str,
+    #[case] expected: i32,
+) {
+    let tmp = tempfile::tempdir().unwrap();
+    prepare(tmp.path());
+    let tmp_text = tmp.path().to_str().expect("temporary paths are UTF-8");
+    let args: Vec<String> = args.iter().map(|a| a.replace("{tmp}", tmp_text)).collect();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_leakloop"));
+    command
+        .args(&args)
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+        .env("NO_COLOR", "1")
+        // The worker case whose engine cannot be built names a library that is not there.
+        .env("LITERT_LM_LIB", tmp.path().join("no-such-lib.so"))
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped());
+    command.stdout(stdio(stdout));
+    let mut child = command.spawn().expect("leakloop starts");
+    let mut input = child.stdin.take().unwrap();
+    // A worker that stops reading early may close its end first.
+    let _ = input.write_all(stdin.as_bytes());
+    drop(input);
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(expected),
+        "leakloop {}: {stderr}",
+        args.join(" ")
+    );
+    stderr_tells(stdout, &stderr);
+}
+
+/// Regression (issue 10, item 4): a run stopped by SIGINT or SIGTERM exits 130 or 143 after
+/// writing its partial report, whatever happens to its standard output.
+#[rstest]
+#[case::sigint(Signal::SIGINT, Stdout::Open)]
+#[case::sigterm(Signal::SIGTERM, Stdout::Open)]
+#[case::sigterm_full_stdout(Signal::SIGTERM, Stdout::Full)]
+#[case::sigterm_closed_stdout(Signal::SIGTERM, Stdout::Closed)]
+#[cfg(target_os = "linux")]
+fn run_interrupted_exits_128_plus_the_signal(#[case] signal: Signal, #[case] stdout: Stdout) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let mut run = start_hanging_run_with(tmp.path(), &out, stdio(stdout));
+    kill(Pid::from_raw(run.id() as i32), signal).unwrap();
+    let (code, _, stderr) = wait_for(&mut run);
+    assert_eq!(code, Some(interrupted_exit(signal)), "{stderr}");
+    assert!(out.join("report.json").is_file(), "{stderr}");
+    stderr_tells(stdout, &stderr);
+}
+
+/// Where a command's standard output goes, for [`Command::stdout`].
+fn stdio(stdout: Stdout) -> Stdio {
+    match stdout {
+        Stdout::Open => Stdio::piped(),
+        Stdout::Full => std::fs::File::create("/dev/full")
+            .expect("/dev/full")
+            .into(),
+        Stdout::Closed => {
+            let (reader, writer) = std::io::pipe().unwrap();
+            drop(reader);
+            writer.into()
+        }
+    }
+}
+
+/// No panic, a closed pipe is quiet, a failed write is reported.
+fn stderr_tells(stdout: Stdout, stderr: &str) {
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    match stdout {
+        Stdout::Closed => assert!(
+            !stderr.contains("standard output"),
+            "a closed pipe is quiet: {stderr}"
+        ),
+        Stdout::Full => assert!(
+            stderr.contains("could not write to standard output"),
+            "a failed write is reported: {stderr}"
+        ),
+        Stdout::Open => {}
+    }
+}

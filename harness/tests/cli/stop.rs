@@ -1,0 +1,146 @@
+//! `stop: decided` / `leakloop run --stop decided`: runs that end once the verdict is decided.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use leakloop::analyze::Classification;
+use leakloop::report::read_report;
+use leakloop::runner::Phase;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../fixtures/scenarios/{name}.yaml"))
+}
+
+fn run(scenario: &Path, out: &Path, extra: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_leakloop"))
+        .arg("run")
+        .arg(scenario)
+        .arg("--quiet")
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("leakloop runs")
+}
+
+fn text(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn the_field_leak_stops_within_a_few_looks_and_still_fails_its_limits() {
+    let out = tempfile::tempdir().unwrap();
+    let output = run(
+        &fixture("flutter-gemma-opencl-leak"),
+        out.path(),
+        &["--stop", "decided", "--turns", "100"],
+    );
+    let stdout = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("stopped early at turn 9 of 101"),
+        "{stdout}"
+    );
+    let report = read_report(&out.path().join("report.json")).unwrap();
+    let stop = report.record.early_stop.as_ref().expect("stopped early");
+    assert_eq!((stop.turn, stop.max_turns), (9, 101));
+    assert_eq!(report.record.turns_completed, 9);
+    assert!(
+        stop.reason.contains("native_heap growth"),
+        "{}",
+        stop.reason
+    );
+    let metrics = &report.verdict.metrics;
+    assert_eq!(
+        metrics["native_heap"].classification,
+        Classification::Growth
+    );
+    assert_eq!(metrics["gpu"].classification, Classification::Plateau);
+    let failed: Vec<&str> = report
+        .verdict
+        .expectations
+        .iter()
+        .filter(|e| !e.passed)
+        .map(|e| e.name.as_str())
+        .collect();
+    assert_eq!(
+        failed,
+        ["native_heap.tolerance", "native_heap.max_growth_per_turn"]
+    );
+    // `analyze` of the saved report judges it at the levels the run was judged at.
+    let analyzed = Command::new(env!("CARGO_BIN_EXE_leakloop"))
+        .arg("analyze")
+        .arg(out.path().join("report.json"))
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(analyzed.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_slice(&analyzed.stdout).unwrap();
+    assert_eq!(
+        json["metrics"]["native_heap"]["confidence"].as_f64(),
+        Some(metrics["native_heap"].confidence)
+    );
+    assert!(metrics["native_heap"].confidence > 0.99);
+    // The saved report re-renders with the same verdict.
+    let again = Command::new(env!("CARGO_BIN_EXE_leakloop"))
+        .arg("report")
+        .arg(out.path())
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(1));
+    assert!(text(&again).contains("stopped early at turn 9 of 101"));
+}
+
+#[test]
+fn a_flat_engine_stops_once_clean_and_takes_its_baseline_samples() {
+    let out = tempfile::tempdir().unwrap();
+    let output = run(&fixture("stop-decided-flat"), out.path(), &[]);
+    let stdout = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    let report = read_report(&out.path().join("report.json")).unwrap();
+    let stop = report.record.early_stop.as_ref().expect("stopped early");
+    assert!(stop.turn < 60, "{stop:?}");
+    for analysis in report.verdict.metrics.values() {
+        assert!(
+            matches!(
+                analysis.classification,
+                Classification::Clean | Classification::Plateau
+            ),
+            "{analysis:?}"
+        );
+    }
+    let baselines = report
+        .record
+        .samples
+        .iter()
+        .filter(|s| s.phase == Phase::Load)
+        .count();
+    assert_eq!(baselines, 3);
+}
+
+#[test]
+fn stop_turns_on_the_command_line_runs_every_turn() {
+    let out = tempfile::tempdir().unwrap();
+    let output = run(
+        &fixture("stop-decided-flat"),
+        out.path(),
+        &["--stop", "turns", "--turns", "30"],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let report = read_report(&out.path().join("report.json")).unwrap();
+    assert_eq!(report.record.early_stop, None);
+    assert_eq!(report.record.turns_completed, 31);
+}
+
+#[test]
+fn an_unknown_stop_mode_is_a_usage_error() {
+    let out = tempfile::tempdir().unwrap();
+    let output = run(
+        &fixture("stop-decided-flat"),
+        out.path(),
+        &["--stop", "sometimes"],
+    );
+    assert_eq!(output.status.code(), Some(2));
+}

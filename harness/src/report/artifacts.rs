@@ -37,7 +37,13 @@ pub fn write_reports(
     let mut written = Vec::with_capacity(4);
     let mut failed = Vec::new();
     let path = dir.join(REPORT_JSON);
-    match write_atomic_with(&path, |out| write_report_json(out, record, verdict)) {
+    let streamed = write_atomic_with(&path, |out| {
+        write_report_json(out, record, verdict).map_err(|source| ReportError::Write {
+            path: path.clone(),
+            source,
+        })
+    });
+    match streamed {
         Ok(()) => written.push(path),
         Err(e) => failed.push(e),
     }

@@ -42,21 +42,23 @@ struct ReportRef<'a> {
 /// Renders report.json (compact: one line, with a trailing newline). A long run's report is
 /// mostly samples; indentation would double it.
 pub fn render_report_json(record: &RunRecord, verdict: &Verdict) -> Result<String, ReportError> {
-    let mut bytes = Vec::new();
-    write_report_json(&mut bytes, record, verdict)?;
-    // serde_json writes UTF-8 only.
-    String::from_utf8(bytes).map_err(|e| ReportError::Render {
+    let render_error = |message: String| ReportError::Render {
         artifact: "report.json",
-        message: e.to_string(),
-    })
+        message,
+    };
+    let mut bytes = Vec::new();
+    write_report_json(&mut bytes, record, verdict).map_err(|e| render_error(e.to_string()))?;
+    // serde_json writes UTF-8 only.
+    String::from_utf8(bytes).map_err(|e| render_error(e.to_string()))
 }
 
-/// Streams report.json into `out`, rendering nothing in memory first.
+/// Streams report.json into `out`, rendering nothing in memory first. A failed write keeps its
+/// I/O error (a full disk is `StorageFull`), so that the caller can name the file it was for.
 pub fn write_report_json(
     out: impl std::io::Write,
     record: &RunRecord,
     verdict: &Verdict,
-) -> Result<(), ReportError> {
+) -> std::io::Result<()> {
     let report = ReportRef {
         format_version: FORMAT_VERSION,
         leakloop_version: LEAKLOOP_VERSION,
@@ -64,12 +66,8 @@ pub fn write_report_json(
         verdict,
     };
     let mut out = out;
-    serde_json::to_writer(&mut out, &report)
-        .and_then(|()| out.write_all(b"\n").map_err(serde_json::Error::io))
-        .map_err(|e| ReportError::Render {
-            artifact: "report.json",
-            message: e.to_string(),
-        })
+    serde_json::to_writer(&mut out, &report)?;
+    out.write_all(b"\n")
 }
 
 /// Reads and checks a report.json file.
@@ -403,6 +401,24 @@ mod tests {
             "out/report.json: the stored verdict `pass` does not follow from the report's own \
              expectations and outcome (they give `fail`): the file was altered or is corrupt"
         );
+    }
+
+    /// A disk that fills while report.json streams is a write error of that file, not a
+    /// rendering error.
+    #[test]
+    fn a_failed_write_while_streaming_keeps_its_io_error() {
+        struct FullDisk;
+        impl std::io::Write for FullDisk {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Err(std::io::ErrorKind::StorageFull.into())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let (record, verdict) = clean_record();
+        let err = write_report_json(FullDisk, &record, &verdict).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::StorageFull);
     }
 
     #[test]

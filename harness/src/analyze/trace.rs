@@ -10,7 +10,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::input::{read_bounded, utf8_text, MAX_REPORT_BYTES};
-use crate::runner::{RunRecord, OLDEST_REPORT_FORMAT_VERSION, REPORT_FORMAT_VERSION};
+use crate::runner::{
+    FormatVersion, RunRecord, OLDEST_REPORT_FORMAT_VERSION, REPORT_FORMAT_VERSION,
+};
 
 use super::series::MetricSeries;
 
@@ -112,27 +114,25 @@ pub fn parse_report(text: &str) -> Result<RunRecord, TraceErrorKind> {
     }
     let version: Version = serde_json::from_str(text)
         .map_err(|e| TraceErrorKind::Report(format!("invalid JSON at line {}: {e}", e.line())))?;
-    let supported = OLDEST_REPORT_FORMAT_VERSION..=REPORT_FORMAT_VERSION;
-    match version.format_version.as_ref().map(|v| (v, v.as_u64())) {
-        Some((_, Some(n))) if u32::try_from(n).is_ok_and(|n| supported.contains(&n)) => {}
-        Some((_, Some(other))) => {
+    let Some(value) = version.format_version else {
+        return Err(TraceErrorKind::Report(
+            "missing `format_version`".to_owned(),
+        ));
+    };
+    match FormatVersion::of(&value) {
+        FormatVersion::Readable => {}
+        FormatVersion::Newer(n) | FormatVersion::Older(n) => {
             return Err(TraceErrorKind::Report(format!(
-                "format_version {other} is not supported (this build reads {} to {})",
-                supported.start(),
-                supported.end()
+                "format_version {n} is not supported (this build reads \
+                 {OLDEST_REPORT_FORMAT_VERSION} to {REPORT_FORMAT_VERSION})"
             )));
         }
-        Some((other, None)) => {
+        FormatVersion::NotAWholeNumber | FormatVersion::NotANumber => {
             return Err(TraceErrorKind::Report(format!(
-            "wrong type of `format_version`: expected a whole number ({REPORT_FORMAT_VERSION}), \
-                 found {}",
-            json_kind(other)
-        )))
-        }
-        None => {
-            return Err(TraceErrorKind::Report(
-                "missing `format_version`".to_owned(),
-            ))
+                "wrong type of `format_version`: expected a whole number \
+                 ({REPORT_FORMAT_VERSION}), found {}",
+                json_kind(&value)
+            )));
         }
     }
     let mut deserializer = serde_json::Deserializer::from_str(text);

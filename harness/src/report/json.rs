@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 use crate::analyze::{derive_status, Verdict, VerdictStatus};
 use crate::input::{read_bounded, utf8_text, MAX_REPORT_BYTES};
 use crate::report::ReportError;
-use crate::runner::{RunRecord, OLDEST_REPORT_FORMAT_VERSION, REPORT_FORMAT_VERSION};
+use crate::runner::{
+    FormatVersion, RunRecord, OLDEST_REPORT_FORMAT_VERSION, REPORT_FORMAT_VERSION,
+};
 
 /// The report.json layout this build writes (see [`REPORT_FORMAT_VERSION`]); it reads this one
 /// and every one back to [`OLDEST_REPORT_FORMAT_VERSION`].
@@ -181,11 +183,10 @@ fn check_version(
     version: &serde_json::Value,
     writer: Option<&str>,
 ) -> Result<(), ReportError> {
-    let oldest = u64::from(OLDEST_REPORT_FORMAT_VERSION);
-    let newest = u64::from(FORMAT_VERSION);
-    match version.as_u64() {
-        Some(n) if (oldest..=newest).contains(&n) => Ok(()),
-        Some(n) if n > newest => {
+    let (oldest, newest) = (OLDEST_REPORT_FORMAT_VERSION, FORMAT_VERSION);
+    match FormatVersion::of(version) {
+        FormatVersion::Readable => Ok(()),
+        FormatVersion::Newer(n) => {
             let writer = writer.unwrap_or("an unknown version");
             Err(version_error(
                 path,
@@ -196,14 +197,14 @@ fn check_version(
                 ),
             ))
         }
-        _ if !version.is_number() => Err(version_error(
+        FormatVersion::NotANumber => Err(version_error(
             path,
             format!(
                 "wrong type of `format_version`: expected a whole number ({newest}), found {}",
                 crate::input::shorten(&version.to_string(), 40)
             ),
         )),
-        _ => Err(version_error(
+        FormatVersion::Older(_) | FormatVersion::NotAWholeNumber => Err(version_error(
             path,
             format!(
                 "unsupported `format_version` {version}: this leakloop ({LEAKLOOP_VERSION}) \

@@ -10,7 +10,8 @@ mod stop;
 
 pub use metrics::{MetricName, Metrics};
 pub use record::{
-    Phase, RunOutcome, RunRecord, Sample, OLDEST_REPORT_FORMAT_VERSION, REPORT_FORMAT_VERSION,
+    FormatVersion, Phase, RunOutcome, RunRecord, Sample, OLDEST_REPORT_FORMAT_VERSION,
+    REPORT_FORMAT_VERSION,
 };
 pub use run_loop::{run_scenario, run_scenario_until, NoObserver, RunObserver};
 pub use stop::{EarlyStop, RunAllTurns, StopRule};

@@ -18,6 +18,38 @@ pub const REPORT_FORMAT_VERSION: u32 = 2;
 /// into runs on reading).
 pub const OLDEST_REPORT_FORMAT_VERSION: u32 = 1;
 
+/// What a report's `format_version` value says about whether this build reads it: the one
+/// decision both report.json readers (the report's and the analyzer's) make, each in its own
+/// words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FormatVersion {
+    /// [`OLDEST_REPORT_FORMAT_VERSION`] to [`REPORT_FORMAT_VERSION`].
+    Readable,
+    /// Written by a newer leakloop.
+    Newer(u64),
+    /// A whole number below the oldest version read.
+    Older(u64),
+    /// A number that is not a whole, non-negative one.
+    NotAWholeNumber,
+    /// Not a number at all (a string, a list, ...).
+    NotANumber,
+}
+
+impl FormatVersion {
+    /// Classifies a `format_version` value.
+    pub fn of(value: &serde_json::Value) -> FormatVersion {
+        let oldest = u64::from(OLDEST_REPORT_FORMAT_VERSION);
+        let newest = u64::from(REPORT_FORMAT_VERSION);
+        match value.as_u64() {
+            Some(n) if (oldest..=newest).contains(&n) => FormatVersion::Readable,
+            Some(n) if n > newest => FormatVersion::Newer(n),
+            Some(n) => FormatVersion::Older(n),
+            None if value.is_number() => FormatVersion::NotAWholeNumber,
+            None => FormatVersion::NotANumber,
+        }
+    }
+}
+
 /// Where in the turn loop a sample was taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -130,5 +162,25 @@ impl RunRecord {
         let names: std::collections::BTreeSet<&'static str> =
             self.samples.iter().flat_map(|s| s.metrics.keys()).collect();
         names.into_iter().map(str::to_owned).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::runner::{FormatVersion, REPORT_FORMAT_VERSION};
+
+    #[rstest::rstest]
+    #[case::oldest(1.into(), FormatVersion::Readable)]
+    #[case::current(REPORT_FORMAT_VERSION.into(), FormatVersion::Readable)]
+    #[case::newer(3.into(), FormatVersion::Newer(3))]
+    #[case::older(0.into(), FormatVersion::Older(0))]
+    #[case::negative((-1).into(), FormatVersion::NotAWholeNumber)]
+    #[case::fractional(1.5.into(), FormatVersion::NotAWholeNumber)]
+    #[case::string("1".into(), FormatVersion::NotANumber)]
+    fn a_format_version_is_classified_once_for_both_readers(
+        #[case] value: serde_json::Value,
+        #[case] expected: FormatVersion,
+    ) {
+        assert_eq!(FormatVersion::of(&value), expected);
     }
 }

@@ -156,12 +156,8 @@ fn ledger_names_the_leak() {
         .collect();
     // One KV buffer stays live per turn.
     for turn in 1..=TURNS {
-        let entry = ledger.turns.iter().find(|t| t.turn == turn).unwrap();
-        assert_eq!(
-            entry.kinds["opencl/cl_mem"].live(),
-            1,
-            "turn {turn}: {entry:?}"
-        );
+        let counts = ledger.counts_in_turn("opencl/cl_mem", turn);
+        assert_eq!(counts.live(), 1, "turn {turn}: {counts:?}");
     }
     // Run first in this process, so the interposer's cumulative counts start clean here.
     let mem = imbalances["opencl/cl_mem"];

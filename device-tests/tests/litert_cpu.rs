@@ -88,6 +88,68 @@ fn report(label: &str, series: &[u64]) -> f64 {
     per_turn
 }
 
+/// Issue 15: with `isolate: false` the harness's own records (a string-keyed map per sample, the
+/// per-turn ledger) read as +1.3-1.5 KiB/turn of growth of this clean engine. Run by the runner
+/// in this process, its C heap and RSS must now stay flat per turn.
+#[test]
+fn in_process_runs_do_not_count_the_harness_records_as_engine_growth() {
+    use leakloop::runner::{run_scenario, NoObserver, RunOutcome};
+    let test = "in_process_runs_do_not_count_the_harness_records_as_engine_growth";
+    let Some((_, model)) = require_litert(test, MODEL) else {
+        return;
+    };
+    let _lock = memory_lock();
+    let mut scenario = chat_scenario("in-process", &model, 200, None);
+    scenario.watch = vec!["native_heap".into(), "rss".into(), "anon_rss".into()];
+    let mut engine = LitertLmEngine::from_scenario(&scenario).expect("engine");
+    let record = run_scenario(&scenario, &mut engine, &mut NoObserver);
+    assert_eq!(record.outcome, RunOutcome::Completed);
+    for metric in ["native_heap", "rss", "anon_rss"] {
+        let pts: Vec<(f64, f64)> = record
+            .post_close_series(metric)
+            .into_iter()
+            .filter(|(t, _)| *t > 20)
+            .map(|(t, v)| (f64::from(t), v as f64))
+            .collect();
+        let per_turn = slope(&pts);
+        eprintln!("in process, {metric}: {per_turn:+.1} B/turn over turns 21..200");
+        assert!(per_turn.abs() < 256.0, "{metric}: {per_turn:+.1} B/turn");
+    }
+}
+
+/// `leakloop bench overhead` runs the bare C loop and leakloop side by side and prints a ratio.
+#[test]
+fn bench_overhead_prints_leakloop_next_to_the_bare_loop() {
+    let test = "bench_overhead_prints_leakloop_next_to_the_bare_loop";
+    let Some((library, model)) = require_litert(test, MODEL) else {
+        return;
+    };
+    let _lock = memory_lock();
+    let device_leakloop = env!("CARGO_BIN_EXE_leakloop-device");
+    let output = std::process::Command::new(device_leakloop)
+        .env(leakloop::engine::WORKER_BIN_ENV, device_leakloop)
+        .args([
+            "bench", "overhead", "--turns", "5", "--warmup", "1", "--rounds", "1",
+        ])
+        .arg("--lib")
+        .arg(&library.path)
+        .arg("--model")
+        .arg(&model)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    for row in [
+        "| bare C loop |",
+        "| leakloop (worker) |",
+        "| leakloop (in-process) |",
+    ] {
+        assert!(stdout.contains(row), "{row} in {stdout}\n{stderr}");
+    }
+    assert!(stdout.contains("x |"), "{stdout}");
+}
+
 #[test]
 fn per_turn_chat_is_flat_and_balanced() {
     let Some((_, model)) = require_litert("per_turn_chat_is_flat_and_balanced", MODEL) else {

@@ -88,7 +88,7 @@ fn the_mutator_is_deterministic_and_bounded() {
 #[case::key_path("at `record.samples[2].turn`: invalid type", true)]
 #[case::whole_file("missing `format_version`", true)]
 #[case::version_type(
-    "wrong type of `format_version`: expected a whole number (1), found a string",
+    "wrong type of `format_version`: expected a whole number (2), found a string",
     true
 )]
 #[case::nowhere("something went wrong", false)]
@@ -103,4 +103,15 @@ fn csv_errors_name_their_line() {
         panic!("{outcome:?}");
     };
     assert!(message.contains("line 3"), "{message}");
+}
+
+/// The report readers take the layout this build writes (format_version 2, compact, ledger runs)
+/// and the one before it (version 1, per-turn ledger), through the real files.
+#[rstest]
+#[case::version_2("fixtures/fuzz/report/v2-forgets-delete.json")]
+#[case::version_1("fixtures/traces/litert-cpu-reload-run1.report.json")]
+fn both_report_format_versions_are_accepted(#[case] fixture: &str) {
+    let bytes = std::fs::read(workspace_root().join(fixture)).unwrap();
+    assert_eq!(Target::Report.run(&bytes), Outcome::Accepted, "{fixture}");
+    assert_eq!(Target::Trace.run(&bytes), Outcome::Accepted, "{fixture}");
 }

@@ -18,3 +18,6 @@ pub mod scenario;
 
 #[doc(hidden)]
 pub mod cli;
+
+#[cfg(test)]
+mod test_util;

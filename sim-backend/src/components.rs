@@ -64,57 +64,64 @@ pub(crate) struct Footprint {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Memory {
     blocks: BTreeMap<Component, (Region, u64)>,
+    /// Per-region sums of `blocks`, kept as blocks come and go: a leak adds a block every turn,
+    /// and summing them at every sample made a long leaky run quadratic.
+    totals: Footprint,
+    /// The sum of the pool blocks, kept likewise.
+    pool: u64,
 }
 
 impl Memory {
     /// Adds a component (zero-sized ones are not tracked); replaces one with the same key.
     pub(crate) fn insert(&mut self, component: Component, region: Region, bytes: u64) {
-        if bytes == 0 {
-            self.blocks.remove(&component);
-        } else {
+        self.remove(component);
+        if bytes > 0 {
             self.blocks.insert(component, (region, bytes));
+            self.account(component, region, bytes, true);
         }
     }
 
-    /// Frees a component; freeing one that is not there does nothing.
     pub(crate) fn remove(&mut self, component: Component) {
-        self.blocks.remove(&component);
+        if let Some((region, bytes)) = self.blocks.remove(&component) {
+            self.account(component, region, bytes, false);
+        }
     }
 
-    /// Whether a component is live.
+    fn account(&mut self, component: Component, region: Region, bytes: u64, add: bool) {
+        let slot = match region {
+            Region::Mapped => &mut self.totals.mapped,
+            Region::Native => &mut self.totals.native,
+            Region::Gpu => &mut self.totals.gpu,
+        };
+        let slots = [
+            Some(slot),
+            matches!(component, Component::PoolBlock(_)).then_some(&mut self.pool),
+        ];
+        for slot in slots.into_iter().flatten() {
+            *slot = if add {
+                slot.saturating_add(bytes)
+            } else {
+                slot.saturating_sub(bytes)
+            };
+        }
+    }
+
     pub(crate) fn contains(&self, component: Component) -> bool {
         self.blocks.contains_key(&component)
     }
 
-    /// Frees everything (engine teardown).
     pub(crate) fn clear(&mut self) {
-        self.blocks.clear();
+        *self = Self::default();
     }
 
-    /// Totals per region.
     pub(crate) fn footprint(&self) -> Footprint {
-        let mut total = Footprint::default();
-        for (region, bytes) in self.blocks.values() {
-            let slot = match region {
-                Region::Mapped => &mut total.mapped,
-                Region::Native => &mut total.native,
-                Region::Gpu => &mut total.gpu,
-            };
-            *slot = slot.saturating_add(*bytes);
-        }
-        total
+        self.totals
     }
 
-    /// Total bytes of the pool's blocks (its reserved size).
     pub(crate) fn pool_reserved(&self) -> u64 {
-        self.blocks
-            .iter()
-            .filter(|(c, _)| matches!(c, Component::PoolBlock(_)))
-            .map(|(_, (_, bytes))| *bytes)
-            .sum()
+        self.pool
     }
 
-    /// The native-heap components and their sizes.
     pub(crate) fn native_blocks(&self) -> impl Iterator<Item = (Component, u64)> + '_ {
         self.blocks
             .iter()
@@ -154,5 +161,39 @@ mod tests {
         let mut memory = Memory::default();
         memory.insert(Component::Context, Region::Gpu, 0);
         assert!(!memory.contains(Component::Context));
+    }
+
+    /// The sums are kept as blocks come and go (issue 15: summing every leaked block at each
+    /// sample made a leaky run quadratic); they must equal a fresh sum after any sequence.
+    #[test]
+    fn running_sums_match_a_fresh_sum_after_replacing_and_removing() {
+        let mut memory = Memory::default();
+        let regions = [Region::Mapped, Region::Native, Region::Gpu];
+        for i in 0..200u64 {
+            let component = if i % 3 == 0 {
+                Component::PoolBlock((i % 7) as u32)
+            } else {
+                Component::Leaked(i % 11)
+            };
+            if i % 5 == 0 {
+                memory.remove(component);
+            } else {
+                memory.insert(component, regions[(i % 3) as usize], i * 13 % 17);
+            }
+            let mut fresh = Footprint::default();
+            let mut pool = 0;
+            for (c, (region, bytes)) in &memory.blocks {
+                match region {
+                    Region::Mapped => fresh.mapped += bytes,
+                    Region::Native => fresh.native += bytes,
+                    Region::Gpu => fresh.gpu += bytes,
+                }
+                if matches!(c, Component::PoolBlock(_)) {
+                    pool += bytes;
+                }
+            }
+            assert_eq!(memory.footprint(), fresh, "step {i}");
+            assert_eq!(memory.pool_reserved(), pool, "step {i}");
+        }
     }
 }

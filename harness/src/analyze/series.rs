@@ -203,7 +203,7 @@ mod tests {
             phase,
             epoch,
             t_ms: f64::from(turn),
-            metrics: BTreeMap::from([("rss".to_owned(), value)]),
+            metrics: BTreeMap::from([("rss".to_owned(), value)]).into(),
         }
     }
 

@@ -57,7 +57,7 @@ pub(crate) fn samples(
             phase,
             epoch,
             t_ms: f64::from(turn) * 1000.0,
-            metrics: pick(turn),
+            metrics: pick(turn).into(),
         });
         if turn > 0 && reload_every > 0 && turn % reload_every == 0 && turn + 1 < turns {
             epoch += 1;

@@ -13,7 +13,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::input::{read_bounded, utf8_text, MAX_REPORT_BYTES};
-use crate::runner::RunRecord;
+use crate::runner::{
+    FormatVersion, RunRecord, OLDEST_REPORT_FORMAT_VERSION, REPORT_FORMAT_VERSION,
+};
 
 use super::series::MetricSeries;
 
@@ -91,7 +93,7 @@ pub fn load_trace(path: &Path) -> Result<Trace, TraceError> {
             s.metrics
                 .iter()
                 .find(|(_, v)| **v == u64::MAX)
-                .map(|(name, _)| (i, name.clone()))
+                .map(|(name, _)| (i, name))
         }) {
             return Err(error(TraceErrorKind::Samples(format!(
                 "samples[{index}].metrics.{name}: {}",
@@ -123,34 +125,47 @@ pub fn load_trace(path: &Path) -> Result<Trace, TraceError> {
     }
 }
 
-/// Parses the run record out of a leakloop report (`{"format_version": 1, "record": ...}`).
+/// Parses the run record out of a leakloop report (`{"format_version": 2, "record": ...}`): the
+/// version is read first (skipping every other field unbuilt), then the record, once, with no
+/// intermediate JSON tree.
 pub fn parse_report(text: &str) -> Result<RunRecord, TraceErrorKind> {
-    let value: serde_json::Value = serde_json::from_str(text)
+    #[derive(serde::Deserialize)]
+    struct Version {
+        format_version: Option<serde_json::Value>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Record {
+        record: Option<RunRecord>,
+    }
+    let version: Version = serde_json::from_str(text)
         .map_err(|e| TraceErrorKind::Report(format!("invalid JSON at line {}: {e}", e.line())))?;
-    match value.get("format_version").map(|v| (v, v.as_u64())) {
-        Some((_, Some(1))) => {}
-        Some((_, Some(other))) => {
+    let Some(value) = version.format_version else {
+        return Err(TraceErrorKind::Report(
+            "missing `format_version`".to_owned(),
+        ));
+    };
+    match FormatVersion::of(&value) {
+        FormatVersion::Readable => {}
+        FormatVersion::Newer(n) | FormatVersion::Older(n) => {
             return Err(TraceErrorKind::Report(format!(
-                "format_version {other} is not supported (this build reads 1)"
-            )))
+                "format_version {n} is not supported (this build reads \
+                 {OLDEST_REPORT_FORMAT_VERSION} to {REPORT_FORMAT_VERSION})"
+            )));
         }
-        Some((other, None)) => {
+        FormatVersion::NotAWholeNumber | FormatVersion::NotANumber => {
             return Err(TraceErrorKind::Report(format!(
-                "wrong type of `format_version`: expected a whole number (1), found {}",
-                json_kind(other)
-            )))
-        }
-        None => {
-            return Err(TraceErrorKind::Report(
-                "missing `format_version`".to_owned(),
-            ))
+                "wrong type of `format_version`: expected a whole number \
+                 ({REPORT_FORMAT_VERSION}), found {}",
+                json_kind(&value)
+            )));
         }
     }
-    let record = value
-        .get("record")
-        .ok_or_else(|| TraceErrorKind::Report("missing `record`".to_owned()))?;
-    serde_path_to_error::deserialize(record)
-        .map_err(|e| TraceErrorKind::Report(format!("at `record.{}`: {}", e.path(), e.inner())))
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let parsed: Record = serde_path_to_error::deserialize(&mut deserializer)
+        .map_err(|e| TraceErrorKind::Report(format!("at `{}`: {}", e.path(), e.inner())))?;
+    parsed
+        .record
+        .ok_or_else(|| TraceErrorKind::Report("missing `record`".to_owned()))
 }
 
 /// A JSON value's kind in words, e.g. `a string`.
@@ -444,13 +459,13 @@ mod tests {
 
     #[rstest]
     #[case::version(
-        r#"{"format_version": 2, "record": {}}"#,
-        "format_version 2 is not supported"
+        r#"{"format_version": 3, "record": {}}"#,
+        "format_version 3 is not supported"
     )]
     #[case::no_version(r#"{"record": {}}"#, "missing `format_version`")]
     #[case::string_version(
         r#"{"format_version": "1", "record": {}}"#,
-        "wrong type of `format_version`: expected a whole number (1), found a string"
+        "wrong type of `format_version`: expected a whole number (2), found a string"
     )]
     #[case::no_record(r#"{"format_version": 1}"#, "missing `record`")]
     #[case::bad_record(r#"{"format_version": 1, "record": {"samples": 3}}"#, "at `record.")]

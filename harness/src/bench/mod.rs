@@ -2,13 +2,20 @@
 //! to the naive detectors people use today, and the harness's own per-turn and per-call cost.
 
 mod analysis;
+mod bare_loop;
 mod detection;
 mod overhead;
+mod scale;
 mod sequential;
 mod synthetic;
 
 pub use analysis::{render_analysis_cost, run_analysis_cost, AnalysisCostRow, Layout};
+pub use bare_loop::{
+    bare_loop_resources, render_bare_loop, run_bare_loop_comparison, BareLoopConfig, BareLoopError,
+    BareLoopRow,
+};
 pub use detection::{render_markdown, run_detection, DetectionConfig, DetectionRow, Detector};
 pub use overhead::{render_overhead, run_overhead, OverheadError, OverheadRow};
+pub use scale::{render_scale, scale_scenario, ScaleRow, SCALE_RELOAD_EVERY, SCALE_TURNS};
 pub use sequential::{render_sequential, run_sequential, SequentialConfig, SequentialRow};
 pub use synthetic::{SeriesKind, SyntheticSeries};

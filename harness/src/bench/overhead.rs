@@ -76,8 +76,9 @@ pub fn run_overhead(turns: u32) -> Result<Vec<OverheadRow>, OverheadError> {
             let verdict = analyze_run(&record);
             let analyze_seconds = started.elapsed().as_secs_f64();
             std::hint::black_box(&verdict);
-            // Per turn: open, send, generate, close, one sample's snapshot, the turn-end snapshot.
-            let engine_calls = u64::from(turns) * 6 + 4;
+            // Per turn: open, send, generate, close and the close sample's snapshot (which also
+            // brings the ledger up to date); plus load, its sample, unload and the last snapshot.
+            let engine_calls = u64::from(turns) * 5 + 4;
             Ok(OverheadRow {
                 mode,
                 turns,

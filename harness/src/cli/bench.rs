@@ -1,11 +1,18 @@
 //! `leakloop bench`: benchmarks that print figures (no pass/fail on timings).
 
+use std::path::{Path, PathBuf};
+
 use crate::bench::{
-    render_analysis_cost, render_markdown, render_overhead, render_sequential, run_analysis_cost,
-    run_detection, run_overhead, run_sequential, DetectionConfig, SequentialConfig,
+    bare_loop_resources, render_analysis_cost, render_bare_loop, render_markdown, render_overhead,
+    render_scale, render_sequential, run_analysis_cost, run_bare_loop_comparison, run_detection,
+    run_overhead, run_sequential, scale_scenario, BareLoopConfig, BareLoopError, DetectionConfig,
+    ScaleRow, SequentialConfig, SCALE_RELOAD_EVERY, SCALE_TURNS,
 };
+use crate::cli::interrupt::InFlight;
 use crate::cli::output;
+use crate::cli::run::{claim_out, run_and_analyze_timed, write_out, Format, PhaseTimes};
 use crate::cli::{CliError, Outcome};
+use crate::report::{PLOT_SVG, REPORT_JSON, SAMPLES_JSONL};
 
 /// Arguments of `leakloop bench`.
 #[derive(Debug, clap::Args)]
@@ -44,6 +51,64 @@ enum BenchCommand {
         #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(1..=crate::scenario::MAX_TURNS as i64))]
         turns: u32,
     },
+    /// leakloop's per-turn cost on the real LiteRT-LM CPU engine next to a bare C loop making
+    /// the same C-API calls (compiled with `cc`); prints the times and their ratio. Skips, saying
+    /// so, without the library or the model.
+    Overhead(OverheadArgs),
+    /// What a run costs as it grows: run time, analysis time, report time, peak RSS and report
+    /// sizes of a leaky simulator run at 1e3..1e6 turns, without and with reloads (each in a
+    /// fresh process); prints a Markdown table.
+    Scale {
+        /// The longest run measured (the lengths are 1e3, 1e4, 1e5 and 1e6 turns up to it).
+        #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u32).range(1000..=1_000_000))]
+        max_turns: u32,
+        /// Runs one configuration in this process and prints its row as JSON (used by the
+        /// benchmark itself, one process per configuration).
+        #[arg(long, hide = true, requires = "child_out")]
+        child_turns: Option<u32>,
+        /// The reload period of that configuration.
+        #[arg(long, hide = true, default_value_t = 0)]
+        child_reload_every: u32,
+        /// Where that configuration writes its reports.
+        #[arg(long, hide = true)]
+        child_out: Option<PathBuf>,
+    },
+}
+
+/// Arguments of `leakloop bench overhead`.
+#[derive(Debug, clap::Args)]
+struct OverheadArgs {
+    /// Engine library (default: discovered, as for `run`).
+    #[arg(long)]
+    lib: Option<PathBuf>,
+    /// Model file.
+    #[arg(long, default_value = "fixtures/models/tiny-qwen2-f32.litertlm")]
+    model: PathBuf,
+    /// Measured turns per round.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    turns: u32,
+    /// Warm-up turns per round (not timed).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    warmup: u32,
+    /// Rounds (the median is printed).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    rounds: u32,
+    /// Tokens generated per turn.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    max_output_tokens: u32,
+}
+
+impl From<OverheadArgs> for BareLoopConfig {
+    fn from(args: OverheadArgs) -> Self {
+        BareLoopConfig {
+            lib: args.lib,
+            model: args.model,
+            turns: args.turns,
+            warmup: args.warmup,
+            rounds: args.rounds,
+            max_output_tokens: args.max_output_tokens,
+        }
+    }
 }
 
 pub(crate) fn run(args: BenchArgs) -> Result<Outcome, CliError> {
@@ -84,7 +149,108 @@ pub(crate) fn run(args: BenchArgs) -> Result<Outcome, CliError> {
             output::print(&render_overhead(&rows));
             Ok(Outcome::Done)
         }
+        BenchCommand::Overhead(args) => {
+            let config = BareLoopConfig::from(args);
+            let library = match bare_loop_resources(&config) {
+                Ok(library) => library,
+                Err(e) => {
+                    output::note(&format!("SKIPPED: leakloop bench overhead: {e}"));
+                    return Ok(Outcome::Done);
+                }
+            };
+            match run_bare_loop_comparison(&config) {
+                Ok(rows) => {
+                    output::print(&render_bare_loop(&rows, &config, &library.version));
+                    Ok(Outcome::Done)
+                }
+                Err(BareLoopError::Missing(why)) => {
+                    output::note(&format!("SKIPPED: leakloop bench overhead: {why}"));
+                    Ok(Outcome::Done)
+                }
+                Err(e) => Err(CliError::Engine(e.into())),
+            }
+        }
+        BenchCommand::Scale {
+            child_turns: Some(turns),
+            child_reload_every,
+            child_out: Some(out),
+            ..
+        } => {
+            let row = scale_child(turns, child_reload_every, &out)?;
+            output::println(&serde_json::to_string(&row).map_err(|e| CliError::Engine(e.into()))?);
+            Ok(Outcome::Done)
+        }
+        BenchCommand::Scale { max_turns, .. } => {
+            let mut rows = Vec::new();
+            for reload_every in [0, SCALE_RELOAD_EVERY] {
+                for &turns in SCALE_TURNS.iter().filter(|&&t| t <= max_turns) {
+                    let row = scale_in_child(turns, reload_every)?;
+                    output::note(&format!(
+                        "{turns} turns, reloads every {reload_every}: {:.2} s",
+                        row.total_seconds()
+                    ));
+                    rows.push(row);
+                }
+            }
+            output::print(&render_scale(&rows));
+            Ok(Outcome::Done)
+        }
     }
+}
+
+/// Runs one scale configuration in a fresh copy of this program and reads back its row.
+fn scale_in_child(turns: u32, reload_every: u32) -> Result<ScaleRow, CliError> {
+    let dir = tempfile::tempdir().map_err(|e| CliError::Engine(e.into()))?;
+    let exe = std::env::current_exe().map_err(|e| CliError::Engine(e.into()))?;
+    let output = std::process::Command::new(exe)
+        .args(["bench", "scale", "--child-turns", &turns.to_string()])
+        .args(["--child-reload-every", &reload_every.to_string()])
+        .arg("--child-out")
+        .arg(dir.path())
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| CliError::Engine(e.into()))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        return Err(CliError::Engine(anyhow::anyhow!(
+            "the {turns}-turn configuration failed ({}): {}",
+            output.status,
+            stdout.trim()
+        )));
+    }
+    serde_json::from_str(stdout.trim()).map_err(|e| CliError::Engine(e.into()))
+}
+
+/// One scale configuration, end to end in this process, as `leakloop run --out` does it.
+fn scale_child(turns: u32, reload_every: u32, out: &Path) -> Result<ScaleRow, CliError> {
+    let scenario = scale_scenario(turns, reload_every).map_err(|e| CliError::Engine(e.into()))?;
+    let mut times = PhaseTimes::default();
+    let claimed = claim_out(out)?;
+    let (record, verdict, claimed) = run_and_analyze_timed(
+        &scenario,
+        Some(claimed),
+        true,
+        &InFlight::default(),
+        Format::Text,
+        &mut times,
+    )?;
+    let started = std::time::Instant::now();
+    write_out(claimed, &record, &verdict);
+    times.reports = started.elapsed().as_secs_f64();
+    let size = |name: &str| std::fs::metadata(out.join(name)).map_or(0, |m| m.len());
+    Ok(ScaleRow {
+        turns,
+        reload_every,
+        samples: record.samples.len(),
+        run_seconds: times.run,
+        analyze_seconds: times.analyze,
+        report_seconds: times.reports,
+        run_peak_rss: times.run_peak_rss,
+        peak_rss: crate::probe::peak_rss_bytes(),
+        report_json: size(REPORT_JSON),
+        plot_svg: size(PLOT_SVG),
+        samples_jsonl: size(SAMPLES_JSONL),
+    })
 }
 
 /// How many series a detection table took and how long, on stderr (the table is on stdout).

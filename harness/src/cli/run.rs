@@ -183,11 +183,45 @@ pub(crate) fn run_and_analyze(
     in_flight: &InFlight,
     format: Format,
 ) -> Result<(RunRecord, Verdict, Option<OutDir>), CliError> {
+    run_and_analyze_timed(
+        scenario,
+        out,
+        quiet,
+        in_flight,
+        format,
+        &mut PhaseTimes::default(),
+    )
+}
+
+/// Wall time of the phases of [`run_and_analyze`], in seconds, and of writing the reports (for
+/// `leakloop bench scale`).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct PhaseTimes {
+    /// Building the engine and the turn loop, samples streamed.
+    pub run: f64,
+    /// The analysis.
+    pub analyze: f64,
+    /// Writing the reports (timed by the caller around [`write_out`]).
+    pub reports: f64,
+    /// Peak resident memory when the turn loop ended, in bytes, where the OS tells.
+    pub run_peak_rss: Option<u64>,
+}
+
+/// [`run_and_analyze`], timing each phase into `times`.
+pub(crate) fn run_and_analyze_timed(
+    scenario: &Scenario,
+    out: Option<OutDir>,
+    quiet: bool,
+    in_flight: &InFlight,
+    format: Format,
+    times: &mut PhaseTimes,
+) -> Result<(RunRecord, Verdict, Option<OutDir>), CliError> {
     // What the library cannot run is bad input, refused before anything starts.
     if let Err(why) = check_library(scenario, None) {
         release(out);
         return Err(why.into());
     }
+    let started = std::time::Instant::now();
     let mut engine = match build_engine(scenario) {
         Ok(engine) => engine,
         Err(e) => {
@@ -241,7 +275,11 @@ pub(crate) fn run_and_analyze(
             output::warning(&e.to_string());
         }
     }
+    times.run = started.elapsed().as_secs_f64();
+    times.run_peak_rss = crate::probe::peak_rss_bytes();
+    let started = std::time::Instant::now();
     let verdict = analyze_run(&record);
+    times.analyze = started.elapsed().as_secs_f64();
     Ok((record, verdict, out))
 }
 

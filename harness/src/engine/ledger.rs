@@ -34,7 +34,40 @@ impl KindCounts {
     }
 }
 
-/// The ledger's entries for one turn (turn 0: the load before the first turn).
+/// Consecutive turns in which one kind saw the same creates and deletes: the ledger's per-turn
+/// history, run-length encoded (a clean run of a million turns is one run per kind).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LedgerRun {
+    /// The first turn of the run (0: the load before the first turn).
+    pub first_turn: u32,
+    /// The last turn of the run.
+    pub last_turn: u32,
+    /// Creates in each turn of the run.
+    pub created: u64,
+    /// Deletes in each turn of the run.
+    pub deleted: u64,
+}
+
+impl LedgerRun {
+    fn counts(&self) -> KindCounts {
+        KindCounts {
+            created: self.created,
+            deleted: self.deleted,
+        }
+    }
+
+    fn starting(turn: u32, counts: KindCounts) -> Self {
+        LedgerRun {
+            first_turn: turn,
+            last_turn: turn,
+            created: counts.created,
+            deleted: counts.deleted,
+        }
+    }
+}
+
+/// The ledger's entries for one turn, as report.json `format_version` 1 wrote them; read and
+/// folded into runs.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TurnLedger {
     /// The turn these counts belong to.
@@ -57,15 +90,48 @@ pub struct LedgerImbalance {
 }
 
 /// Per-turn and total create/delete counts of every resource kind seen in a run.
+///
+/// Recording allocates only when a kind is first seen or its per-turn counts change, so that
+/// the ledger of a long run neither grows per turn inside the measured process nor costs a
+/// string per call.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "RawLedger")]
 pub struct Ledger {
     /// Totals over the whole run.
     pub totals: BTreeMap<String, KindCounts>,
-    /// Per-turn entries in turn order.
-    pub turns: Vec<TurnLedger>,
-    /// Last cumulative snapshot seen per backend kind, to turn cumulative counts into deltas.
+    /// Per kind, its per-turn counts as runs of consecutive turns with the same counts, in turn
+    /// order. Turns in which a kind saw nothing are not in its runs.
+    pub runs: BTreeMap<String, Vec<LedgerRun>>,
+    /// Last cumulative snapshot seen per source and backend kind, with the ledger kind it is
+    /// recorded as, to turn cumulative counts into deltas without formatting a key per call.
     #[serde(skip)]
-    last_cumulative: BTreeMap<String, KindCounts>,
+    last_cumulative: BTreeMap<String, BTreeMap<String, (String, KindCounts)>>,
+}
+
+/// The ledger as written: `runs` (format_version 2) or per-turn `turns` (format_version 1).
+#[derive(Deserialize)]
+struct RawLedger {
+    totals: BTreeMap<String, KindCounts>,
+    #[serde(default)]
+    runs: BTreeMap<String, Vec<LedgerRun>>,
+    #[serde(default)]
+    turns: Vec<TurnLedger>,
+}
+
+impl From<RawLedger> for Ledger {
+    fn from(raw: RawLedger) -> Self {
+        let mut ledger = Ledger {
+            totals: raw.totals,
+            runs: raw.runs,
+            last_cumulative: BTreeMap::new(),
+        };
+        for turn in raw.turns {
+            for (kind, counts) in turn.kinds {
+                ledger.add_run(turn.turn, &kind, counts);
+            }
+        }
+        ledger
+    }
 }
 
 impl Ledger {
@@ -74,30 +140,52 @@ impl Ledger {
         Self::default()
     }
 
-    fn turn_entry(&mut self, turn: u32) -> &mut TurnLedger {
-        if self.turns.last().is_none_or(|t| t.turn != turn) {
-            self.turns.push(TurnLedger {
-                turn,
-                kinds: BTreeMap::new(),
-            });
+    fn add(&mut self, turn: u32, kind: &str, delta: KindCounts) {
+        match self.totals.get_mut(kind) {
+            Some(_) if delta == KindCounts::default() => return,
+            Some(total) => {
+                total.created += delta.created;
+                total.deleted += delta.deleted;
+            }
+            None => {
+                self.totals.insert(kind.to_owned(), delta);
+            }
         }
-        self.turns.last_mut().expect("just pushed")
+        self.add_run(turn, kind, delta);
     }
 
-    fn add(&mut self, turn: u32, kind: &str, delta: KindCounts) {
-        if delta == KindCounts::default() && self.totals.contains_key(kind) {
+    /// Adds `delta` to `kind`'s counts in `turn` (turns arrive in order).
+    fn add_run(&mut self, turn: u32, kind: &str, delta: KindCounts) {
+        let runs = match self.runs.get_mut(kind) {
+            Some(runs) => runs,
+            None => self.runs.entry(kind.to_owned()).or_default(),
+        };
+        let Some(last) = runs.last_mut() else {
+            runs.push(LedgerRun::starting(turn, delta));
             return;
+        };
+        if last.last_turn == turn {
+            let mut counts = last.counts();
+            counts.created += delta.created;
+            counts.deleted += delta.deleted;
+            if last.first_turn < turn {
+                // This turn no longer matches the run it extended: split it off.
+                last.last_turn = turn - 1;
+                runs.push(LedgerRun::starting(turn, counts));
+            } else {
+                last.created = counts.created;
+                last.deleted = counts.deleted;
+                let n = runs.len();
+                if n >= 2 && runs[n - 2].last_turn + 1 == turn && runs[n - 2].counts() == counts {
+                    runs.pop();
+                    runs[n - 2].last_turn = turn;
+                }
+            }
+        } else if last.last_turn + 1 == turn && last.counts() == delta {
+            last.last_turn = turn;
+        } else {
+            runs.push(LedgerRun::starting(turn, delta));
         }
-        let total = self.totals.entry(kind.to_owned()).or_default();
-        total.created += delta.created;
-        total.deleted += delta.deleted;
-        let entry = self
-            .turn_entry(turn)
-            .kinds
-            .entry(kind.to_owned())
-            .or_default();
-        entry.created += delta.created;
-        entry.deleted += delta.deleted;
     }
 
     /// Records one creation of `kind` during `turn`.
@@ -133,12 +221,54 @@ impl Ledger {
         cumulative: &BTreeMap<String, KindCounts>,
     ) {
         for (kind, counts) in cumulative {
-            let key = format!("{source}/{kind}");
-            let previous = self.last_cumulative.get(&key).copied().unwrap_or_default();
-            let delta = counts.saturating_delta(&previous);
-            self.last_cumulative.insert(key.clone(), *counts);
+            let seen = match self.last_cumulative.get_mut(source) {
+                Some(seen) => seen,
+                None => self.last_cumulative.entry(source.to_owned()).or_default(),
+            };
+            let (key, previous) = match seen.get_mut(kind.as_str()) {
+                Some(entry) => entry,
+                None => seen
+                    .entry(kind.clone())
+                    .or_insert_with(|| (format!("{source}/{kind}"), KindCounts::default())),
+            };
+            let delta = counts.saturating_delta(previous);
+            *previous = *counts;
+            if delta == KindCounts::default() && self.totals.contains_key(key.as_str()) {
+                continue;
+            }
+            let key = key.clone();
             self.add(turn, &key, delta);
         }
+    }
+
+    /// The creates and deletes of `kind` during `turn` (zero when it saw none).
+    pub fn counts_in_turn(&self, kind: &str, turn: u32) -> KindCounts {
+        self.runs
+            .get(kind)
+            .and_then(|runs| {
+                let i = runs.partition_point(|run| run.last_turn < turn);
+                runs.get(i).filter(|run| run.first_turn <= turn)
+            })
+            .map_or_else(KindCounts::default, LedgerRun::counts)
+    }
+
+    /// Forgets every turn from `turn` on (as if the run had stopped before it), totals included.
+    pub fn truncate_before(&mut self, turn: u32) {
+        self.totals.clear();
+        for (kind, runs) in &mut self.runs {
+            runs.retain(|run| run.first_turn < turn);
+            let mut total = KindCounts::default();
+            for run in runs.iter_mut() {
+                run.last_turn = run.last_turn.min(turn - 1);
+                let len = u64::from(run.last_turn - run.first_turn) + 1;
+                total.created += run.created * len;
+                total.deleted += run.deleted * len;
+            }
+            self.totals.insert(kind.clone(), total);
+        }
+        self.runs.retain(|_, runs| !runs.is_empty());
+        self.totals.retain(|kind, _| self.runs.contains_key(kind));
+        self.last_cumulative.clear();
     }
 
     /// Every kind whose totals differ, with the turn where its live count first rose for good.
@@ -161,32 +291,62 @@ impl Ledger {
     /// never rose above that level (a load-time resource that was never released), the first
     /// turn from which it stayed non-zero.
     fn first_unbalanced_turn(&self, kind: &str) -> Option<u32> {
-        let mut live = 0i64;
-        let running: Vec<(u32, i64)> = self
-            .turns
-            .iter()
-            .map(|turn| {
-                live += turn.kinds.get(kind).map_or(0, KindCounts::live);
-                (turn.turn, live)
-            })
-            .collect();
-        let after_load = running
+        let runs = self.runs.get(kind).map_or(&[][..], Vec::as_slice);
+        let after_load = runs
             .first()
-            .filter(|(turn, _)| *turn == 0)
-            .map_or(0, |(_, live)| *live);
-        let first_staying = |above: i64| {
-            let mut first = None;
-            for (turn, live) in &running {
-                match (*live > above, first) {
-                    (true, None) => first = Some(*turn),
-                    (false, Some(_)) => first = None,
-                    _ => {}
-                }
-            }
-            first
-        };
-        first_staying(after_load).or_else(|| first_staying(0))
+            .filter(|run| run.first_turn == 0)
+            .map_or(0, |run| i128::from(run.created) - i128::from(run.deleted));
+        first_staying_above(runs, after_load).or_else(|| first_staying_above(runs, 0))
     }
+}
+
+/// The first turn from which the running live count of `runs` stays above `above` to the end.
+/// Within a run the count moves by the same step every turn, so each run is settled in O(1).
+fn first_staying_above(runs: &[LedgerRun], above: i128) -> Option<u32> {
+    let mut live = 0i128;
+    let mut first = None;
+    for run in runs {
+        let step = i128::from(run.created) - i128::from(run.deleted);
+        let len = i128::from(run.last_turn - run.first_turn) + 1;
+        // The 1-based index within the run of the first turn whose count is on the other side
+        // of `above` from where the run started, if any.
+        let at_turn = |k: i128| run.first_turn + u32::try_from(k - 1).unwrap_or(0);
+        if step == 0 {
+            if live > above {
+                first = first.or(Some(run.first_turn));
+            } else {
+                first = None;
+            }
+        } else if step > 0 {
+            // Smallest k >= 1 with live + k * step > above.
+            let k = if live + step > above {
+                1
+            } else {
+                (above - live) / step + 1
+            };
+            if k > 1 {
+                first = None;
+            }
+            if k <= len {
+                first = first.or(Some(at_turn(k)));
+            }
+        } else {
+            // Smallest k >= 1 with live + k * step <= above.
+            let k = if live + step <= above {
+                1
+            } else {
+                (live - above + (-step) - 1) / (-step)
+            };
+            if k > 1 {
+                first = first.or(Some(run.first_turn));
+            }
+            if k <= len {
+                first = None;
+            }
+        }
+        live += step * len;
+    }
+    first
 }
 
 #[cfg(test)]
@@ -232,7 +392,29 @@ mod tests {
         assert_eq!(imbalances[0].kind, "sim/conversation");
         assert_eq!((imbalances[0].created, imbalances[0].deleted), (4, 2));
         assert_eq!(imbalances[0].first_turn, Some(3));
-        assert_eq!(ledger.turns[3].kinds["sim/conversation"].created, 1);
+        assert_eq!(
+            ledger.runs["sim/conversation"],
+            [
+                LedgerRun {
+                    first_turn: 0,
+                    last_turn: 0,
+                    created: 0,
+                    deleted: 0
+                },
+                LedgerRun {
+                    first_turn: 1,
+                    last_turn: 2,
+                    created: 1,
+                    deleted: 1
+                },
+                LedgerRun {
+                    first_turn: 3,
+                    last_turn: 4,
+                    created: 1,
+                    deleted: 0
+                },
+            ]
+        );
     }
 
     #[test]
@@ -262,5 +444,94 @@ mod tests {
         ledger.record_create(3, "runner/session");
         let imbalances = ledger.imbalances();
         assert_eq!(imbalances[0].first_turn, Some(3));
+    }
+
+    /// The per-turn algorithm the runs replaced: the running live count at every turn.
+    fn first_unbalanced_turn_per_turn(per_turn: &[(u32, i64)]) -> Option<u32> {
+        let mut live = 0;
+        let running: Vec<(u32, i64)> = per_turn
+            .iter()
+            .map(|(turn, l)| {
+                live += l;
+                (*turn, live)
+            })
+            .collect();
+        let after_load = running
+            .first()
+            .filter(|(turn, _)| *turn == 0)
+            .map_or(0, |(_, live)| *live);
+        let first_staying = |above: i64| {
+            let mut first = None;
+            for (turn, live) in &running {
+                match (*live > above, first) {
+                    (true, None) => first = Some(*turn),
+                    (false, Some(_)) => first = None,
+                    _ => {}
+                }
+            }
+            first
+        };
+        first_staying(after_load).or_else(|| first_staying(0))
+    }
+
+    /// Issue 15: a million identical turns are one run, and the turn a leak began is still found
+    /// exactly as per-turn entries found it.
+    #[test]
+    fn runs_find_the_same_first_unbalanced_turn_as_per_turn_entries() {
+        use rand::{RngExt, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(15);
+        for case in 0..400 {
+            let mut ledger = Ledger::new();
+            let mut per_turn = Vec::new();
+            let mut turn = 0u32;
+            for _ in 0..rng.random_range(1..12) {
+                let (created, deleted) = (rng.random_range(0..3u64), rng.random_range(0..3u64));
+                for _ in 0..rng.random_range(1..6) {
+                    for _ in 0..created {
+                        ledger.record_create(turn, "k");
+                    }
+                    for _ in 0..deleted {
+                        ledger.record_delete(turn, "k");
+                    }
+                    if created + deleted > 0 {
+                        per_turn.push((turn, created as i64 - deleted as i64));
+                    }
+                    turn += rng.random_range(1..3);
+                }
+            }
+            if per_turn.is_empty() {
+                continue;
+            }
+            assert_eq!(
+                ledger.first_unbalanced_turn("k"),
+                first_unbalanced_turn_per_turn(&per_turn),
+                "case {case}: {:?}",
+                ledger.runs["k"]
+            );
+        }
+        let mut ledger = Ledger::new();
+        for turn in 1..=1_000_000 {
+            ledger.record_create(turn, "runner/session");
+            ledger.record_delete(turn, "runner/session");
+        }
+        assert_eq!(ledger.runs["runner/session"].len(), 1);
+    }
+
+    #[test]
+    fn a_format_version_1_ledger_reads_as_runs() {
+        let text = r#"{"totals": {"sim/conversation": {"created": 3, "deleted": 2}},
+            "turns": [
+              {"turn": 1, "kinds": {"sim/conversation": {"created": 1, "deleted": 1}}},
+              {"turn": 2, "kinds": {"sim/conversation": {"created": 1, "deleted": 1}}},
+              {"turn": 3, "kinds": {"sim/conversation": {"created": 1, "deleted": 0}}}
+            ]}"#;
+        let ledger: Ledger = serde_json::from_str(text).unwrap();
+        assert_eq!(ledger.runs["sim/conversation"].len(), 2);
+        assert_eq!(ledger.counts_in_turn("sim/conversation", 2).live(), 0);
+        assert_eq!(ledger.counts_in_turn("sim/conversation", 3).live(), 1);
+        assert_eq!(ledger.counts_in_turn("sim/conversation", 4).created, 0);
+        assert_eq!(ledger.imbalances()[0].first_turn, Some(3));
+        let back: Ledger = serde_json::from_str(&serde_json::to_string(&ledger).unwrap()).unwrap();
+        assert_eq!(back, ledger);
     }
 }

@@ -15,7 +15,7 @@ pub use api::{
     GenerateRequest, Prompt, SessionId,
 };
 pub use factory::{build_engine, build_in_process};
-pub use ledger::{KindCounts, Ledger, LedgerImbalance, TurnLedger};
+pub use ledger::{KindCounts, Ledger, LedgerImbalance, LedgerRun, TurnLedger};
 pub use litert_lm::LitertLmEngine;
 pub use opencl::OpenClEngine;
 pub use sim::SimEngine;

@@ -346,23 +346,9 @@ const PROBE_CHILD_ENV: &str = "LEAKLOOP_SIM_PROBE_CHILD";
 /// Runs the real-allocation check alone in a fresh copy of this test binary: RSS is process-wide,
 /// and tests running in parallel threads of this process would add their own pages to it.
 fn run_probe_check_in_child() {
-    let exe = std::env::current_exe().unwrap();
-    let output = std::process::Command::new(exe)
-        .args([
-            "--exact",
-            "engine::sim::tests::real_allocation_probe_check",
-            "--include-ignored",
-            "--test-threads=1",
-            "--nocapture",
-        ])
-        .env(PROBE_CHILD_ENV, "1")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success() && stdout.contains("1 passed"),
-        "child check failed:\n{stdout}\n{stderr}"
+    crate::test_util::run_alone_in_child(
+        "engine::sim::tests::real_allocation_probe_check",
+        PROBE_CHILD_ENV,
     );
 }
 

@@ -4,4 +4,4 @@ mod native_heap;
 mod process;
 
 pub use native_heap::native_heap_bytes;
-pub use process::{probe_process, ProbeError};
+pub use process::{peak_rss_bytes, probe_process, ProbeError, ProcessProbe, PROCESS_METRICS};

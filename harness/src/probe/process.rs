@@ -15,53 +15,146 @@ pub struct ProbeError {
 }
 
 /// Reads the memory metrics of process `pid`, in bytes: `rss`, `pss`, `anon_rss`, `swap` where
-/// the OS offers them.
+/// the OS offers them. Reads every source; the run loop uses a [`ProcessProbe`] that reads only
+/// what a scenario watches.
 pub fn probe_process(pid: u32) -> Result<BTreeMap<String, u64>, ProbeError> {
-    imp::probe(pid)
+    let mut metrics = BTreeMap::new();
+    ProcessProbe::all().read(pid, &mut |name, value| {
+        metrics.insert(name.to_owned(), value);
+    })?;
+    Ok(metrics)
+}
+
+/// The peak resident memory of this process so far (`VmHWM`), in bytes, where the OS tells.
+pub fn peak_rss_bytes() -> Option<u64> {
+    imp::peak_rss()
+}
+
+/// The metrics this probe can read.
+pub const PROCESS_METRICS: &[&str] = &["rss", "pss", "anon_rss", "swap"];
+
+/// A process probe that reads only the sources its metrics need, cheapest first:
+/// `/proc/<pid>/status` (RSS, anonymous RSS and swap; microseconds) unless PSS is wanted, and
+/// `/proc/<pid>/smaps_rollup` only for PSS (it walks every mapping: ~10 µs per MiB resident).
+#[derive(Debug, Clone, Default)]
+pub struct ProcessProbe {
+    /// Read `status` (rss, anon_rss, swap).
+    status: bool,
+    /// Read `smaps_rollup` (pss, and the others from the same walk).
+    rollup: bool,
+    /// Reused read buffer, so that a sample allocates nothing once warm.
+    buffer: String,
+}
+
+impl ProcessProbe {
+    /// A probe reading every source.
+    pub fn all() -> Self {
+        Self::for_metrics(PROCESS_METRICS)
+    }
+
+    /// A probe for the given metric names (others are ignored): `None` when none of them is a
+    /// process metric, so that nothing is read at all.
+    pub fn for_watched<S: AsRef<str>>(watched: &[S]) -> Option<Self> {
+        let probe = Self::for_metrics(watched);
+        (probe.status || probe.rollup).then_some(probe)
+    }
+
+    fn for_metrics<S: AsRef<str>>(watched: &[S]) -> Self {
+        let wants = |name: &str| watched.iter().any(|w| w.as_ref() == name);
+        let rollup = wants("pss");
+        Self {
+            status: !rollup && (wants("rss") || wants("anon_rss") || wants("swap")),
+            rollup,
+            buffer: String::new(),
+        }
+    }
+
+    /// Whether this probe reads `smaps_rollup` (the costly source).
+    pub fn reads_smaps_rollup(&self) -> bool {
+        self.rollup
+    }
+
+    /// Reads the process's metrics, handing each `(name, bytes)` to `out`.
+    pub fn read(
+        &mut self,
+        pid: u32,
+        out: &mut dyn FnMut(&'static str, u64),
+    ) -> Result<(), ProbeError> {
+        imp::probe(self, pid, out)
+    }
 }
 
 #[cfg(any(target_os = "linux", target_os = "android"))]
 mod imp {
     use super::*;
+    use std::io::Read;
 
-    pub(super) fn probe(pid: u32) -> Result<BTreeMap<String, u64>, ProbeError> {
-        let read = |file: &str| {
-            std::fs::read_to_string(format!("/proc/{pid}/{file}")).map_err(|e| ProbeError {
+    fn read_into(buffer: &mut String, pid: u32, file: &str) -> Result<(), ProbeError> {
+        buffer.clear();
+        std::fs::File::open(format!("/proc/{pid}/{file}"))
+            .and_then(|mut f| f.read_to_string(buffer))
+            .map(drop)
+            .map_err(|e| ProbeError {
                 pid,
                 cause: format!("/proc/{pid}/{file}: {e}"),
             })
-        };
-        let mut metrics = BTreeMap::new();
+    }
+
+    pub(super) fn probe(
+        probe: &mut ProcessProbe,
+        pid: u32,
+        out: &mut dyn FnMut(&'static str, u64),
+    ) -> Result<(), ProbeError> {
+        let mut found = [false; 3];
+        let mut any = false;
         // smaps_rollup is missing on old kernels; status alone still gives RSS and swap.
-        if let Ok(rollup) = read("smaps_rollup") {
+        if probe.rollup && read_into(&mut probe.buffer, pid, "smaps_rollup").is_ok() {
             for (key, name) in [
                 ("Rss", "rss"),
                 ("Pss", "pss"),
                 ("Anonymous", "anon_rss"),
                 ("Swap", "swap"),
             ] {
-                if let Some(kib) = field_kib(&rollup, key) {
-                    metrics.insert(name.to_owned(), kib * 1024);
+                if let Some(kib) = field_kib(&probe.buffer, key) {
+                    if let Some(i) = ["rss", "anon_rss", "swap"].iter().position(|n| *n == name) {
+                        found[i] = true;
+                    }
+                    any = true;
+                    out(name, kib * 1024);
                 }
             }
         }
-        let status = read("status")?;
-        for (key, name) in [
-            ("VmRSS", "rss"),
-            ("RssAnon", "anon_rss"),
-            ("VmSwap", "swap"),
-        ] {
-            if let Some(kib) = field_kib(&status, key) {
-                metrics.entry(name.to_owned()).or_insert(kib * 1024);
+        if probe.status || (probe.rollup && found.contains(&false)) {
+            read_into(&mut probe.buffer, pid, "status")?;
+            for (i, (key, name)) in [
+                ("VmRSS", "rss"),
+                ("RssAnon", "anon_rss"),
+                ("VmSwap", "swap"),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                if found[i] {
+                    continue;
+                }
+                if let Some(kib) = field_kib(&probe.buffer, key) {
+                    any = true;
+                    out(name, kib * 1024);
+                }
             }
         }
-        if metrics.is_empty() {
+        if !any {
             return Err(ProbeError {
                 pid,
                 cause: "no memory fields in /proc status".into(),
             });
         }
-        Ok(metrics)
+        Ok(())
+    }
+
+    pub(super) fn peak_rss() -> Option<u64> {
+        let status = std::fs::read_to_string("/proc/self/status").ok()?;
+        field_kib(&status, "VmHWM").map(|kib| kib * 1024)
     }
 
     /// Value of a `Key:   123 kB` line.
@@ -78,7 +171,11 @@ mod imp {
     use super::*;
     use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
 
-    pub(super) fn probe(pid: u32) -> Result<BTreeMap<String, u64>, ProbeError> {
+    pub(super) fn probe(
+        _probe: &mut ProcessProbe,
+        pid: u32,
+        out: &mut dyn FnMut(&'static str, u64),
+    ) -> Result<(), ProbeError> {
         let mut system = System::new();
         let spid = Pid::from_u32(pid);
         system.refresh_processes_specifics(
@@ -90,7 +187,12 @@ mod imp {
             pid,
             cause: "no such process".into(),
         })?;
-        Ok(BTreeMap::from([("rss".to_owned(), process.memory())]))
+        out("rss", process.memory());
+        Ok(())
+    }
+
+    pub(super) fn peak_rss() -> Option<u64> {
+        None
     }
 }
 
@@ -115,6 +217,39 @@ mod tests {
         let after = probe_process(pid).unwrap()["rss"];
         assert!(after >= before + (48 << 20), "rss {before} -> {after}");
         drop(block);
+    }
+
+    /// Issue 15: smaps_rollup walks every mapping (milliseconds for a big process) and was read
+    /// at every sample even when no PSS was watched.
+    #[test]
+    fn reads_smaps_rollup_only_when_pss_is_watched() {
+        assert!(ProcessProbe::for_watched(&["native_heap", "gpu"]).is_none());
+        let status_only = ProcessProbe::for_watched(&["rss", "native_heap"]).unwrap();
+        assert!(!status_only.reads_smaps_rollup());
+        let with_pss = ProcessProbe::for_watched(&["pss"]).unwrap();
+        assert!(with_pss.reads_smaps_rollup());
+        let mut names = Vec::new();
+        let mut probe = ProcessProbe::for_watched(&["anon_rss"]).unwrap();
+        probe
+            .read(std::process::id(), &mut |name, _| names.push(name))
+            .unwrap();
+        assert!(
+            names.contains(&"rss") && names.contains(&"anon_rss"),
+            "{names:?}"
+        );
+        assert!(!names.contains(&"pss"), "{names:?}");
+        let mut names = Vec::new();
+        ProcessProbe::for_watched(&["pss"])
+            .unwrap()
+            .read(std::process::id(), &mut |name, _| names.push(name))
+            .unwrap();
+        assert!(names.contains(&"pss"), "{names:?}");
+    }
+
+    #[test]
+    fn the_peak_is_at_least_what_is_resident_now() {
+        let now = probe_process(std::process::id()).unwrap()["rss"];
+        assert!(peak_rss_bytes().unwrap() >= now / 2, "{now}");
     }
 
     #[test]

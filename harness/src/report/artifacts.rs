@@ -3,10 +3,10 @@
 use std::path::{Path, PathBuf};
 
 use crate::analyze::Verdict;
-use crate::report::atomic::write_atomic;
+use crate::report::atomic::{write_atomic, write_atomic_with};
 use crate::report::out_dir::create_folder;
 use crate::report::{
-    render_junit, render_plot_svg, render_report_json, render_summary_md, ReportError,
+    render_junit, render_plot_svg, render_summary_md, write_report_json, ReportError,
 };
 use crate::runner::RunRecord;
 
@@ -22,27 +22,40 @@ pub const SUMMARY_MD: &str = "summary.md";
 pub const SAMPLES_JSONL: &str = "samples.jsonl";
 
 /// Renders and atomically writes report.json, junit.xml, plot.svg and summary.md into `dir`
-/// (created if missing); returns the paths written, in that order. Every artifact is rendered
-/// before the first is written, so a rendering error leaves the folder as it was. A file that
-/// cannot be written (a full disk) does not keep the others from being tried: a CI job may
-/// still get its small junit.xml when the large report.json does not fit.
+/// (created if missing); returns the paths written, in that order. One artifact at a time:
+/// report.json is streamed to its file, the others are rendered just before they are written,
+/// so a long run never holds every artifact in memory at once. Each file is replaced
+/// atomically; a rendering error leaves that artifact as it was. A file that cannot be rendered
+/// or written (a full disk) does not keep the others from being tried: a CI job may still get
+/// its small junit.xml when the large report.json does not fit.
 pub fn write_reports(
     dir: &Path,
     record: &RunRecord,
     verdict: &Verdict,
 ) -> Result<Vec<PathBuf>, ReportError> {
-    let artifacts = [
-        (REPORT_JSON, render_report_json(record, verdict)?),
-        (JUNIT_XML, render_junit(record, verdict)?),
-        (PLOT_SVG, render_plot_svg(record, verdict)?),
-        (SUMMARY_MD, render_summary_md(record, verdict)),
-    ];
     create_folder(dir)?;
-    let mut written = Vec::with_capacity(artifacts.len());
+    let mut written = Vec::with_capacity(4);
     let mut failed = Vec::new();
-    for (name, contents) in artifacts {
+    let path = dir.join(REPORT_JSON);
+    let streamed = write_atomic_with(&path, |out| {
+        write_report_json(out, record, verdict).map_err(|source| ReportError::Write {
+            path: path.clone(),
+            source,
+        })
+    });
+    match streamed {
+        Ok(()) => written.push(path),
+        Err(e) => failed.push(e),
+    }
+    type Render<'a> = &'a dyn Fn() -> Result<String, ReportError>;
+    let rest: [(&str, Render<'_>); 3] = [
+        (JUNIT_XML, &|| render_junit(record, verdict)),
+        (PLOT_SVG, &|| render_plot_svg(record, verdict)),
+        (SUMMARY_MD, &|| Ok(render_summary_md(record, verdict))),
+    ];
+    for (name, render) in rest {
         let path = dir.join(name);
-        match write_atomic(&path, contents.as_bytes()) {
+        match render().and_then(|contents| write_atomic(&path, contents.as_bytes())) {
             Ok(()) => written.push(path),
             Err(e) => failed.push(e),
         }

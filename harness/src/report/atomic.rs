@@ -13,6 +13,21 @@ use crate::report::ReportError;
 
 /// Writes `contents` to `path` atomically (the folder must exist).
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ReportError> {
+    write_atomic_with(path, |out| {
+        out.write_all(contents)
+            .map_err(|source| ReportError::Write {
+                path: path.to_owned(),
+                source,
+            })
+    })
+}
+
+/// Streams what `write` produces into `path` atomically (the folder must exist): nothing of it
+/// needs to be in memory at once, and an error leaves `path` as it was.
+pub fn write_atomic_with(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> Result<(), ReportError>,
+) -> Result<(), ReportError> {
     let error = |source| ReportError::Write {
         path: path.to_owned(),
         source,
@@ -31,7 +46,11 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ReportError> {
         .permissions(std::fs::Permissions::from_mode(FILE_MODE))
         .tempfile_in(dir)
         .map_err(error)?;
-    temp.write_all(contents).map_err(error)?;
+    {
+        let mut buffered = std::io::BufWriter::new(temp.as_file_mut());
+        write(&mut buffered)?;
+        buffered.flush().map_err(error)?;
+    }
     temp.as_file().sync_all().map_err(error)?;
     temp.persist(path).map_err(|e| error(e.error))?;
     Ok(())

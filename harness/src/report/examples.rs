@@ -397,6 +397,49 @@ pub fn clean_run() -> (RunRecord, Verdict) {
     (record, verdict)
 }
 
+/// A long clean run of `turns` turns sampled after generate and close, reloaded every
+/// `reload_every` turns (0: never), with the clean run's verdict: for checking that artifacts
+/// stay bounded as runs grow.
+pub fn long_run(turns: u32, reload_every: u32) -> (RunRecord, Verdict) {
+    let (mut record, verdict) = clean_run();
+    record.scenario.turns = turns;
+    record.scenario.reload_every = reload_every;
+    record.turns_completed = turns;
+    record.samples = vec![sample(0, Phase::Load, 1, &[("native_heap", 300 * MIB)])];
+    let mut ledger = Ledger::new();
+    ledger.record_create(0, "runner/engine");
+    let mut epoch = 1;
+    for turn in 1..=turns {
+        let jitter = u64::from(turn.wrapping_mul(2_654_435_761) % 997) * 64;
+        let heap = 300 * MIB + jitter;
+        record.samples.push(sample(
+            turn,
+            Phase::Generate,
+            epoch,
+            &[("native_heap", heap + 40 * MIB)],
+        ));
+        record
+            .samples
+            .push(sample(turn, Phase::Close, epoch, &[("native_heap", heap)]));
+        ledger.record_create(turn, "runner/session");
+        ledger.record_delete(turn, "runner/session");
+        if reload_every > 0 && turn % reload_every == 0 && turn < turns {
+            epoch += 1;
+            ledger.record_delete(turn, "runner/engine");
+            ledger.record_create(turn, "runner/engine");
+            record.samples.push(sample(
+                turn,
+                Phase::Reload,
+                epoch,
+                &[("native_heap", 300 * MIB)],
+            ));
+        }
+    }
+    ledger.record_delete(turns, "runner/engine");
+    record.ledger = ledger;
+    (record, verdict)
+}
+
 /// The leak run, killed at turn 4 while generating: the engine's worker died of SIGKILL (the
 /// Android low-memory killer), after a non-fatal generate error in turn 2.
 pub fn crashed_run() -> (RunRecord, Verdict) {
@@ -404,15 +447,7 @@ pub fn crashed_run() -> (RunRecord, Verdict) {
     record.scenario.name = "per-turn-chat-oom".to_owned();
     record.samples.retain(|s| s.turn < 4);
     record.turns_completed = 3;
-    record.ledger.turns.retain(|t| t.turn < 4);
-    record.ledger.totals.clear();
-    for entry in &record.ledger.turns {
-        for (kind, counts) in &entry.kinds {
-            let total = record.ledger.totals.entry(kind.clone()).or_default();
-            total.created += counts.created;
-            total.deleted += counts.deleted;
-        }
-    }
+    record.ledger.truncate_before(4);
     record.engine_errors = vec![(
         2,
         "generate".to_owned(),

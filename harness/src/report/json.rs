@@ -9,12 +9,13 @@ use serde::{Deserialize, Serialize};
 use crate::analyze::{derive_status, Verdict, VerdictStatus};
 use crate::input::{read_bounded, utf8_text, MAX_REPORT_BYTES};
 use crate::report::ReportError;
-use crate::runner::RunRecord;
+use crate::runner::{
+    FormatVersion, RunRecord, OLDEST_REPORT_FORMAT_VERSION, REPORT_FORMAT_VERSION,
+};
 
-/// The report.json layout this build writes and reads. Bump it on any change that an older
-/// reader would misread (a removed or renamed field, a changed meaning); adding a field is not
-/// such a change.
-pub const FORMAT_VERSION: u32 = 1;
+/// The report.json layout this build writes (see [`REPORT_FORMAT_VERSION`]); it reads this one
+/// and every one back to [`OLDEST_REPORT_FORMAT_VERSION`].
+pub const FORMAT_VERSION: u32 = REPORT_FORMAT_VERSION;
 
 /// The leakloop version written into every report.
 pub const LEAKLOOP_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -40,20 +41,35 @@ struct ReportRef<'a> {
     verdict: &'a Verdict,
 }
 
-/// Renders report.json (pretty-printed, with a trailing newline).
+/// Renders report.json (compact: one line, with a trailing newline). A long run's report is
+/// mostly samples; indentation would double it.
 pub fn render_report_json(record: &RunRecord, verdict: &Verdict) -> Result<String, ReportError> {
+    let render_error = |message: String| ReportError::Render {
+        artifact: "report.json",
+        message,
+    };
+    let mut bytes = Vec::new();
+    write_report_json(&mut bytes, record, verdict).map_err(|e| render_error(e.to_string()))?;
+    // serde_json writes UTF-8 only.
+    String::from_utf8(bytes).map_err(|e| render_error(e.to_string()))
+}
+
+/// Streams report.json into `out`, rendering nothing in memory first. A failed write keeps its
+/// I/O error (a full disk is `StorageFull`), so that the caller can name the file it was for.
+pub fn write_report_json(
+    out: impl std::io::Write,
+    record: &RunRecord,
+    verdict: &Verdict,
+) -> std::io::Result<()> {
     let report = ReportRef {
         format_version: FORMAT_VERSION,
         leakloop_version: LEAKLOOP_VERSION,
         record,
         verdict,
     };
-    let mut text = serde_json::to_string_pretty(&report).map_err(|e| ReportError::Render {
-        artifact: "report.json",
-        message: e.to_string(),
-    })?;
-    text.push('\n');
-    Ok(text)
+    let mut out = out;
+    serde_json::to_writer(&mut out, &report)?;
+    out.write_all(b"\n")
 }
 
 /// Reads and checks a report.json file.
@@ -75,18 +91,28 @@ pub fn read_report(path: &Path) -> Result<ReportFile, ReportError> {
 }
 
 /// Parses report.json text and checks that its verdict follows from its expectations; `path` is
-/// only used in error messages.
+/// only used in error messages. The text is parsed into the report once (no intermediate JSON
+/// tree): a report of a million turns must not be held twice. Only when that fails is the text
+/// scanned again for its `format_version`, so that a report from a newer leakloop asks for an
+/// upgrade rather than naming a field it does not know.
 pub fn parse_report(path: &Path, text: &str) -> Result<ReportFile, ReportError> {
-    let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| ReportError::parse(path, None, &e))?;
-    check_format_version(path, &value)?;
     let mut deserializer = serde_json::Deserializer::from_str(text);
-    let report: ReportFile = serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
-        let field = e.path().to_string();
-        ReportError::parse(path, Some(field), e.inner())
-    })?;
-    check_status(path, &report)?;
-    Ok(report)
+    match serde_path_to_error::deserialize::<_, ReportFile>(&mut deserializer) {
+        Ok(report) => {
+            check_version(
+                path,
+                &serde_json::Value::from(report.format_version),
+                Some(&report.leakloop_version),
+            )?;
+            check_status(path, &report)?;
+            Ok(report)
+        }
+        Err(e) => {
+            check_format_version(path, text)?;
+            let field = e.path().to_string();
+            Err(ReportError::parse(path, Some(field), e.inner()))
+        }
+    }
 }
 
 /// The stored status must be the one the report's own outcome and expectations give: a report
@@ -109,42 +135,82 @@ fn check_status(path: &Path, report: &ReportFile) -> Result<(), ReportError> {
     })
 }
 
-fn check_format_version(path: &Path, value: &serde_json::Value) -> Result<(), ReportError> {
-    let error = |message: String| ReportError::FormatVersion {
-        path: path.to_owned(),
-        message,
-    };
-    let Some(object) = value.as_object() else {
-        return Err(error(
+/// The two top-level fields that say which layout a report has; every other field is skipped
+/// without being built.
+#[derive(Deserialize)]
+struct VersionProbe {
+    format_version: Option<serde_json::Value>,
+    leakloop_version: Option<serde_json::Value>,
+}
+
+/// Checks `format_version` of report text that did not parse as a report. Text that is not
+/// JSON at all passes: the parse error says more.
+fn check_format_version(path: &Path, text: &str) -> Result<(), ReportError> {
+    if !text.trim_start().starts_with('{') {
+        if serde_json::from_str::<serde::de::IgnoredAny>(text).is_err() {
+            return Ok(());
+        }
+        return Err(version_error(
+            path,
             "not a leakloop report: the top level is not a JSON object".to_owned(),
         ));
+    }
+    let Ok(probe) = serde_json::from_str::<VersionProbe>(text) else {
+        return Ok(());
     };
-    match object.get("format_version") {
-        None => Err(error(
+    let Some(version) = probe.format_version else {
+        return Err(version_error(
+            path,
             "not a leakloop report: no `format_version` field".to_owned(),
-        )),
-        Some(v) => match v.as_u64() {
-            Some(n) if n == u64::from(FORMAT_VERSION) => Ok(()),
-            Some(n) if n > u64::from(FORMAT_VERSION) => {
-                let writer = object
-                    .get("leakloop_version")
-                    .and_then(|v| v.as_str())
-                    .unwrap_or("an unknown version");
-                Err(error(format!(
+        ));
+    };
+    check_version(
+        path,
+        &version,
+        probe.leakloop_version.as_ref().and_then(|v| v.as_str()),
+    )
+}
+
+fn version_error(path: &Path, message: String) -> ReportError {
+    ReportError::FormatVersion {
+        path: path.to_owned(),
+        message,
+    }
+}
+
+fn check_version(
+    path: &Path,
+    version: &serde_json::Value,
+    writer: Option<&str>,
+) -> Result<(), ReportError> {
+    let (oldest, newest) = (OLDEST_REPORT_FORMAT_VERSION, FORMAT_VERSION);
+    match FormatVersion::of(version) {
+        FormatVersion::Readable => Ok(()),
+        FormatVersion::Newer(n) => {
+            let writer = writer.unwrap_or("an unknown version");
+            Err(version_error(
+                path,
+                format!(
                     "report format_version {n} was written by leakloop {writer}; this leakloop \
-                     ({LEAKLOOP_VERSION}) reads format_version {FORMAT_VERSION}: upgrade leakloop"
-                )))
-            }
-            _ if !v.is_number() => Err(error(format!(
-                "wrong type of `format_version`: expected a whole number ({FORMAT_VERSION}), \
-                 found {}",
-                crate::input::shorten(&v.to_string(), 40)
-            ))),
-            _ => Err(error(format!(
-                "unsupported `format_version` {v}: this leakloop ({LEAKLOOP_VERSION}) reads \
-                 format_version {FORMAT_VERSION}"
-            ))),
-        },
+                     ({LEAKLOOP_VERSION}) reads format_version {oldest} to {newest}: upgrade \
+                     leakloop"
+                ),
+            ))
+        }
+        FormatVersion::NotANumber => Err(version_error(
+            path,
+            format!(
+                "wrong type of `format_version`: expected a whole number ({newest}), found {}",
+                crate::input::shorten(&version.to_string(), 40)
+            ),
+        )),
+        FormatVersion::Older(_) | FormatVersion::NotAWholeNumber => Err(version_error(
+            path,
+            format!(
+                "unsupported `format_version` {version}: this leakloop ({LEAKLOOP_VERSION}) \
+                 reads format_version {oldest} to {newest}"
+            ),
+        )),
     }
 }
 
@@ -230,7 +296,7 @@ mod tests {
 
     #[rstest::rstest]
     #[case::unknown_phase("/record/samples/0/phase", "bogus".into())]
-    #[case::newer_format("/format_version", 2.into())]
+    #[case::newer_format("/format_version", (FORMAT_VERSION + 1).into())]
     #[case::unknown_classification("/verdict/metrics/native_heap/classification", "leaky".into())]
     #[case::negative_bytes("/record/samples/1/metrics/native_heap", (-5).into())]
     #[case::fractional_turn("/record/samples/1/turn", 1.5.into())]
@@ -257,12 +323,19 @@ mod tests {
 
     #[test]
     fn a_newer_format_version_asks_for_an_upgrade() {
-        let text = rewrite(|v| v["format_version"] = 2.into());
+        let text = rewrite(|v| v["format_version"] = 3.into());
         let err = parse_report(Path::new("out/report.json"), &text).unwrap_err();
         insta::assert_snapshot!(
             err.to_string().replace(LEAKLOOP_VERSION, "[version]"),
-            @"out/report.json: report format_version 2 was written by leakloop [version]; this leakloop ([version]) reads format_version 1: upgrade leakloop"
+            @"out/report.json: report format_version 3 was written by leakloop [version]; this leakloop ([version]) reads format_version 1 to 2: upgrade leakloop"
         );
+        // Also when the newer layout no longer parses as this one.
+        let text = rewrite(|v| {
+            v["format_version"] = 3.into();
+            v["record"]["samples"] = "elsewhere".into();
+        });
+        let err = parse_report(Path::new("out/report.json"), &text).unwrap_err();
+        assert!(err.to_string().contains("upgrade leakloop"), "{err}");
     }
 
     #[test]
@@ -283,7 +356,7 @@ mod tests {
         let err = parse_report(Path::new("report.json"), &text).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "report.json: wrong type of `format_version`: expected a whole number (1), found \"1\""
+            "report.json: wrong type of `format_version`: expected a whole number (2), found \"1\""
         );
     }
 
@@ -329,6 +402,24 @@ mod tests {
             "out/report.json: the stored verdict `pass` does not follow from the report's own \
              expectations and outcome (they give `fail`): the file was altered or is corrupt"
         );
+    }
+
+    /// A disk that fills while report.json streams is a write error of that file, not a
+    /// rendering error.
+    #[test]
+    fn a_failed_write_while_streaming_keeps_its_io_error() {
+        struct FullDisk;
+        impl std::io::Write for FullDisk {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Err(std::io::ErrorKind::StorageFull.into())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let (record, verdict) = clean_record();
+        let err = write_report_json(FullDisk, &record, &verdict).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::StorageFull);
     }
 
     #[test]

@@ -35,7 +35,8 @@ pub use error::ReportError;
 pub use fanout::Fanout;
 pub use golden_view::golden_view;
 pub use json::{
-    parse_report, read_report, render_report_json, ReportFile, FORMAT_VERSION, LEAKLOOP_VERSION,
+    parse_report, read_report, render_report_json, write_report_json, ReportFile, FORMAT_VERSION,
+    LEAKLOOP_VERSION,
 };
 pub use junit::{junit_suite, render_junit, render_junit_suites};
 pub(crate) use out_dir::remove_if_present;

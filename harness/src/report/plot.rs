@@ -19,6 +19,11 @@ pub(super) const WIDTH: u32 = 960;
 pub(super) const TITLE_HEIGHT: u32 = 40;
 /// Room right of each chart for its legend, so the legend never hides data.
 pub(super) const LEGEND_WIDTH: u32 = 250;
+/// Columns a series is thinned to: about the chart's width in pixels. A column keeps its lowest
+/// and highest point, so a long run's plot stays a few hundred KB and still shows every extreme.
+const COLUMNS: usize = 640;
+/// Above this many points a series is drawn without a marker per point.
+const MARKED_POINTS: usize = 400;
 
 pub(super) const CLOSE_COLOR: RGBColor = RGBColor(31, 100, 180);
 pub(super) const PEAK_COLOR: RGBColor = RGBColor(230, 120, 20);
@@ -141,6 +146,14 @@ fn build_panel(record: &RunRecord, verdict: &Verdict, metric: &str) -> Panel {
         }
     }
     panel.x_range.1 = panel.x_range.1.max(f64::from(last_turn) + 0.8);
+    for series in [
+        &mut panel.close,
+        &mut panel.peaks,
+        &mut panel.others,
+        &mut panel.reload_points,
+    ] {
+        *series = thin(std::mem::take(series), panel.x_range, COLUMNS);
+    }
     // Start at zero unless the data sit far above it, so that a small drift is not blown up into
     // a cliff but a flat series near 1 GiB is still readable.
     let (low, high) = (scale(min), scale(max));
@@ -152,6 +165,58 @@ fn build_panel(record: &RunRecord, verdict: &Verdict, metric: &str) -> Panel {
     };
     panel.y_range = (bottom.max(0.0), high + 0.15 * span);
     panel
+}
+
+/// Thins points in x order to at most two per column of `x_range` split into `columns`: the
+/// lowest and the highest of each column, in x order (a min/max envelope). Short series are
+/// kept as they are.
+fn thin(points: Vec<(f64, f64)>, x_range: (f64, f64), columns: usize) -> Vec<(f64, f64)> {
+    if points.len() <= 2 * columns {
+        return points;
+    }
+    let width = (x_range.1 - x_range.0).max(1e-9);
+    let column_of = |x: f64| (((x - x_range.0) / width * columns as f64) as usize).min(columns - 1);
+    let mut out = Vec::with_capacity(2 * columns);
+    let mut i = 0;
+    while i < points.len() {
+        let column = column_of(points[i].0);
+        let (mut low, mut high) = (i, i);
+        let mut j = i;
+        while j < points.len() && column_of(points[j].0) == column {
+            if points[j].1 < points[low].1 {
+                low = j;
+            }
+            if points[j].1 > points[high].1 {
+                high = j;
+            }
+            j += 1;
+        }
+        out.push(points[low.min(high)]);
+        if low != high {
+            out.push(points[low.max(high)]);
+        }
+        i = j;
+    }
+    out
+}
+
+/// At most one reload line per column of the chart.
+fn thin_turns(turns: &[u32], x_range: (f64, f64)) -> Vec<u32> {
+    let points: Vec<(f64, f64)> = turns.iter().map(|t| (f64::from(*t), 0.0)).collect();
+    if points.len() <= COLUMNS {
+        return turns.to_vec();
+    }
+    let width = (x_range.1 - x_range.0).max(1e-9);
+    let mut kept: Vec<u32> = Vec::new();
+    let mut last_column = None;
+    for turn in turns {
+        let column = ((f64::from(*turn) - x_range.0) / width * COLUMNS as f64) as usize;
+        if last_column != Some(column) {
+            kept.push(*turn);
+            last_column = Some(column);
+        }
+    }
+    kept
 }
 
 fn render_error<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> ReportError {
@@ -253,8 +318,8 @@ fn draw_panel<DB: DrawingBackend>(
         ))?;
         legend.push(("baseline (after load)", Mark::Dashed));
     }
-    for turn in reload_turns {
-        let x = x_of(*turn, Phase::Reload);
+    for turn in thin_turns(reload_turns, panel.x_range) {
+        let x = x_of(turn, Phase::Reload);
         chart.draw_series(LineSeries::new(
             [(x, y0), (x, y1)],
             RELOAD_COLOR.mix(0.7).stroke_width(1),
@@ -295,12 +360,14 @@ fn draw_panel<DB: DrawingBackend>(
         panel.close.iter().copied(),
         CLOSE_COLOR.stroke_width(2),
     ))?;
-    chart.draw_series(
-        panel
-            .close
-            .iter()
-            .map(|p| Circle::new(*p, 3, CLOSE_COLOR.filled())),
-    )?;
+    if panel.close.len() <= MARKED_POINTS {
+        chart.draw_series(
+            panel
+                .close
+                .iter()
+                .map(|p| Circle::new(*p, 3, CLOSE_COLOR.filled())),
+        )?;
+    }
     legend.push(("after close (judged)", Mark::Line(CLOSE_COLOR, 2)));
     draw_legend(&legend_area, &legend)
 }
@@ -420,6 +487,26 @@ mod tests {
             let svg = render_plot_svg(&record, &verdict).unwrap();
             assert!(svg.trim_end().ends_with("</svg>"));
         }
+    }
+
+    /// Issue 15: one circle per sample made plot.svg 58 MB at 100,000 turns.
+    #[test]
+    fn a_long_series_is_thinned_to_its_envelope_keeping_every_extreme() {
+        let points: Vec<(f64, f64)> = (0..100_000)
+            .map(|i| {
+                (
+                    f64::from(i),
+                    if i == 77_777 { 9.0 } else { f64::from(i % 7) },
+                )
+            })
+            .collect();
+        let thinned = thin(points, (0.0, 100_000.0), 640);
+        assert!(thinned.len() <= 2 * 640, "{}", thinned.len());
+        assert!(thinned.contains(&(77_777.0, 9.0)));
+        assert!(thinned.windows(2).all(|w| w[0].0 < w[1].0), "x order kept");
+        let (record, verdict) = crate::report::examples::long_run(100_000, 1999);
+        let svg = render_plot_svg(&record, &verdict).unwrap();
+        assert!(svg.len() < 600_000, "plot.svg is {} bytes", svg.len());
     }
 
     #[test]

@@ -18,7 +18,7 @@ use crate::report::json::LEAKLOOP_VERSION;
 use crate::runner::{RunOutcome, RunRecord};
 
 /// Metrics read from the operating system about a real process: machine-dependent on every backend.
-pub const PROCESS_PROBE_METRICS: &[&str] = &["rss", "pss", "anon_rss", "swap"];
+pub const PROCESS_PROBE_METRICS: &[&str] = crate::probe::PROCESS_METRICS;
 
 /// The placeholder for a machine-dependent measurement.
 pub const PROBE: &str = "[probe]";

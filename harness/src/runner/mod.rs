@@ -2,11 +2,16 @@
 //! every create/delete in the ledger and samples memory at the scenario's sampling points; with
 //! `stop: decided` a [`StopRule`] may end it once the verdict is decided.
 
+mod metrics;
 mod prompt;
 mod record;
 mod run_loop;
 mod stop;
 
-pub use record::{Phase, RunOutcome, RunRecord, Sample};
+pub use metrics::{MetricName, Metrics};
+pub use record::{
+    FormatVersion, Phase, RunOutcome, RunRecord, Sample, OLDEST_REPORT_FORMAT_VERSION,
+    REPORT_FORMAT_VERSION,
+};
 pub use run_loop::{run_scenario, run_scenario_until, NoObserver, RunObserver};
 pub use stop::{EarlyStop, RunAllTurns, StopRule};

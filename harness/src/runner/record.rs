@@ -1,13 +1,54 @@
 //! What a run measured: every sample, the call ledger and how the run ended. This is the input
 //! of the analyzer and of every report.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{BackendInfo, EngineError, Ledger};
-use crate::runner::EarlyStop;
+use crate::runner::{EarlyStop, Metrics};
 use crate::scenario::Scenario;
+
+/// The report.json layout (`format_version`) this build writes. report.json is mostly this
+/// record, and both the report reader and the analyzer's trace reader check it, so it lives
+/// here, below both. Bump it on any change that an older reader would misread (a removed or
+/// renamed field, a changed meaning); adding a field is not such a change. 2: the ledger's
+/// per-turn entries became per-kind runs (`ledger.runs`), and report.json is written compact.
+pub const REPORT_FORMAT_VERSION: u32 = 2;
+
+/// The oldest report.json layout this build still reads (1: a per-turn `ledger.turns`, folded
+/// into runs on reading).
+pub const OLDEST_REPORT_FORMAT_VERSION: u32 = 1;
+
+/// What a report's `format_version` value says about whether this build reads it: the one
+/// decision both report.json readers (the report's and the analyzer's) make, each in its own
+/// words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FormatVersion {
+    /// [`OLDEST_REPORT_FORMAT_VERSION`] to [`REPORT_FORMAT_VERSION`].
+    Readable,
+    /// Written by a newer leakloop.
+    Newer(u64),
+    /// A whole number below the oldest version read.
+    Older(u64),
+    /// A number that is not a whole, non-negative one.
+    NotAWholeNumber,
+    /// Not a number at all (a string, a list, ...).
+    NotANumber,
+}
+
+impl FormatVersion {
+    /// Classifies a `format_version` value.
+    pub fn of(value: &serde_json::Value) -> FormatVersion {
+        let oldest = u64::from(OLDEST_REPORT_FORMAT_VERSION);
+        let newest = u64::from(REPORT_FORMAT_VERSION);
+        match value.as_u64() {
+            Some(n) if (oldest..=newest).contains(&n) => FormatVersion::Readable,
+            Some(n) if n > newest => FormatVersion::Newer(n),
+            Some(n) => FormatVersion::Older(n),
+            None if value.is_number() => FormatVersion::NotAWholeNumber,
+            None => FormatVersion::NotANumber,
+        }
+    }
+}
 
 /// Where in the turn loop a sample was taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -39,7 +80,20 @@ pub struct Sample {
     /// Milliseconds since the run started (simulated time on the simulator).
     pub t_ms: f64,
     /// Every metric, in bytes.
-    pub metrics: BTreeMap<String, u64>,
+    pub metrics: Metrics,
+}
+
+impl Sample {
+    /// A sample with no metrics, for reserving and touching a run's sample buffer.
+    pub(crate) fn placeholder() -> Self {
+        Sample {
+            turn: 0,
+            phase: Phase::Load,
+            epoch: 0,
+            t_ms: 0.0,
+            metrics: Metrics::new(),
+        }
+    }
 }
 
 /// How a run ended.
@@ -102,15 +156,31 @@ impl RunRecord {
             .collect()
     }
 
-    /// Every metric name seen in any sample.
+    /// Every metric name seen in any sample, sorted.
     pub fn metric_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self
-            .samples
-            .iter()
-            .flat_map(|s| s.metrics.keys().cloned())
-            .collect();
-        names.sort();
-        names.dedup();
-        names
+        // A set of interned names: one String per distinct name, not per sample and metric.
+        let names: std::collections::BTreeSet<&'static str> =
+            self.samples.iter().flat_map(|s| s.metrics.keys()).collect();
+        names.into_iter().map(str::to_owned).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::runner::{FormatVersion, REPORT_FORMAT_VERSION};
+
+    #[rstest::rstest]
+    #[case::oldest(1.into(), FormatVersion::Readable)]
+    #[case::current(REPORT_FORMAT_VERSION.into(), FormatVersion::Readable)]
+    #[case::newer(3.into(), FormatVersion::Newer(3))]
+    #[case::older(0.into(), FormatVersion::Older(0))]
+    #[case::negative((-1).into(), FormatVersion::NotAWholeNumber)]
+    #[case::fractional(1.5.into(), FormatVersion::NotAWholeNumber)]
+    #[case::string("1".into(), FormatVersion::NotANumber)]
+    fn a_format_version_is_classified_once_for_both_readers(
+        #[case] value: serde_json::Value,
+        #[case] expected: FormatVersion,
+    ) {
+        assert_eq!(FormatVersion::of(&value), expected);
     }
 }

@@ -9,8 +9,11 @@
 use std::time::Instant;
 
 use crate::engine::{Engine, EngineError, GenerateRequest, Ledger, SessionId};
+use crate::probe::ProcessProbe;
 use crate::runner::prompt::prompt_for_turn;
-use crate::runner::{EarlyStop, Phase, RunAllTurns, RunOutcome, RunRecord, Sample, StopRule};
+use crate::runner::{
+    EarlyStop, Metrics, Phase, RunAllTurns, RunOutcome, RunRecord, Sample, StopRule,
+};
 use crate::scenario::{FaultKind, SamplePoint, Scenario, Step};
 
 /// Ledger kind for engine loads and unloads made by the runner.
@@ -51,17 +54,21 @@ pub fn run_scenario_until(
     stop: &mut dyn StopRule,
 ) -> RunRecord {
     let source = engine.describe().backend;
+    let probe = ProcessProbe::for_watched(&scenario.watched_metrics());
+    let samples = preallocated_samples(scenario, engine.process_id());
     let mut run = Run {
         scenario,
         engine,
         observer,
         source,
+        probe,
         started: Instant::now(),
         ledger: Ledger::new(),
-        samples: Vec::new(),
+        samples,
         engine_errors: Vec::new(),
         epoch: 0,
         turns_completed: 0,
+        ledger_current: false,
         early_stop: None,
     };
     let outcome = match run.execute(stop) {
@@ -86,6 +93,43 @@ pub fn run_scenario_until(
     }
 }
 
+/// How many samples a complete run of `scenario` takes.
+fn expected_samples(scenario: &Scenario) -> usize {
+    let turns = scenario.total_turns() as usize;
+    let points = &scenario.sample.after;
+    let per_turn = scenario
+        .turn
+        .iter()
+        .filter(|step| match step {
+            Step::Open(_) => points.contains(&SamplePoint::Open),
+            Step::Generate { .. } | Step::Cancel { .. } => points.contains(&SamplePoint::Generate),
+            Step::Close => points.contains(&SamplePoint::Close),
+            Step::Idle(_) => points.contains(&SamplePoint::Idle),
+            Step::Send(_) => false,
+        })
+        .count();
+    let reloads = match scenario.reload_every {
+        0 => 0,
+        k => turns.saturating_sub(1) / k as usize,
+    };
+    let baseline = scenario.sample.baseline.max(1) as usize;
+    baseline * (1 + reloads) + turns.saturating_mul(per_turn)
+}
+
+/// The sample buffer of a whole run, reserved before the engine loads: the harness's own records
+/// must not read as the engine's growth. When the engine lives in this process (its memory is
+/// probed from here), the buffer's pages are touched now too, so that resident memory does not
+/// rise page by page as samples fill it.
+fn preallocated_samples(scenario: &Scenario, engine_pid: Option<u32>) -> Vec<Sample> {
+    let expected = expected_samples(scenario);
+    let mut samples = Vec::with_capacity(expected);
+    if engine_pid == Some(std::process::id()) {
+        samples.resize(expected, Sample::placeholder());
+        samples.clear();
+    }
+    samples
+}
+
 /// A fatal failure: where it happened and what the engine said.
 struct Failure {
     turn: u32,
@@ -104,12 +148,17 @@ struct Run<'a> {
     engine: &'a mut dyn Engine,
     observer: &'a mut dyn RunObserver,
     source: String,
+    /// The process probe for the watched process metrics; `None` when none is watched.
+    probe: Option<ProcessProbe>,
     started: Instant,
     ledger: Ledger,
     samples: Vec<Sample>,
     engine_errors: Vec<(u32, String, EngineError)>,
     epoch: u32,
     turns_completed: u32,
+    /// Whether the ledger already holds the engine's counts as of its last call (a sample's
+    /// snapshot came after it), so that the end of a turn needs no further round trip.
+    ledger_current: bool,
     early_stop: Option<EarlyStop>,
 }
 
@@ -135,6 +184,7 @@ impl Run<'_> {
                 break;
             }
         }
+        self.ledger_current = false;
         self.engine.unload().map_err(|error| Failure {
             turn: last,
             step: "unload",
@@ -148,17 +198,23 @@ impl Run<'_> {
     /// asks the engine nothing (a simulator's snapshot draws its noise), so the ledger it sees
     /// has the engine's own counts up to the previous turn.
     fn look(&mut self, turn: u32, stop: &mut dyn StopRule) -> bool {
+        // The record is lent the run's samples, ledger and errors for the look, not given
+        // copies: a long run's samples must not be held twice (issue 15).
         let so_far = RunRecord {
             scenario: self.scenario.clone(),
             backend: self.engine.describe(),
-            samples: self.samples.clone(),
-            ledger: self.ledger.clone(),
+            samples: std::mem::take(&mut self.samples),
+            ledger: std::mem::take(&mut self.ledger),
             turns_completed: turn,
-            engine_errors: self.engine_errors.clone(),
+            engine_errors: std::mem::take(&mut self.engine_errors),
             outcome: RunOutcome::Completed,
             early_stop: None,
         };
-        let Some(reason) = stop.look(&so_far) else {
+        let decision = stop.look(&so_far);
+        self.samples = so_far.samples;
+        self.ledger = so_far.ledger;
+        self.engine_errors = so_far.engine_errors;
+        let Some(reason) = decision else {
             return false;
         };
         self.early_stop = Some(EarlyStop {
@@ -178,6 +234,7 @@ impl Run<'_> {
     }
 
     fn load(&mut self, turn: u32, step: &'static str) -> Result<(), Failure> {
+        self.ledger_current = false;
         self.engine
             .load()
             .map_err(|error| Failure { turn, step, error })?;
@@ -187,6 +244,7 @@ impl Run<'_> {
     }
 
     fn reload(&mut self, turn: u32) -> Result<(), Failure> {
+        self.ledger_current = false;
         self.engine.unload().map_err(|error| Failure {
             turn,
             step: "reload",
@@ -206,6 +264,8 @@ impl Run<'_> {
         let mut session: Option<SessionId> = None;
         let mut recovery: Option<Recovery> = None;
         for step in &self.scenario.turn {
+            // Every step may call the engine, whose counts then move on.
+            self.ledger_current = false;
             match step {
                 Step::Open(options) => {
                     match self.engine.open_session(turn, options) {
@@ -272,6 +332,7 @@ impl Run<'_> {
     }
 
     fn close(&mut self, turn: u32, id: SessionId) -> Result<(), Failure> {
+        self.ledger_current = false;
         match self.engine.close_session(id) {
             Ok(()) => self.ledger.record_delete(turn, RUNNER_SESSION),
             Err(error) => {
@@ -323,7 +384,12 @@ impl Run<'_> {
         Ok(())
     }
 
+    /// Brings the ledger up to date with the engine's counts, unless a sample's snapshot already
+    /// did after the engine's last call (issue 15: a second worker round trip every turn).
     fn absorb_ledger(&mut self, turn: u32) -> Result<(), Failure> {
+        if self.ledger_current {
+            return Ok(());
+        }
         let snapshot = self.engine.snapshot().map_err(|error| Failure {
             turn,
             step: "snapshot",
@@ -346,12 +412,22 @@ impl Run<'_> {
         })?;
         self.ledger
             .absorb_cumulative(turn, &self.source, &snapshot.ledger);
-        let mut metrics = snapshot.metrics;
-        if let Some(pid) = self.engine.process_id() {
+        self.ledger_current = true;
+        let mut metrics = Metrics::new();
+        for (name, value) in &snapshot.metrics {
+            metrics.insert(name, *value);
+        }
+        if let (Some(pid), Some(probe)) = (self.engine.process_id(), self.probe.as_mut()) {
             // A probe that cannot read the process means the process is gone; the engine call
             // that follows reports how it died, so the sample is kept with what the engine said.
-            if let Ok(process) = crate::probe::probe_process(pid) {
-                metrics.extend(process);
+            let mut probed = Metrics::new();
+            if probe
+                .read(pid, &mut |name, value| probed.insert(name, value))
+                .is_ok()
+            {
+                for (name, value) in &probed {
+                    metrics.insert(name, *value);
+                }
             }
         }
         let t_ms = self

@@ -212,7 +212,7 @@ fn report_json_is_read_through_its_record() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("not a leakloop report: at `record."),
+        stderr.contains("not a leakloop report: at `record"),
         "{stderr}"
     );
 }

@@ -55,6 +55,39 @@ fn a_zero_turn_runner_bench_is_a_usage_error() {
 }
 
 #[test]
+fn scale_bench_runs_each_length_in_its_own_process_and_prints_sizes() {
+    let (code, table) = bench(&["scale", "--max-turns", "1000"]);
+    assert_eq!(code, Some(0), "{table}");
+    let rows: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("| 1000 |"))
+        .collect();
+    assert_eq!(rows.len(), 2, "without and with reloads: {table}");
+    assert!(rows[0].starts_with("| 1000 | none | 1001 |"), "{table}");
+    assert!(rows[1].contains("every 1999"), "{table}");
+    assert!(
+        rows.iter()
+            .all(|r| r.contains("KiB") && !r.contains("| 0 B |")),
+        "every report has a size: {table}"
+    );
+}
+
+#[test]
+fn overhead_bench_without_the_library_says_it_skipped() {
+    let output = Command::new(env!("CARGO_BIN_EXE_leakloop"))
+        .args(["bench", "overhead", "--lib", "/nonexistent/liblitert-lm.so"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("SKIPPED: leakloop bench overhead"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("fetch-litert-lm.sh"), "{stderr}");
+}
+
+#[test]
 fn sequential_detection_bench_prints_a_row_per_maximum_and_kind() {
     let (code, table) = bench(&["detection", "--sequential", "--series", "2"]);
     assert_eq!(code, Some(0), "{table}");

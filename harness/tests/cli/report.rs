@@ -157,7 +157,7 @@ fn a_report_from_a_newer_leakloop_asks_for_an_upgrade() {
     let text = std::fs::read_to_string(&report).unwrap();
     std::fs::write(
         &report,
-        text.replacen("\"format_version\": 1", "\"format_version\": 9", 1),
+        text.replacen("\"format_version\":2", "\"format_version\":9", 1),
     )
     .unwrap();
     let output = leakloop(&["report", path(dir.path())], &[]);
@@ -196,7 +196,7 @@ fn a_corrupt_report_names_the_field() {
     let text = std::fs::read_to_string(&report).unwrap();
     std::fs::write(
         &report,
-        text.replacen("\"turns_completed\": 6", "\"turns_completed\": -6", 1),
+        text.replacen("\"turns_completed\":6", "\"turns_completed\":-6", 1),
     )
     .unwrap();
     let output = leakloop(&["report", path(dir.path())], &[]);

@@ -480,6 +480,150 @@ fn settle_time_is_waited_before_every_sample() {
     assert_eq!(record.samples.len(), 3);
 }
 
+/// Counts snapshot calls of a run of `steps` sampled after `after`.
+fn snapshots_of_run(steps: Vec<Step>, after: Vec<SamplePoint>, turns: u32) -> usize {
+    let mut s = scenario(turns, steps);
+    s.sample.after = after;
+    let mut engine = passive_engine();
+    engine.checkpoint();
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = calls.clone();
+    engine.expect_describe().return_const(BackendInfo {
+        backend: "mock".into(),
+        version: "0".into(),
+        details: BTreeMap::new(),
+    });
+    engine.expect_snapshot().returning(move || {
+        counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(EngineSnapshot::default())
+    });
+    engine.expect_simulated_clock_ms().return_const(Some(0.0));
+    engine.expect_process_id().return_const(None);
+    engine.expect_idle().return_const(());
+    engine.expect_load().returning(|| Ok(()));
+    engine.expect_unload().returning(|| Ok(()));
+    engine
+        .expect_open_session()
+        .returning(|turn, _| Ok(SessionId(u64::from(turn))));
+    engine.expect_send().returning(|_, _| Ok(()));
+    engine.expect_generate().returning(|_, _| outcome());
+    engine.expect_close_session().returning(|_| Ok(()));
+    let record = run_scenario(&s, &mut engine, &mut NoObserver);
+    assert_eq!(record.outcome, RunOutcome::Completed);
+    calls.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Issue 15: the sample after close already brought the engine's counts; a second snapshot at
+/// the end of the turn was one more worker round trip per turn for nothing.
+#[test]
+fn a_turn_sampled_after_its_last_call_takes_no_second_snapshot() {
+    let mut steps = chat_turn();
+    steps.pop(); // no idle after the close
+    let n = snapshots_of_run(steps, vec![SamplePoint::Load, SamplePoint::Close], 5);
+    // The load sample, one per turn, and one after the final unload.
+    assert_eq!(n, 1 + 5 + 1);
+    // An idle after the close sample may move counts on: the turn end still takes its snapshot.
+    let n = snapshots_of_run(chat_turn(), vec![SamplePoint::Load, SamplePoint::Close], 5);
+    assert_eq!(n, 1 + 5 * 2 + 1);
+    // Without a close sample, the turn end is where the ledger learns the turn's counts.
+    let n = snapshots_of_run(chat_turn(), vec![SamplePoint::Load], 5);
+    assert_eq!(n, 1 + 5 + 1);
+}
+
+/// Set in the fresh process that runs the harness-growth check.
+const GROWTH_CHILD_ENV: &str = "LEAKLOOP_HARNESS_GROWTH_CHILD";
+
+/// The simulator really allocating its native heap, reporting the process's C heap (glibc's
+/// statistics) as `native_heap`, as an in-process real engine does.
+struct HeapFromAllocator(crate::engine::SimEngine);
+
+impl Engine for HeapFromAllocator {
+    fn describe(&self) -> BackendInfo {
+        self.0.describe()
+    }
+    fn load(&mut self) -> Result<(), EngineError> {
+        self.0.load()
+    }
+    fn open_session(&mut self, turn: u32, o: &SessionOptions) -> Result<SessionId, EngineError> {
+        self.0.open_session(turn, o)
+    }
+    fn send(&mut self, session: SessionId, prompt: &Prompt) -> Result<(), EngineError> {
+        self.0.send(session, prompt)
+    }
+    fn generate(
+        &mut self,
+        session: SessionId,
+        request: &GenerateRequest,
+    ) -> Result<GenerateOutcome, EngineError> {
+        self.0.generate(session, request)
+    }
+    fn close_session(&mut self, session: SessionId) -> Result<(), EngineError> {
+        self.0.close_session(session)
+    }
+    fn unload(&mut self) -> Result<(), EngineError> {
+        self.0.unload()
+    }
+    fn snapshot(&mut self) -> Result<EngineSnapshot, EngineError> {
+        let mut snapshot = self.0.snapshot()?;
+        let heap = crate::probe::native_heap_bytes().unwrap();
+        snapshot.metrics.insert("native_heap".to_owned(), heap);
+        Ok(snapshot)
+    }
+    fn idle(&mut self, duration: Duration) {
+        self.0.idle(duration);
+    }
+    fn simulated_clock_ms(&self) -> Option<f64> {
+        self.0.simulated_clock_ms()
+    }
+    fn process_id(&self) -> Option<u32> {
+        Some(std::process::id())
+    }
+}
+
+/// Issue 15: with `isolate: false` the harness's own records (a string-keyed map per sample,
+/// the per-turn ledger) lived in the measured process and read as +1.3-1.5 KiB/turn of "growth"
+/// of a clean engine. A clean engine, really allocating and freeing its per-turn memory, must
+/// read ~0 B/turn on the C heap and in RSS, whatever the harness keeps.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn the_harness_own_records_do_not_read_as_engine_growth() {
+    crate::test_util::run_alone_in_child(
+        "runner::run_loop::tests::harness_growth_check",
+        GROWTH_CHILD_ENV,
+    );
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+#[ignore = "runs alone in a fresh process, started by the_harness_own_records_do_not_read_as_engine_growth"]
+fn harness_growth_check() {
+    if std::env::var_os(GROWTH_CHILD_ENV).is_none() {
+        return the_harness_own_records_do_not_read_as_engine_growth();
+    }
+    let mut s = scenario(3000, chat_turn());
+    s.engine.profile = Some("clean-real".into());
+    s.engine.inline_profiles.insert(
+        "clean-real".into(),
+        serde_yaml::from_str("native_base: 64MiB\nactivations: 64MiB\nactivations_on: native")
+            .unwrap(),
+    );
+    s.sample.after = vec![SamplePoint::Load, SamplePoint::Generate, SamplePoint::Close];
+    s.watch = vec!["native_heap".into(), "rss".into(), "anon_rss".into()];
+    let mut engine =
+        HeapFromAllocator(crate::engine::SimEngine::with_real_allocation(&s, 64).unwrap());
+    let record = run_scenario(&s, &mut engine, &mut NoObserver);
+    assert_eq!(record.outcome, RunOutcome::Completed);
+    for metric in ["native_heap", "rss"] {
+        let series = record.post_close_series(metric);
+        // Past the first turns' one-time rises: the per-turn slope over the rest.
+        let (t0, v0) = series[100];
+        let (t1, v1) = *series.last().unwrap();
+        let per_turn = (v1 as f64 - v0 as f64) / f64::from(t1 - t0);
+        eprintln!("{metric}: {per_turn:+.2} B/turn over turns {t0}..{t1} ({v0} -> {v1})");
+        assert!(per_turn.abs() < 8.0, "{metric} grew {per_turn:+.2} B/turn");
+    }
+}
+
 #[test]
 fn baseline_samples_are_taken_after_load_and_each_reload_with_the_settle_time_between() {
     // 3 after load + 4 after close + 3 after the reload at turn 2; four 8 s idle steps.
@@ -506,6 +650,9 @@ fn baseline_samples_are_taken_after_load_and_each_reload_with_the_settle_time_be
             (2, Phase::Reload, 2),
         ]
     );
+    // The buffer reserved before the load holds them all: no growth of the harness's own
+    // records mid-run (issue 15), baseline samples included.
+    assert_eq!(record.samples.len(), expected_samples(&s));
     assert_eq!(
         record.ledger.totals["runner/engine"],
         KindCounts {

@@ -1,0 +1,153 @@
+/* The bare per-turn loop `leakloop bench overhead` compares leakloop against: the same
+ * LiteRT-LM C API calls leakloop's litert-lm backend makes for one chat turn (open a
+ * conversation, send one user message, generate, count the reply's tokens, close), with nothing
+ * around them. The library is opened with dlopen, so no header is needed; the signatures are
+ * those of the handle-returning C API (LiteRT-LM 0.18 and earlier).
+ *
+ * usage: litert_lm_turns LIB MODEL CACHE_DIR MAX_TOKENS MAX_OUTPUT PROMPT WARMUP TURNS
+ * prints: turns=<n> seconds=<wall time of the measured turns>
+ * Built at bench time: cc -O2 -o litert_lm_turns litert_lm_turns.c -ldl
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef void *(*settings_create_fn)(const char *, const char *, const char *, const char *);
+typedef void (*settings_set_int_fn)(void *, int);
+typedef void (*settings_set_str_fn)(void *, const char *);
+typedef void *(*create_from_fn)(void *);
+typedef void *(*create_fn)(void);
+typedef void (*delete_fn)(void *);
+typedef void (*set_int_fn)(void *, int);
+typedef void (*set_ptr_fn)(void *, const void *);
+typedef void *(*conversation_create_fn)(void *, void *);
+typedef void *(*send_message_fn)(void *, const char *, const char *, const void *);
+typedef const char *(*get_string_fn)(const void *);
+typedef void *(*tokenize_fn)(void *, const char *);
+typedef size_t (*num_tokens_fn)(const void *);
+typedef void (*log_level_fn)(int);
+
+static void *lib;
+
+static void *sym(const char *name) {
+    void *f = dlsym(lib, name);
+    if (!f) {
+        fprintf(stderr, "missing function %s\n", name);
+        exit(3);
+    }
+    return f;
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The reply's text: the first "text":"..." (or "content":"...") string of the JSON, unescaped
+ * only as far as counting its tokens needs. */
+static char *reply_text(const char *json) {
+    const char *keys[] = {"\"text\":\"", "\"content\":\""};
+    for (int k = 0; k < 2; k++) {
+        const char *p = strstr(json, keys[k]);
+        if (!p) continue;
+        p += strlen(keys[k]);
+        size_t n = 0;
+        char *out = malloc(strlen(p) + 1);
+        for (; *p && *p != '"'; p++) {
+            if (*p == '\\' && p[1]) p++;
+            out[n++] = *p;
+        }
+        out[n] = 0;
+        return out;
+    }
+    return strdup("");
+}
+
+int main(int argc, char **argv) {
+    if (argc != 9) {
+        fprintf(stderr, "usage: %s LIB MODEL CACHE_DIR MAX_TOKENS MAX_OUTPUT PROMPT WARMUP TURNS\n", argv[0]);
+        return 2;
+    }
+    const char *model = argv[2], *cache = argv[3], *prompt = argv[6];
+    int max_tokens = atoi(argv[4]), max_output = atoi(argv[5]);
+    int warmup = atoi(argv[7]), turns = atoi(argv[8]);
+    lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        fprintf(stderr, "cannot open %s: %s\n", argv[1], dlerror());
+        return 3;
+    }
+    if (dlsym(lib, "litert_lm_get_api_version")) {
+        fprintf(stderr, "%s speaks the status-returning C API; this loop drives 0.18 and earlier\n", argv[1]);
+        return 4;
+    }
+    ((log_level_fn)sym("litert_lm_set_min_log_level"))(4);
+    settings_create_fn settings_create = (settings_create_fn)sym("litert_lm_engine_settings_create");
+    void *settings = settings_create(model, "cpu", NULL, NULL);
+    if (!settings) return 3;
+    ((settings_set_int_fn)sym("litert_lm_engine_settings_set_max_num_tokens"))(settings, max_tokens);
+    ((settings_set_str_fn)sym("litert_lm_engine_settings_set_cache_dir"))(settings, cache);
+    void *engine = ((create_from_fn)sym("litert_lm_engine_create"))(settings);
+    ((delete_fn)sym("litert_lm_engine_settings_delete"))(settings);
+    if (!engine) return 3;
+
+    create_fn session_config_create = (create_fn)sym("litert_lm_session_config_create");
+    set_int_fn session_config_set_max_output = (set_int_fn)sym("litert_lm_session_config_set_max_output_tokens");
+    delete_fn session_config_delete = (delete_fn)sym("litert_lm_session_config_delete");
+    create_fn conversation_config_create = (create_fn)sym("litert_lm_conversation_config_create");
+    set_ptr_fn conversation_config_set_session = (set_ptr_fn)sym("litert_lm_conversation_config_set_session_config");
+    delete_fn conversation_config_delete = (delete_fn)sym("litert_lm_conversation_config_delete");
+    conversation_create_fn conversation_create = (conversation_create_fn)sym("litert_lm_conversation_create");
+    delete_fn conversation_delete = (delete_fn)sym("litert_lm_conversation_delete");
+    create_fn optional_args_create = (create_fn)sym("litert_lm_conversation_optional_args_create");
+    set_int_fn optional_args_set_max = (set_int_fn)sym("litert_lm_conversation_optional_args_set_max_output_tokens");
+    delete_fn optional_args_delete = (delete_fn)sym("litert_lm_conversation_optional_args_delete");
+    send_message_fn send_message = (send_message_fn)sym("litert_lm_conversation_send_message");
+    get_string_fn response_string = (get_string_fn)sym("litert_lm_json_response_get_string");
+    delete_fn response_delete = (delete_fn)sym("litert_lm_json_response_delete");
+    tokenize_fn tokenize = (tokenize_fn)sym("litert_lm_engine_tokenize");
+    num_tokens_fn num_tokens = (num_tokens_fn)sym("litert_lm_tokenize_result_get_num_tokens");
+    delete_fn tokenize_delete = (delete_fn)sym("litert_lm_tokenize_result_delete");
+
+    size_t message_len = strlen(prompt) + 64;
+    char *message = malloc(message_len);
+    snprintf(message, message_len, "{\"role\":\"user\",\"content\":\"%s\"}", prompt);
+    double started = 0;
+    size_t tokens = 0;
+    for (int turn = 1; turn <= warmup + turns; turn++) {
+        if (turn == warmup + 1) started = now();
+        /* open */
+        void *session_config = session_config_create();
+        session_config_set_max_output(session_config, max_output);
+        void *conversation_config = conversation_config_create();
+        conversation_config_set_session(conversation_config, session_config);
+        void *conversation = conversation_create(engine, conversation_config);
+        conversation_config_delete(conversation_config);
+        session_config_delete(session_config);
+        if (!conversation) return 3;
+        /* generate */
+        void *args = optional_args_create();
+        optional_args_set_max(args, max_output);
+        void *response = send_message(conversation, message, "{}", args);
+        if (!response) return 3;
+        char *text = reply_text(response_string(response));
+        response_delete(response);
+        void *tokenized = tokenize(engine, text);
+        if (tokenized) {
+            tokens += num_tokens(tokenized);
+            tokenize_delete(tokenized);
+        }
+        free(text);
+        optional_args_delete(args);
+        /* close */
+        conversation_delete(conversation);
+    }
+    double seconds = now() - started;
+    ((delete_fn)sym("litert_lm_engine_delete"))(engine);
+    free(message);
+    printf("turns=%d seconds=%.6f tokens=%zu\n", turns, seconds, tokens);
+    return 0;
+}

@@ -9,6 +9,7 @@ fn fixture(name: &str) -> ProcessMemInfo {
         "devtools_gallery_summary" => {
             include_str!("../../../../fixtures/dumpsys/devtools_gallery_summary.txt")
         }
+        "systemui_perfetto" => include_str!("../../../../fixtures/dumpsys/systemui_perfetto.txt"),
         "seed_idle" => include_str!("../../../../fixtures/dumpsys/seed_idle.txt"),
         "seed_after_turn1" => include_str!("../../../../fixtures/dumpsys/seed_after_turn1.txt"),
         "seed_peak" => include_str!("../../../../fixtures/dumpsys/seed_peak.txt"),
@@ -92,6 +93,27 @@ fn launcher3_detailed_columns_rss_and_swap_kb() {
     assert_eq!(p.totals.rss, Some(187052 * K));
     assert_eq!(p.totals.swap, Some(0));
     assert_eq!(p.totals.swap_pss, None);
+}
+
+#[test]
+fn systemui_rss_column_without_summary() {
+    let p = fixture("systemui_perfetto");
+    assert_eq!(p.pid, Some(1974));
+    assert_eq!(p.process.as_deref(), Some("com.android.systemui"));
+    assert_eq!(p.table.len(), 2);
+    assert_eq!(
+        p.value("Native Heap", &Column::SwapPssDirty),
+        Some(6764 * K)
+    );
+    assert_eq!(p.value("Native Heap", &Column::RssTotal), Some(19428 * K));
+    assert_eq!(p.value("Native Heap", &Column::HeapAlloc), Some(25037 * K));
+    assert_eq!(
+        p.value("Dalvik Heap", &Column::PrivateDirty),
+        Some(9032 * K)
+    );
+    assert_eq!(p.value("Dalvik Heap", &Column::HeapFree), Some(27333 * K));
+    assert!(p.summary.is_empty());
+    assert_eq!(p.totals, SummaryTotals::default());
 }
 
 #[test]

@@ -25,6 +25,7 @@ pub fn seed_corpus(root: &Path, target: Target) -> Vec<(PathBuf, Vec<u8>)> {
             has_extension(p, "csv") || has_extension(p, "json")
         }),
         Target::Report => (&["fixtures/traces"], |p| has_extension(p, "json")),
+        Target::Dumpsys => (&["fixtures/dumpsys"], |p| has_extension(p, "txt")),
     };
     let kept = format!("{FUZZ_FIXTURES}/{}", target.name());
     let mut files: Vec<PathBuf> = folders

@@ -119,10 +119,27 @@ fn dictionary(target: Target) -> Vec<&'static [u8]> {
         b"1e999",
         b"-0.0",
     ];
+    const DUMPSYS: &[&[u8]] = &[
+        b"App Summary",
+        b"Pss(KB)",
+        b"Rss(KB)",
+        b"TOTAL PSS:",
+        b"TOTAL RSS:",
+        b"TOTAL SWAP PSS:",
+        b"TOTAL SWAP (KB):",
+        b"TOTAL:",
+        b"** MEMINFO in pid 1 [a] **",
+        b"                   Pss  Private\n                 Total    Dirty\n",
+        b"  Native Heap",
+        b"18446744073709551615",
+        b"  ------",
+        b":",
+    ];
     let own = match target {
         Target::Scenario => SCENARIO,
         Target::Trace => TRACE,
         Target::Report => REPORT,
+        Target::Dumpsys => DUMPSYS,
     };
     [COMMON, own].concat()
 }

@@ -3,12 +3,14 @@
 //! Each input is written to a file and read by the same function the command reads a user's file
 //! with (`load_scenario`, `load_trace`, `read_report`), so the fuzzing covers everything between
 //! the file and the result: the regular-file check and size limit, UTF-8 decoding, byte-order
-//! marks, and the parser.
+//! marks, and the parser. The dumpsys meminfo parser has no file reader yet (its text comes from
+//! a device), so it is given the input's text directly.
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
 use leakloop::analyze::{load_trace, TraceErrorKind};
+use leakloop::probe::dumpsys::{self, DumpsysError};
 use leakloop::report::{read_report, ReportError};
 use leakloop::scenario::{load_scenario, ScenarioErrorKind};
 
@@ -21,6 +23,8 @@ pub enum Target {
     Trace,
     /// The report.json reader of `leakloop report`.
     Report,
+    /// The parser of Android's `dumpsys meminfo` output.
+    Dumpsys,
 }
 
 /// How a reader answered one input.
@@ -36,7 +40,12 @@ pub enum Outcome {
 
 impl Target {
     /// Every target, in a fixed order.
-    pub const ALL: [Target; 3] = [Target::Scenario, Target::Trace, Target::Report];
+    pub const ALL: [Target; 4] = [
+        Target::Scenario,
+        Target::Trace,
+        Target::Report,
+        Target::Dumpsys,
+    ];
 
     /// The target's name on the command line and in `fixtures/fuzz/`.
     pub fn name(self) -> &'static str {
@@ -44,6 +53,7 @@ impl Target {
             Target::Scenario => "scenario",
             Target::Trace => "trace",
             Target::Report => "report",
+            Target::Dumpsys => "dumpsys",
         }
     }
 
@@ -58,16 +68,17 @@ impl Target {
             Target::Scenario => "yaml",
             Target::Trace => "csv",
             Target::Report => "json",
+            Target::Dumpsys => "txt",
         }
     }
 
-    /// Runs the reader on `bytes`, written to a file first.
+    /// Runs the reader on `bytes`, written to a file first for the readers of files.
     pub fn run(self, bytes: &[u8]) -> Outcome {
-        let path = input_file(self, bytes);
         match self {
-            Target::Scenario => scenario(&path),
-            Target::Trace => trace(&path),
-            Target::Report => report(&path),
+            Target::Scenario => scenario(&input_file(self, bytes)),
+            Target::Trace => trace(&input_file(self, bytes)),
+            Target::Report => report(&input_file(self, bytes)),
+            Target::Dumpsys => meminfo(bytes),
         }
     }
 }
@@ -159,5 +170,20 @@ fn report(path: &Path) -> Outcome {
                 Outcome::Unlocated(e.to_string())
             }
         }
+    }
+}
+
+/// The dumpsys parser on the input's text (invalid UTF-8 replaced, as a device's output would be
+/// read): every refusal must name its line or be about the whole input.
+fn meminfo(bytes: &[u8]) -> Outcome {
+    match dumpsys::parse(&String::from_utf8_lossy(bytes)) {
+        Ok(_) => Outcome::Accepted,
+        Err(e @ DumpsysError::Malformed { line, .. }) if line >= 1 => {
+            Outcome::Refused(e.to_string())
+        }
+        Err(e @ (DumpsysError::TooLarge { .. } | DumpsysError::NothingFound)) => {
+            Outcome::Refused(e.to_string())
+        }
+        Err(e) => Outcome::Unlocated(e.to_string()),
     }
 }

@@ -13,6 +13,7 @@ use crate::{
 #[case::scenario(Target::Scenario)]
 #[case::trace(Target::Trace)]
 #[case::report(Target::Report)]
+#[case::dumpsys(Target::Dumpsys)]
 fn seeds_and_kept_findings_break_no_rule(#[case] target: Target) {
     let corpus = seed_corpus(&workspace_root(), target);
     assert!(corpus.len() >= 3, "too few seeds for {}", target.name());
@@ -48,6 +49,7 @@ fn kept_findings_are_in_the_corpus() {
 #[case::scenario(Target::Scenario)]
 #[case::trace(Target::Trace)]
 #[case::report(Target::Report)]
+#[case::dumpsys(Target::Dumpsys)]
 fn a_short_fixed_run_breaks_no_rule(#[case] target: Target) {
     let seeds: Vec<Vec<u8>> = seed_corpus(&workspace_root(), target)
         .into_iter()

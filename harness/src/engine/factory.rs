@@ -13,8 +13,10 @@ use std::path::PathBuf;
 use crate::engine::opencl::{
     find_interposer, interposer_env, opencl_name_shim, preload_env, OpenClNameShim,
 };
+#[cfg(not(target_os = "android"))]
+use crate::engine::OpenClEngine;
 use crate::engine::{
-    Engine, EngineError, EngineErrorKind, LitertLmEngine, OpenClEngine, SimEngine, WorkerEngine,
+    Engine, EngineError, EngineErrorKind, LitertLmEngine, SimEngine, WorkerEngine,
 };
 use crate::scenario::{BackendKind, Scenario};
 
@@ -38,7 +40,13 @@ pub fn build_in_process(scenario: &Scenario) -> Result<Box<dyn Engine>, EngineEr
     match scenario.engine.backend {
         BackendKind::Sim => Ok(Box::new(SimEngine::from_scenario(scenario)?)),
         BackendKind::LitertLm => Ok(Box::new(LitertLmEngine::from_scenario(scenario)?)),
+        #[cfg(not(target_os = "android"))]
         BackendKind::Opencl => Ok(Box::new(OpenClEngine::from_scenario(scenario)?)),
+        #[cfg(target_os = "android")]
+        BackendKind::Opencl => Err(EngineError::new(
+            EngineErrorKind::Unavailable,
+            crate::engine::opencl::NOT_BUILT,
+        )),
     }
 }
 

@@ -17,6 +17,7 @@ pub use api::{
 pub use factory::{build_engine, build_in_process};
 pub use ledger::{KindCounts, Ledger, LedgerImbalance, LedgerRun, TurnLedger};
 pub use litert_lm::LitertLmEngine;
+#[cfg(not(target_os = "android"))]
 pub use opencl::OpenClEngine;
 pub use sim::SimEngine;
 pub use skip::skip_or_require;

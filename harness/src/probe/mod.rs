@@ -1,5 +1,6 @@
 //! Memory probes: read a process's memory from the OS, one file per source.
 
+pub mod dumpsys;
 mod native_heap;
 mod process;
 

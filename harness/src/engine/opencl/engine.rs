@@ -8,6 +8,7 @@ use opencl3::memory::ClMem;
 
 use crate::engine::ledger::KindCounts;
 use crate::engine::opencl::interposer::LoadedInterposer;
+use crate::engine::opencl::names::{kinds, ENGINE_BUFFER_BYTES};
 use crate::engine::opencl::profile::OpenClProfile;
 use crate::engine::opencl::runtime::{ClError, Runtime};
 use crate::engine::opencl::workload::{
@@ -19,33 +20,6 @@ use crate::engine::{
     GenerateRequest, Prompt, SessionId,
 };
 use crate::scenario::{Scenario, SessionOptions};
-
-/// Ledger kinds the engine counts itself.
-pub mod kinds {
-    /// Sessions opened and closed.
-    pub const SESSION: &str = "session";
-    /// KV-cache buffers (one per session).
-    pub const KV_CACHE: &str = "kv_cache";
-    /// Extra references the engine took on KV-cache buffers.
-    pub const KV_CACHE_RETAIN: &str = "kv_cache_retain";
-    /// Scratch (activation) buffers, a set per session.
-    pub const SCRATCH_BUFFER: &str = "scratch_buffer";
-    /// Weight buffers (one per load).
-    pub const WEIGHT_BUFFER: &str = "weight_buffer";
-    /// Contexts (one per load).
-    pub const CONTEXT: &str = "context";
-    /// Command queues (one per load).
-    pub const COMMAND_QUEUE: &str = "command_queue";
-    /// Programs (one per load).
-    pub const PROGRAM: &str = "program";
-    /// Kernels (three per load).
-    pub const KERNEL: &str = "kernel";
-}
-
-/// Metric: bytes of OpenCL buffers the engine created and has not released (its own count).
-pub const ENGINE_BUFFER_BYTES: &str = "opencl_buffer_bytes";
-/// Metric: live `cl_mem` bytes as the interposer counts them.
-pub const CL_MEM_BYTES: &str = "cl_mem_bytes";
 
 #[derive(Debug, Default)]
 struct Bookkeeping {

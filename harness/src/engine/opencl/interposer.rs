@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::engine::opencl::engine::CL_MEM_BYTES;
+use crate::engine::opencl::names::CL_MEM_BYTES;
 use crate::engine::{EngineSnapshot, KindCounts};
 
 /// File name of the built interposer.
@@ -192,7 +192,8 @@ impl LoadedInterposer {
             let len = usize::try_from(len)
                 .map_err(|_| "leakloop_cl_snapshot refused the buffer".to_owned())?;
             if len < buf.len() {
-                let bytes: Vec<u8> = buf[..len].iter().map(|c| *c as u8).collect();
+                // `c_char` is `i8` on some targets and `u8` on others (aarch64 Linux and Android).
+                let bytes: Vec<u8> = buf[..len].iter().map(|c| c.to_ne_bytes()[0]).collect();
                 return serde_json::from_slice(&bytes)
                     .map_err(|e| format!("leakloop_cl_snapshot returned bad JSON: {e}"));
             }

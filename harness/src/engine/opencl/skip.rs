@@ -1,7 +1,7 @@
 //! The guard every test that needs OpenCL goes through: it says plainly when no platform is
 //! there, and turns that into a failure where the platform is required (CI).
 
-use crate::engine::opencl::runtime::probe_platform;
+use crate::engine::opencl::probe_platform;
 use crate::engine::skip_or_require;
 
 /// Environment variable that makes a missing OpenCL platform a test failure.

@@ -1,0 +1,279 @@
+use super::*;
+
+fn fixture(name: &str) -> ProcessMemInfo {
+    let text = match name {
+        "flutter_gallery_2019" => {
+            include_str!("../../../../fixtures/dumpsys/flutter_gallery_2019.txt")
+        }
+        "launcher3_detailed" => include_str!("../../../../fixtures/dumpsys/launcher3_detailed.txt"),
+        "devtools_gallery_summary" => {
+            include_str!("../../../../fixtures/dumpsys/devtools_gallery_summary.txt")
+        }
+        "systemui_perfetto" => include_str!("../../../../fixtures/dumpsys/systemui_perfetto.txt"),
+        "seed_idle" => include_str!("../../../../fixtures/dumpsys/seed_idle.txt"),
+        "seed_after_turn1" => include_str!("../../../../fixtures/dumpsys/seed_after_turn1.txt"),
+        "seed_peak" => include_str!("../../../../fixtures/dumpsys/seed_peak.txt"),
+        other => panic!("no fixture {other}"),
+    };
+    let mut processes = parse(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(processes.len(), 1, "{name}");
+    processes.remove(0)
+}
+
+const K: u64 = 1024;
+
+fn pss(p: &ProcessMemInfo, name: &str) -> Option<u64> {
+    p.summary_row(name).and_then(|r| r.pss)
+}
+
+fn rss(p: &ProcessMemInfo, name: &str) -> Option<u64> {
+    p.summary_row(name).and_then(|r| r.rss)
+}
+
+#[test]
+fn flutter_gallery_table_summary_and_old_total_line() {
+    let p = fixture("flutter_gallery_2019");
+    assert_eq!(p.pid, Some(16141));
+    assert_eq!(p.process.as_deref(), Some("io.flutter.demo.gallery"));
+    assert_eq!(p.table.len(), 17);
+    assert_eq!(p.value("Native Heap", &Column::PssTotal), Some(8648 * K));
+    assert_eq!(
+        p.value("Native Heap", &Column::PrivateDirty),
+        Some(8620 * K)
+    );
+    assert_eq!(p.value("Native Heap", &Column::SwapPssDirty), Some(16 * K));
+    assert_eq!(p.value("Native Heap", &Column::HeapAlloc), Some(12403 * K));
+    assert_eq!(p.value("Gfx dev", &Column::PssTotal), Some(212 * K));
+    assert_eq!(p.value("GL mtrack", &Column::PrivateDirty), Some(2380 * K));
+    assert_eq!(p.value("Unknown", &Column::PssTotal), Some(43971 * K));
+    // Rows without Heap columns have none, and this Android has no Rss column.
+    assert_eq!(p.value("Stack", &Column::HeapSize), None);
+    assert_eq!(p.value("TOTAL", &Column::RssTotal), None);
+    assert_eq!(p.value("TOTAL", &Column::HeapFree), Some(9612 * K));
+    assert_eq!(pss(&p, "Java Heap"), Some(4296 * K));
+    assert_eq!(pss(&p, "Graphics"), Some(2584 * K));
+    assert_eq!(pss(&p, "Private Other"), Some(65228 * K));
+    assert_eq!(pss(&p, "System"), Some(2573 * K));
+    assert_eq!(rss(&p, "Native Heap"), None);
+    assert_eq!(p.totals.pss, Some(95085 * K));
+    assert_eq!(p.totals.swap_pss, Some(62 * K));
+    assert_eq!(p.totals.rss, None);
+    // Objects and SQL rows are not summary rows.
+    assert!(p.summary_row("Views").is_none());
+    assert!(p.summary_row("MEMORY_USED").is_none());
+}
+
+#[test]
+fn launcher3_detailed_columns_rss_and_swap_kb() {
+    let p = fixture("launcher3_detailed");
+    assert_eq!(p.pid, Some(21936));
+    assert_eq!(p.value("Native Heap", &Column::PssClean), Some(0));
+    assert_eq!(p.value("Native Heap", &Column::SharedDirty), Some(2692 * K));
+    assert_eq!(p.value("Native Heap", &Column::RssTotal), Some(27072 * K));
+    assert_eq!(p.value("Native Heap", &Column::HeapFree), Some(11037 * K));
+    assert_eq!(p.value(".so mmap", &Column::SharedClean), Some(22656 * K));
+    assert_eq!(p.value("EGL mtrack", &Column::PssTotal), Some(51348 * K));
+    assert_eq!(p.value("GL mtrack", &Column::RssTotal), Some(4460 * K));
+    assert_eq!(p.value("Unknown", &Column::PrivateDirty), Some(784 * K));
+    assert_eq!(p.value("TOTAL", &Column::SwapDirty), Some(0));
+    assert_eq!(p.value("TOTAL", &Column::RssTotal), Some(187052 * K));
+    assert_eq!(pss(&p, "Graphics"), Some(61692 * K));
+    assert_eq!(rss(&p, "Code"), Some(65056 * K));
+    assert_eq!(rss(&p, "Private Other"), None);
+    assert_eq!(pss(&p, "System"), Some(9633 * K));
+    // `Unknown` prints only an RSS value, under the Rss(KB) header.
+    assert_eq!(
+        p.summary_row("Unknown"),
+        Some(SummaryRow {
+            pss: None,
+            rss: Some(5752 * K)
+        })
+    );
+    assert_eq!(p.totals.pss, Some(105529 * K));
+    assert_eq!(p.totals.rss, Some(187052 * K));
+    assert_eq!(p.totals.swap, Some(0));
+    assert_eq!(p.totals.swap_pss, None);
+}
+
+#[test]
+fn systemui_rss_column_without_summary() {
+    let p = fixture("systemui_perfetto");
+    assert_eq!(p.pid, Some(1974));
+    assert_eq!(p.process.as_deref(), Some("com.android.systemui"));
+    assert_eq!(p.table.len(), 2);
+    assert_eq!(
+        p.value("Native Heap", &Column::SwapPssDirty),
+        Some(6764 * K)
+    );
+    assert_eq!(p.value("Native Heap", &Column::RssTotal), Some(19428 * K));
+    assert_eq!(p.value("Native Heap", &Column::HeapAlloc), Some(25037 * K));
+    assert_eq!(
+        p.value("Dalvik Heap", &Column::PrivateDirty),
+        Some(9032 * K)
+    );
+    assert_eq!(p.value("Dalvik Heap", &Column::HeapFree), Some(27333 * K));
+    assert!(p.summary.is_empty());
+    assert_eq!(p.totals, SummaryTotals::default());
+}
+
+#[test]
+fn devtools_summary_alone() {
+    let p = fixture("devtools_gallery_summary");
+    assert_eq!(p.pid, None);
+    assert!(p.table.is_empty());
+    assert_eq!(pss(&p, "Native Heap"), Some(11992 * K));
+    assert_eq!(pss(&p, "Graphics"), Some(53700 * K));
+    assert_eq!(pss(&p, "System"), Some(84493 * K));
+    assert_eq!(p.totals.pss, Some(200369 * K));
+    assert_eq!(p.totals.swap_pss, Some(82168 * K));
+}
+
+#[test]
+fn seed_report_excerpts() {
+    let cases = [
+        ("seed_idle", 127200, 128208, 59944, 705053, 794324, 155),
+        (
+            "seed_after_turn1",
+            672436,
+            673444,
+            1767024,
+            2875268,
+            2955368,
+            153,
+        ),
+        (
+            "seed_peak",
+            1602020,
+            1602252,
+            2220388,
+            5014426,
+            3951516,
+            1105546,
+        ),
+    ];
+    for (name, native_pss, native_rss, graphics, total_pss, total_rss, swap) in cases {
+        let p = fixture(name);
+        assert_eq!(pss(&p, "Native Heap"), Some(native_pss * K), "{name}");
+        assert_eq!(rss(&p, "Native Heap"), Some(native_rss * K), "{name}");
+        assert_eq!(
+            p.summary_row("Graphics"),
+            Some(SummaryRow {
+                pss: Some(graphics * K),
+                rss: Some(graphics * K)
+            }),
+            "{name}"
+        );
+        assert_eq!(p.totals.pss, Some(total_pss * K), "{name}");
+        assert_eq!(p.totals.rss, Some(total_rss * K), "{name}");
+        assert_eq!(p.totals.swap_pss, Some(swap * K), "{name}");
+    }
+}
+
+#[test]
+fn several_processes_of_one_package() {
+    let one = include_str!("../../../../fixtures/dumpsys/flutter_gallery_2019.txt");
+    let two = one.replace(
+        "pid 16141 [io.flutter.demo.gallery]",
+        "pid 7 [io.flutter.demo.gallery:remote]",
+    );
+    let processes = parse(&format!("{one}\n{two}")).unwrap();
+    assert_eq!(processes.len(), 2);
+    assert_eq!(processes[1].pid, Some(7));
+    assert_eq!(
+        processes[1].process.as_deref(),
+        Some("io.flutter.demo.gallery:remote")
+    );
+    assert_eq!(processes[1].totals.pss, Some(95085 * K));
+}
+
+#[test]
+fn dalvik_details_after_the_table_are_skipped() {
+    let text = "\
+                   Pss  Private
+                 Total    Dirty
+                ------   ------
+  Native Heap      100       90
+        TOTAL      100       90
+
+ Dalvik Details
+        .Heap       10        9
+         .LOS        5        5
+";
+    let p = parse(text).unwrap().remove(0);
+    assert_eq!(p.table.len(), 2);
+    assert!(p.row(".Heap").is_none());
+}
+
+fn error_line(text: &str) -> (usize, String) {
+    match parse(text) {
+        Err(DumpsysError::Malformed { line, what }) => (line, what),
+        other => panic!("expected a malformed-line error, got {other:?}"),
+    }
+}
+
+#[test]
+fn malformed_inputs_name_their_line() {
+    let header = "        Pss  Private\n      Total    Dirty\n";
+    let (line, what) = error_line(&format!("{header}  Native Heap  1  2  3\n"));
+    assert_eq!(line, 3);
+    assert!(what.contains("3 values in a table of 2 columns"), "{what}");
+
+    let (line, what) = error_line(&format!("{header}  Native Heap\n"));
+    assert_eq!(line, 3);
+    assert!(what.contains("without values"), "{what}");
+
+    let (line, _) = error_line(&format!("{header}  12  13\n"));
+    assert_eq!(line, 3);
+
+    let (line, what) = error_line(" App Summary\n    Java Heap   12\n");
+    assert_eq!(line, 2);
+    assert!(what.contains("without a colon"), "{what}");
+
+    let (line, what) = error_line(" App Summary\n    Java Heap:  12x\n");
+    assert_eq!(line, 2);
+    assert!(what.contains("\"12x\" is not a size in KB"), "{what}");
+
+    let (line, what) = error_line(" App Summary\n    Java Heap:  1 2 3\n");
+    assert_eq!(line, 2);
+    assert!(what.contains("one or two values, not 3"), "{what}");
+
+    let (line, _) = error_line(" App Summary\n    TOTAL PSS:   lots\n");
+    assert_eq!(line, 2);
+
+    let (line, what) = error_line("        Pss  Private\n      Total\n");
+    assert_eq!(line, 2);
+    assert!(what.contains("2 and 1 words"), "{what}");
+}
+
+#[test]
+fn a_size_too_large_for_bytes_is_an_error_not_an_overflow() {
+    let (line, what) = error_line(&format!(" App Summary\n  Java Heap:  {}\n", u64::MAX / 2));
+    assert_eq!(line, 2);
+    assert!(what.contains("not a size in KB"), "{what}");
+}
+
+#[test]
+fn control_characters_in_errors_are_escaped_and_long_lines_shortened() {
+    let long = "x".repeat(500);
+    let (_, what) = error_line(&format!(" App Summary\n  Java\u{1b}[31m {long}\n"));
+    assert!(!what.contains('\u{1b}'), "{what}");
+    assert!(what.contains("\\u{1b}"), "{what}");
+    assert!(what.len() < 300, "{what}");
+}
+
+#[test]
+fn empty_unrelated_and_oversized_inputs() {
+    assert_eq!(parse(""), Err(DumpsysError::NothingFound));
+    assert_eq!(
+        parse("Applications Memory Usage (in Kilobytes):\nUptime: 1\n"),
+        Err(DumpsysError::NothingFound)
+    );
+    let big = " ".repeat(MAX_INPUT_BYTES + 1);
+    assert_eq!(
+        parse(&big),
+        Err(DumpsysError::TooLarge {
+            len: MAX_INPUT_BYTES + 1,
+            max: MAX_INPUT_BYTES
+        })
+    );
+}

@@ -31,18 +31,23 @@
 //! With `T` the tolerance in bytes, `[lo, hi]` the slope interval, `D` the span of the steady part
 //! in turns, `D'` the turns from its centre to its end, `p` the Mann-Kendall p-value:
 //!
-//! - **growth** if `p <` [`TREND_ALPHA`], `lo > 0`, and the rise persists: the later half of the
-//!   steady part (of every epoch) does not rise significantly slower than
-//!   [`PERSISTENCE_SLOPE_FRACTION`] of the whole part's slope (its Theil-Sen slope is at least
-//!   that less `z(1 - `[`PERSISTENCE_ALPHA`]`)` standard errors); the least-squares slope is
+//! - **growth** if `p <` [`TREND_ALPHA`] (or, where a rank test on so few samples cannot reach
+//!   that level, every steady sample stands above the one before and the slope against the noise,
+//!   `slope / (1.05 sigma / sqrt(Sxx))` on Student t, reaches it), `lo > 0`, and the rise
+//!   persists: the later half of the steady part (of every epoch) does not rise significantly
+//!   slower than [`PERSISTENCE_SLOPE_FRACTION`] of the whole part's slope (its Theil-Sen slope is
+//!   at least that less `z(1 - `[`PERSISTENCE_ALPHA`]`)` standard errors, from the noise or, when
+//!   larger, the later half's scatter around its own line); the least-squares slope is
 //!   significant against the scatter around the line (`p <` [`LEAST_SQUARES_ALPHA`]: a sawtooth
-//!   is not a leak); no sample set aside as warm-up stands above where the steady line starts;
+//!   is not a leak); no sample set aside as warm-up stands above where the steady line starts
+//!   unless the steady line ends clearly above it (a heap that ratchets past its earlier peaks);
 //!   and, when the steps shrink from the (re)load on (`p <` [`DECELERATION_ALPHA`]), the rise is
 //!   significant without the first third of the steady part. A saturating warm-up whose tail is
 //!   still settling after the detected settle turn rises early and stops; a leak keeps rising. A
 //!   rise that fails only these checks is inconclusive (a run twice as long would tell). Whether
 //!   the growth *matters* (fails `leakloop analyze`) is judged apart: `growth_matters`;
-//! - a jump of the last sample beyond [`SPIKE_SIGMAS`] and the tolerance bars clean and plateau;
+//! - a jump of the last sample above the fitted line beyond both [`SPIKE_SIGMAS`] noise deviations
+//!   and the tolerance bars clean and plateau;
 //! - **clean** if the worst case stays within tolerance: `rise_hi + max(hi, 0) * D' <= T`;
 //! - **plateau** if the rise is beyond tolerance even at its lower bound (`rise_lo > T`) and the
 //!   worst-case drift after settling is small: `max(hi, 0) * D <= max(T, `
@@ -623,9 +628,11 @@ impl Steady {
     }
 
     /// How far the very last sample of the series stands above the line through its epoch's
-    /// steady samples, when that is a jump: more than [`SPIKE_SIGMAS`] noise deviations and,
-    /// above the baseline, beyond the tolerance. Spike removal never touches the last sample (it
-    /// cannot tell a spike from a step that has just begun), so neither can clean or plateau.
+    /// steady samples, when that is a jump: the jump itself, measured from the fitted trend, is
+    /// more than [`SPIKE_SIGMAS`] noise deviations and beyond the tolerance. (Its level above the
+    /// baseline says nothing about a jump: a steady leak is far above the baseline at every turn.)
+    /// Spike removal never touches the last sample (it cannot tell a spike from a step that has
+    /// just begun), so neither can clean or plateau.
     fn last_jump(&self, prepared: &Prepared<'_>, slope: f64) -> Option<f64> {
         let block = self.blocks.last()?;
         let start = *self.starts.last()?;
@@ -636,14 +643,15 @@ impl Steady {
             .collect();
         let fitted = robust::median(&others)? + slope * (last_x - start);
         let jump = last_y - fitted;
-        let beyond = last_y - prepared.baseline as f64 > prepared.tolerance();
-        (jump > SPIKE_SIGMAS * prepared.sigma.max(MIN_SIGMA) && beyond).then_some(jump)
+        let threshold = (SPIKE_SIGMAS * prepared.sigma.max(MIN_SIGMA)).max(prepared.tolerance());
+        (jump > threshold).then_some(jump)
     }
 
     /// Whether a sample the warm-up search set aside lies above where the line through its epoch's
-    /// steady samples starts by more than [`SPIKE_SIGMAS`] noise deviations. A warm-up rises to the
-    /// steady level; memory that was higher before and fell (a garbage collection, a pool
-    /// trimmed) is not one, and the rise after it may be the next tooth of a sawtooth.
+    /// steady samples starts by more than [`SPIKE_SIGMAS`] noise deviations, and the line does not
+    /// end clearly (by as much) above it. A warm-up rises to the steady level; memory that was
+    /// higher before and fell (a garbage collection, a pool trimmed) is not one, and the rise
+    /// after it may be the next tooth of a sawtooth, unless it climbs past where memory fell from.
     fn fell_during_warmup(&self, prepared: &Prepared<'_>, slope: f64) -> bool {
         let threshold = SPIKE_SIGMAS * prepared.sigma.max(MIN_SIGMA);
         let mut blocks = self.blocks.iter();
@@ -660,12 +668,17 @@ impl Steady {
                 return false;
             };
             // Where the steady line starts: a warm-up stays below it, and so does a leak whose
-            // first samples the search set aside.
+            // first samples the search set aside. Where it ends: a sawtooth's steady part climbs
+            // back to where memory fell from, no higher; a heap that ratchets up (a leak under a
+            // garbage collector) climbs clearly beyond it.
             let start_level = intercept + slope * first.0;
+            let end_level = block
+                .last()
+                .map_or(start_level, |last| intercept + slope * last.0);
             epoch
                 .iter()
                 .filter(|p| p.0 < bound)
-                .any(|p| p.2 - start_level > threshold)
+                .any(|p| p.2 - start_level > threshold && end_level - p.2 <= threshold)
         })
     }
 
@@ -707,6 +720,24 @@ impl Steady {
         StudentsT::new(0.0, 1.0, df).map_or(1.0, |t| 1.0 - t.cdf(slope / se))
     }
 
+    /// Whether every steady sample stands above the one before it in its block.
+    fn strictly_rising(&self) -> bool {
+        self.blocks
+            .iter()
+            .all(|b| b.windows(2).all(|w| w[1].1 > w[0].1))
+    }
+
+    /// The one-sided p-value of `slope` against the noise estimate (not the scatter around the
+    /// line, which a few samples barely measure): Student t of `slope / (1.05 sigma / sqrt(Sxx))`
+    /// on the noise estimate's degrees of freedom.
+    fn effect_size_p(&self, prepared: &Prepared<'_>, slope: f64, sxx: f64) -> f64 {
+        if sxx <= 0.0 {
+            return 1.0;
+        }
+        let se = THEIL_SEN_SE_FACTOR * prepared.sigma.max(MIN_SIGMA) / sxx.sqrt();
+        StudentsT::new(0.0, 1.0, prepared.noise_df as f64).map_or(1.0, |t| 1.0 - t.cdf(slope / se))
+    }
+
     /// Whether the steady part still rises significantly (Mann-Kendall `p <` [`TREND_ALPHA`])
     /// without the first third of every block: growth claimed on a decelerating series must not
     /// rest on the samples right after the warm-up.
@@ -719,9 +750,10 @@ impl Steady {
         mann_kendall(&values).p_increasing < TREND_ALPHA
     }
 
-    /// On the later half of every block: the one-sided Mann-Kendall p-value and the pooled
-    /// Theil-Sen slope.
-    fn later_half_trend(&self) -> (f64, f64, f64) {
+    /// On the later half of every block: the one-sided Mann-Kendall p-value, the pooled
+    /// Theil-Sen slope, `Sxx` and the standard deviation of the samples around their
+    /// least-squares lines (0 without degrees of freedom).
+    fn later_half_trend(&self) -> (f64, f64, f64, f64) {
         let halves: Vec<Vec<(f64, f64)>> = self
             .blocks
             .iter()
@@ -739,7 +771,12 @@ impl Steady {
                 b.iter().map(|p| (p.0 - mean).powi(2)).sum::<f64>()
             })
             .sum();
-        (mann_kendall(&values).p_increasing, slope, sxx)
+        (
+            mann_kendall(&values).p_increasing,
+            slope,
+            sxx,
+            scatter_around_lines(&halves),
+        )
     }
 
     fn decide(&self, prepared: &Prepared<'_>, analysis: &mut MetricAnalysis) {
@@ -804,14 +841,32 @@ impl Steady {
                 "noise-based"
             }
         );
-        let rising = trend.p_increasing < options.trend_alpha && lo > 0.0;
-        let (late, late_slope, late_sxx) = self.later_half_trend();
+        // With few samples a rank test cannot reach the level however clear the rise (five
+        // samples: p >= 1/120); a strictly rising steady part whose slope dwarfs the noise floor
+        // reaches it from the effect size instead.
+        let effect_p = self.effect_size_p(prepared, slope, sxx);
+        let by_effect = trend.p_increasing >= options.trend_alpha
+            && self.strictly_rising()
+            && effect_p < options.trend_alpha;
+        let rising = (trend.p_increasing < options.trend_alpha || by_effect) && lo > 0.0;
+        let significance = if by_effect {
+            format!(
+                "every steady sample above the one before; slope against the noise p = {effect_p:.2e}"
+            )
+        } else {
+            format!("Mann-Kendall p = {:.2e}", trend.p_increasing)
+        };
+        let (late, late_slope, late_sxx, late_scatter) = self.later_half_trend();
         // The later half must not rise significantly slower than half the overall slope (a
         // saturating warm-up's tail flattens out; a leak keeps its slope), judged against its own
         // standard error so that a short or noisy run does not need a significant rise in each
         // half. The least-squares slope must be significant against the scatter around the line
-        // too, and no set-aside warm-up sample may stand above the line (a sawtooth).
-        let late_se = THEIL_SEN_SE_FACTOR * prepared.sigma / late_sxx.max(f64::MIN_POSITIVE).sqrt();
+        // too, and no set-aside warm-up sample may stand above the line (a sawtooth). The noise
+        // comes from consecutive differences, which a garbage collection's rare drops barely move;
+        // where the later half scatters more around its own line than that, its slope is only
+        // known to that scatter.
+        let late_se = THEIL_SEN_SE_FACTOR * prepared.sigma.max(late_scatter)
+            / late_sxx.max(f64::MIN_POSITIVE).sqrt();
         let late_z = standard_normal().inverse_cdf(1.0 - PERSISTENCE_ALPHA);
         let least_squares_p = self.least_squares_p();
         let doubt = if late_slope < PERSISTENCE_SLOPE_FRACTION * slope - late_z * late_se {
@@ -834,21 +889,19 @@ impl Steady {
             analysis.classification = Classification::Inconclusive;
             analysis.turns_needed = Some(prepared.twice_as_long());
             analysis.reason = format!(
-                "rose {} per turn from turn {settle} ({interval_text}; Mann-Kendall p = {:.2e}) \
-                 but every step is smaller than the one before it (Mann-Kendall on the steps p < \
+                "rose {} per turn from turn {settle} ({interval_text}; {significance}) but \
+                 every step is smaller than the one before it (Mann-Kendall on the steps p < \
                  {DECELERATION_ALPHA}) and without its first third the rise is not significant: \
                  a warm-up still settling or a leak; a run twice as long would tell",
                 signed_bytes(slope),
-                trend.p_increasing,
             );
             return;
         }
         if rising && persists {
             analysis.classification = Classification::Growth;
             analysis.reason = format!(
-                "keeps rising {} per turn from turn {settle} ({interval_text}; Mann-Kendall p = {:.2e})",
+                "keeps rising {} per turn from turn {settle} ({interval_text}; {significance})",
                 signed_bytes(slope),
-                trend.p_increasing
             );
             GrowthGate::new(prepared).judge(lo, hi, analysis);
             return;
@@ -862,11 +915,10 @@ impl Steady {
             analysis.classification = Classification::Inconclusive;
             analysis.turns_needed = Some(prepared.twice_as_long());
             analysis.reason = format!(
-                "rose {} per turn from turn {settle} ({interval_text}; Mann-Kendall p = {:.2e}) but \
-                 {}: a warm-up still settling, a sawtooth or a leak too small to show yet; a run \
-                 twice as long would tell",
+                "rose {} per turn from turn {settle} ({interval_text}; {significance}) but {}: a \
+                 warm-up still settling, a sawtooth or a leak too small to show yet; a run twice \
+                 as long would tell",
                 signed_bytes(slope),
-                trend.p_increasing,
                 doubt.unwrap_or_default()
             );
             return;
@@ -963,6 +1015,30 @@ impl Steady {
                 };
             }
         }
+    }
+}
+
+/// The standard deviation of the samples around each block's least-squares line, pooled over
+/// the blocks on `n - 2k` degrees of freedom (`n` samples in `k` blocks); 0 without any.
+fn scatter_around_lines(blocks: &[Vec<(f64, f64)>]) -> f64 {
+    let (mut rss, mut df) = (0.0, 0usize);
+    for block in blocks.iter().filter(|b| b.len() > 2) {
+        let m = block.len() as f64;
+        let mx = block.iter().map(|p| p.0).sum::<f64>() / m;
+        let my = block.iter().map(|p| p.1).sum::<f64>() / m;
+        let sxx: f64 = block.iter().map(|p| (p.0 - mx).powi(2)).sum();
+        let sxy: f64 = block.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+        let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
+        rss += block
+            .iter()
+            .map(|(x, y)| (y - my - slope * (x - mx)).powi(2))
+            .sum::<f64>();
+        df += block.len() - 2;
+    }
+    if df == 0 {
+        0.0
+    } else {
+        (rss / df as f64).sqrt()
     }
 }
 

@@ -724,3 +724,97 @@ fn long_reload_epochs_pool_within_the_pair_budget() {
     assert!(60 * cap * (cap - 1) / 2 <= MAX_PAIRS, "{cap}");
     assert!(cap > 200, "{cap}");
 }
+
+// ---- Real traces the second round got wrong (fixtures/traces/real/) ----
+
+/// Values at consecutive turns from 0.
+fn consecutive(values: &[f64]) -> MetricSeries {
+    let turns: Vec<u64> = (0..values.len() as u64).collect();
+    exact(&turns, values)
+}
+
+#[test]
+fn a_last_sample_slightly_above_a_settled_line_is_not_a_jump() {
+    // A one-time rise of 20 MiB, then flat with 0.05 MiB of noise; the last sample stands 0.5 MiB
+    // above the line: beyond 4 noise deviations, within the 1 MiB tolerance, and far above the
+    // baseline only because of the plateau.
+    let mut values = vec![BASE];
+    let wiggle = [
+        0.0, 0.04, -0.03, 0.05, -0.05, 0.02, -0.04, 0.03, 0.0, -0.02, 0.04, -0.01,
+    ];
+    values.extend(wiggle.iter().map(|w| BASE + (20.0 + w) * MIB));
+    values.push(BASE + 20.5 * MIB);
+    let a = classify(&consecutive(&values), &options(1));
+    assert!(!a.reason.contains("the last sample"), "{a:#?}");
+    assert_eq!(a.classification, Classification::Plateau, "{a:#?}");
+}
+
+#[test]
+fn a_steady_leak_on_six_samples_is_growth() {
+    // +10 MiB per turn with a little unevenness, the last sample 0.5 MiB above the line through
+    // the others (Bun #10265 has this shape).
+    let values = cumulative(40.0 * MIB, &[10.1, 10.4, 10.1, 8.1, 10.5].map(|m| m * MIB));
+    let a = classify(&consecutive(&values), &options(1));
+    assert_eq!(a.classification, Classification::Growth, "{a:#?}");
+}
+
+#[test]
+fn five_strictly_rising_samples_far_beyond_the_noise_are_growth() {
+    // A rank test on five samples cannot go below p = 1/120; the effect size can.
+    let values = cumulative(BASE, &[10.1, 10.4, 10.1, 9.6].map(|m| m * MIB));
+    let a = classify(&consecutive(&values), &options(1));
+    assert_eq!(a.classification, Classification::Growth, "{a:#?}");
+    assert!(
+        a.reason.contains("every steady sample above"),
+        "{}",
+        a.reason
+    );
+}
+
+#[test]
+fn a_few_rising_samples_as_uneven_as_their_rise_are_not_growth() {
+    // Strictly rising, but the steps scatter as much as they rise: the effect is not significant.
+    let values = cumulative(BASE, &[0.3, 2.2, 0.2, 2.3, 0.1].map(|m| m * MIB));
+    let a = classify(&consecutive(&values), &options(1));
+    assert_ne!(a.classification, Classification::Growth, "{a:#?}");
+}
+
+#[test]
+fn a_garbage_collected_heap_that_ratchets_past_its_earlier_peaks_is_growth() {
+    // A high load sample, collections during the warm-up, then a climb of 4 MiB per turn that
+    // goes clearly beyond everything before it (LiteLLM #8551 has this shape).
+    let mut values: Vec<f64> = [300.0, 120.0, 115.0, 220.0, 225.0, 230.0, 235.0, 95.0, 105.0]
+        .iter()
+        .map(|m| m * MIB)
+        .collect();
+    values
+        .extend((0..16).map(|i| (255.0 + 4.0 * f64::from(i) + [0.3, -0.2][i as usize % 2]) * MIB));
+    let a = classify(&consecutive(&values), &ClassifyOptions::default());
+    assert_eq!(a.classification, Classification::Growth, "{a:#?}");
+}
+
+#[rstest]
+fn a_sawtooth_that_climbs_back_to_where_it_fell_from_is_not_growth(
+    #[values(4, 5, 6)] period: u32,
+    #[values(1, 2, 3)] seed: u64,
+) {
+    let points = shaped(24, 0.1 * MIB, seed, |t| 2.0 * MIB * f64::from(t % period));
+    let a = run(&points, &options(1));
+    assert_ne!(a.classification, Classification::Growth, "{a:#?}");
+}
+
+#[test]
+fn a_leak_with_a_collection_in_its_last_samples_is_still_growth() {
+    // undici #3458 (fixtures/traces/real/undici-3458-cloned-response.csv), in MiB every 50
+    // requests: a leak of about 8 MiB per sample with small collections, then one of 24 MiB two
+    // samples before the end. The consecutive differences hardly see it; the later half's slope
+    // is only known to its scatter around its own line.
+    let mib = [
+        66, 68, 76, 84, 93, 101, 110, 117, 125, 133, 141, 134, 143, 149, 155, 163, 171, 178, 185,
+        183, 196, 205, 212, 219, 226, 233, 241, 249, 257, 264, 240, 244,
+    ];
+    let values: Vec<f64> = mib.iter().map(|m| f64::from(*m) * MIB).collect();
+    let turns: Vec<u64> = (1..=values.len() as u64).map(|i| i * 50).collect();
+    let a = classify(&exact(&turns, &values), &ClassifyOptions::default());
+    assert_eq!(a.classification, Classification::Growth, "{a:#?}");
+}

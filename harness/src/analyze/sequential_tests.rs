@@ -81,8 +81,10 @@ fn a_leak_stops_within_a_few_looks_and_the_verdict_is_that_looks() {
             rule.look(&leak).map(|reason| (m, leak, reason))
         })
         .expect("an obvious leak is decided");
-    // 7 samples cannot reach the first look's level (0.00049); 9 reach the second's.
-    assert_eq!(turn, 8, "{reason}");
+    // 7 samples cannot reach the first look's level (0.00049) by a rank test (p >= 1/5040 only
+    // for all 21 pairs in order), but a strictly rising 110 MiB/turn dwarfs the byte-sized noise:
+    // the effect size decides at the first look.
+    assert_eq!(turn, 6, "{reason}");
     assert!(reason.contains("native_heap growth"), "{reason}");
     leak.early_stop = Some(EarlyStop {
         turn,

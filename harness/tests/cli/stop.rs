@@ -39,13 +39,13 @@ fn the_field_leak_stops_within_a_few_looks_and_still_fails_its_limits() {
     let stdout = text(&output);
     assert_eq!(output.status.code(), Some(1), "{stdout}");
     assert!(
-        stdout.contains("stopped early at turn 9 of 101"),
+        stdout.contains("stopped early at turn 7 of 101"),
         "{stdout}"
     );
     let report = read_report(&out.path().join("report.json")).unwrap();
     let stop = report.record.early_stop.as_ref().expect("stopped early");
-    assert_eq!((stop.turn, stop.max_turns), (9, 101));
-    assert_eq!(report.record.turns_completed, 9);
+    assert_eq!((stop.turn, stop.max_turns), (7, 101));
+    assert_eq!(report.record.turns_completed, 7);
     assert!(
         stop.reason.contains("native_heap growth"),
         "{}",
@@ -90,7 +90,7 @@ fn the_field_leak_stops_within_a_few_looks_and_still_fails_its_limits() {
         .output()
         .unwrap();
     assert_eq!(again.status.code(), Some(1));
-    assert!(text(&again).contains("stopped early at turn 9 of 101"));
+    assert!(text(&again).contains("stopped early at turn 7 of 101"));
 }
 
 #[test]

@@ -43,6 +43,10 @@ pub struct ProcessProbe {
     /// Read `smaps_rollup` (pss, and the others from the same walk).
     rollup: bool,
     /// Reused read buffer, so that a sample allocates nothing once warm.
+    #[cfg_attr(
+        not(any(target_os = "linux", target_os = "android")),
+        expect(dead_code, reason = "only the /proc reader uses it")
+    )]
     buffer: String,
 }
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use crate::cli::output;
 use crate::cli::{CliError, Exit, Outcome};
 use crate::engine::litert_lm::check_library;
-use crate::scenario::load_scenario;
+use crate::scenario::{load_scenario, Scenario, StopMode};
 
 /// Arguments of `leakloop check`.
 #[derive(Debug, clap::Args)]
@@ -22,6 +22,14 @@ pub(crate) struct CheckArgs {
 
 /// Prints `ok <file>: ...` for each valid file and the full error for each invalid one; fails
 /// with bad input (exit 2) if any file is invalid.
+/// How many turns a scenario runs: `12 turns`, or `at most 100 turns` when it stops once decided.
+fn turns_label(scenario: &Scenario) -> String {
+    match scenario.stop {
+        StopMode::Turns => format!("{} turns", scenario.turns),
+        StopMode::Decided => format!("at most {} turns, stops once decided", scenario.turns),
+    }
+}
+
 pub(crate) fn run(args: CheckArgs) -> Result<Outcome, CliError> {
     let mut invalid = 0;
     for path in &args.scenarios {
@@ -34,11 +42,11 @@ pub(crate) fn run(args: CheckArgs) -> Result<Outcome, CliError> {
             });
         match loaded {
             Ok(scenario) => output::println(&format!(
-                "ok {}: {} ({}, {} turns)",
+                "ok {}: {} ({}, {})",
                 path.display(),
                 scenario.name,
                 scenario.engine.backend.as_str(),
-                scenario.turns
+                turns_label(&scenario)
             )),
             Err(err) => {
                 invalid += 1;

@@ -31,6 +31,25 @@ fn relative(path: &Path) -> String {
 }
 
 #[test]
+fn a_scenario_that_stops_once_decided_says_its_turns_are_a_maximum() {
+    let out = check(&[
+        "fixtures/scenarios/stop-decided-leak.yaml",
+        "fixtures/scenarios/flutter-gemma-cpu-flat.yaml",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(
+        lines[0].ends_with("(sim, at most 200 turns, stops once decided)"),
+        "{stdout}"
+    );
+    assert!(
+        lines[1].ends_with(" turns)") && !lines[1].contains("at most"),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn every_example_scenario_is_ok() {
     let mut files: Vec<String> = std::fs::read_dir(workspace().join("fixtures/scenarios"))
         .expect("fixtures/scenarios exists")

@@ -19,7 +19,8 @@ use leakloop::scenario::{load_scenario, ScenarioErrorKind};
 pub enum Target {
     /// The scenario loader (`leakloop check`, `run`).
     Scenario,
-    /// The trace reader of `leakloop analyze`: a CSV, or a report.json when it starts with `{`.
+    /// The trace reader of `leakloop analyze`: a CSV, a report.json when it starts with `{`, or a
+    /// `dumpsys meminfo` log (detected by content).
     Trace,
     /// The report.json reader of `leakloop report`.
     Report,
@@ -116,7 +117,8 @@ fn scenario(path: &Path) -> Outcome {
     }
 }
 
-/// The trace reader of `leakloop analyze`: a CSV, or a report.json when it starts with `{`.
+/// The trace reader of `leakloop analyze`: a CSV, a report.json when it starts with `{`, or a
+/// `dumpsys meminfo` log (detected by content).
 fn trace(path: &Path) -> Outcome {
     match load_trace(path) {
         Ok(_) => Outcome::Accepted,
@@ -129,6 +131,11 @@ fn trace(path: &Path) -> Outcome {
                 TraceErrorKind::Report(m) => report_message_is_located(m),
                 // Names the sample: `samples[i]...`.
                 TraceErrorKind::Samples(m) => m.starts_with("samples["),
+                // dumpsys text: a line (`line N`), or a whole-file problem (too large, nothing
+                // found).
+                TraceErrorKind::Dumpsys(_) => true,
+                // A dumpsys capture that cannot be a trace names the dump or the processes.
+                TraceErrorKind::Capture(_) => true,
                 // The file was written just before: failing to read it says nothing of where.
                 TraceErrorKind::Input(_) => false,
             };

@@ -7,6 +7,7 @@
 //! (`stop: decided`, alpha spending in `sequential.rs`).
 
 mod classify;
+mod dumpsys_trace;
 mod expectations;
 mod run;
 mod sequential;
@@ -25,6 +26,7 @@ pub use classify::{
     PERSISTENCE_ALPHA, PERSISTENCE_SLOPE_FRACTION, PLATEAU_DRIFT_FRACTION, SPIKE_SIGMAS,
     TREND_ALPHA,
 };
+pub use dumpsys_trace::{ProcessSelector, MAX_DUMP_FILES, METRIC_ROWS};
 pub use run::{analyze_run, analyze_run_with, derive_status, ENGINE_ERRORS};
 pub use sequential::{
     final_levels, look_levels, look_schedule, spent, undecided, Levels, StopWhenDecided,
@@ -32,7 +34,8 @@ pub use sequential::{
 };
 pub use series::{Epoch, MetricSeries};
 pub use trace::{
-    load_trace, parse_csv, parse_report, Trace, TraceError, TraceErrorKind, MAX_TRACE_TURN,
+    load_trace, load_trace_with, parse_csv, parse_report, Trace, TraceError, TraceErrorKind,
+    MAX_TRACE_TURN,
 };
 pub use verdict::{
     Classification, ExpectationResult, MetricAnalysis, PlateauInfo, Verdict, VerdictStatus,

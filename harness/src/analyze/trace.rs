@@ -17,6 +17,7 @@ use crate::runner::{
     FormatVersion, RunRecord, OLDEST_REPORT_FORMAT_VERSION, REPORT_FORMAT_VERSION,
 };
 
+use super::dumpsys_trace::{load_folder, load_log, looks_like_dumpsys, ProcessSelector};
 use super::series::MetricSeries;
 
 /// The largest turn number a trace may use: 2^53, the largest integer every turn difference and
@@ -70,11 +71,29 @@ pub enum TraceErrorKind {
     /// A JSON report that does not match the report layout.
     #[error("not a leakloop report: {0}")]
     Report(String),
+    /// `dumpsys meminfo` output that could not be parsed (the line is named).
+    #[error("{0}")]
+    Dumpsys(crate::probe::dumpsys::DumpsysError),
+    /// A dumpsys capture that cannot be a trace (file names, several processes, missing rows).
+    #[error("{0}")]
+    Capture(String),
 }
 
 /// Reads a trace: a leakloop `report.json` when the file starts with `{`, a CSV otherwise. The
 /// file must be a regular file of at most [`MAX_REPORT_BYTES`]; a byte-order mark is skipped.
 pub fn load_trace(path: &Path) -> Result<Trace, TraceError> {
+    load_trace_with(path, None)
+}
+
+/// [`load_trace`], also reading `dumpsys meminfo` captures: a folder of per-turn dump files or a
+/// file of dumps (detected by content); `process` selects one process of a package's dumps.
+pub fn load_trace_with(
+    path: &Path,
+    process: Option<&ProcessSelector>,
+) -> Result<Trace, TraceError> {
+    if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+        return load_folder(path, process);
+    }
     let error = |kind| TraceError {
         path: path.to_path_buf(),
         kind,
@@ -116,6 +135,8 @@ pub fn load_trace(path: &Path) -> Result<Trace, TraceError> {
             metrics,
             record: Some(record),
         })
+    } else if looks_like_dumpsys(text) {
+        load_log(path, text, process)
     } else {
         let metrics = parse_csv(text).map_err(error)?;
         Ok(Trace {

@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::analyze::{
-    classify, final_levels, load_trace, units, ClassifyOptions, Levels, MetricAnalysis, Trace,
-    DEFAULT_HORIZON_TURNS,
+    classify, final_levels, load_trace_with, units, ClassifyOptions, Levels, MetricAnalysis,
+    ProcessSelector, Trace, DEFAULT_HORIZON_TURNS,
 };
 use crate::cli::output;
 use crate::cli::{CliError, Exit, Outcome};
@@ -22,9 +22,14 @@ use crate::scenario::{parse_tolerance_arg, Tolerance};
 /// Arguments of `leakloop analyze`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct AnalyzeArgs {
-    /// The trace: a CSV (`turn,<metric>,...`, turn 0 = baseline, values in bytes, `#` comments)
-    /// or a leakloop report.json.
+    /// The trace: a CSV (`turn,<metric>,...`, turn 0 = baseline, values in bytes, `#` comments),
+    /// a leakloop report.json, or an Android `dumpsys meminfo` capture (a folder of per-turn dump
+    /// files named by turn, or one file of dumps in turn order).
     trace: PathBuf,
+    /// For a dumpsys capture of a package with several processes: the process to read, by name
+    /// or pid.
+    #[arg(long, value_name = "NAME|PID", value_parser = parse_process)]
+    process: Option<ProcessSelector>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
@@ -65,7 +70,7 @@ struct AnalyzeOutput<'a> {
 }
 
 pub(crate) fn run(args: AnalyzeArgs) -> Result<Outcome, CliError> {
-    let trace = load_trace(&args.trace)?;
+    let trace = load_trace_with(&args.trace, args.process.as_ref())?;
     if let Some(warmup) = args.warmup_turns {
         let last = trace
             .metrics
@@ -134,6 +139,14 @@ fn analyze_trace(trace: &Trace, args: &AnalyzeArgs) -> BTreeMap<String, MetricAn
             (name.clone(), classify(series, &options))
         })
         .collect()
+}
+
+/// Parses `--process`: a pid when it is a number, else a process name.
+fn parse_process(text: &str) -> Result<ProcessSelector, String> {
+    if text.is_empty() {
+        return Err("an empty process name".to_owned());
+    }
+    Ok(ProcessSelector::parse(text))
 }
 
 /// Parses a growth limit per turn with the one size parser.

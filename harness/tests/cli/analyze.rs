@@ -165,10 +165,14 @@ fn a_report_with_a_byte_order_mark_is_read() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("rss"));
 }
 
-/// A FIFO blocked forever and /dev/zero grew to gigabytes; neither is read now.
+/// A FIFO blocked forever and /dev/zero grew to gigabytes; neither is read now. A folder is read
+/// as a dumpsys capture, whose files are named by turn.
 #[rstest]
 #[case::device("/dev/zero", "a device, not a regular file")]
-#[case::folder("fixtures", "a folder, not a regular file")]
+#[case::folder(
+    "fixtures",
+    "the name holds no turn number: a capture folder holds files named by turn"
+)]
 fn inputs_that_are_not_regular_files_are_refused(#[case] path: &str, #[case] why: &str) {
     let out = analyze(&[path]);
     assert_eq!(out.status.code(), Some(2));

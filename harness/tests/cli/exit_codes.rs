@@ -34,8 +34,23 @@ enum Stdout {
 }
 
 /// Folders and files the cases name: `{tmp}/pass`, `{tmp}/fail`, `{tmp}/crashed` (report
-/// folders), `{tmp}/unfinished` (samples.jsonl only), `{tmp}/empty`, `{tmp}/fifo`.
+/// folders), `{tmp}/unfinished` (samples.jsonl only), `{tmp}/empty`, `{tmp}/fifo`, `{tmp}/dumpsys`
+/// (the seed report's three dumpsys excerpts as a capture folder, turns 0 to 2) and
+/// `{tmp}/dumpsys-bad` (a capture folder with a file named without a turn).
 fn prepare(tmp: &Path) {
+    let capture = tmp.join("dumpsys");
+    std::fs::create_dir(&capture).unwrap();
+    let bad = tmp.join("dumpsys-bad");
+    std::fs::create_dir(&bad).unwrap();
+    for (turn, seed) in ["idle", "after_turn1", "peak"].iter().enumerate() {
+        let from = format!(
+            "{}/../fixtures/dumpsys/seed_{seed}.txt",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::copy(&from, capture.join(format!("turn-{turn}.txt"))).unwrap();
+        std::fs::copy(&from, bad.join(format!("turn-{turn}.txt"))).unwrap();
+    }
+    std::fs::write(bad.join("notes.txt"), "not a turn").unwrap();
     for (name, (record, verdict)) in [
         ("pass", clean_run()),
         ("fail", leak_run()),
@@ -97,6 +112,8 @@ const BUILDS: &str = "fixtures/scenarios/bisect-sim-builds.yaml";
 #[case::analyze_growth(&["analyze", "fixtures/traces/synthetic-four-classes.csv"], Stdout::Open, "", 1)]
 #[case::analyze_growth_full_stdout(&["analyze", "fixtures/traces/synthetic-four-classes.csv"], Stdout::Full, "", 1)]
 #[case::analyze_growth_closed_stdout(&["analyze", "fixtures/traces/synthetic-four-classes.csv"], Stdout::Closed, "", 1)]
+#[case::analyze_dumpsys_capture(&["analyze", "{tmp}/dumpsys"], Stdout::Open, "", 1)]
+#[case::analyze_dumpsys_bad_name(&["analyze", "{tmp}/dumpsys-bad"], Stdout::Open, "", 2)]
 #[case::analyze_bad_trace(&["analyze", "fixtures/bad/trace-short-row.csv"], Stdout::Open, "", 2)]
 #[case::analyze_device(&["analyze", "/dev/zero"], Stdout::Open, "", 2)]
 #[case::analyze_fifo(&["analyze", "{tmp}/fifo"], Stdout::Open, "", 2)]

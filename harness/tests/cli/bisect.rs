@@ -109,13 +109,12 @@ fn release(test: &str, version: &str) -> Option<std::path::PathBuf> {
     if lib.is_file() {
         return Some(lib);
     }
-    let message = format!(
-        "SKIPPED: {test}: LiteRT-LM {version} is not fetched (run ci/fetch-litert-lm.sh {version})"
+    leakloop::engine::skip_or_require(
+        "LEAKLOOP_REQUIRE_ENGINE",
+        &format!(
+            "{test}: LiteRT-LM {version} is not fetched (run ci/fetch-litert-lm.sh {version})"
+        ),
     );
-    if std::env::var("LEAKLOOP_REQUIRE_ENGINE").is_ok_and(|v| v == "1") {
-        panic!("{message}; LEAKLOOP_REQUIRE_ENGINE=1 forbids skipping");
-    }
-    eprintln!("{message}");
     None
 }
 
@@ -144,12 +143,10 @@ fn bisect_reports_the_native_heap_difference_between_0_11_and_0_14() {
     let text = stdout(&out);
     let stderr = String::from_utf8_lossy(&out.stderr);
     if text.contains("libvulkan.so.1") {
-        let message =
-            format!("SKIPPED: {test}: libvulkan.so.1 is missing (apt-get install libvulkan1)");
-        if std::env::var("LEAKLOOP_REQUIRE_ENGINE").is_ok_and(|v| v == "1") {
-            panic!("{message}; LEAKLOOP_REQUIRE_ENGINE=1 forbids skipping");
-        }
-        return eprintln!("{message}");
+        return leakloop::engine::skip_or_require(
+            "LEAKLOOP_REQUIRE_ENGINE",
+            &format!("{test}: libvulkan.so.1 is missing (apt-get install libvulkan1)"),
+        );
     }
     assert_eq!(out.status.code(), Some(0), "{text}\n{stderr}");
     assert!(text.contains("first change: 0.14.0 ("), "{text}\n{stderr}");

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::input::{printable, read_bounded, shorten, utf8_text};
-use crate::probe::dumpsys::{self, Column, ProcessMemInfo};
+use crate::probe::dumpsys::{self, ProcessMemInfo};
 
 use super::series::MetricSeries;
 use super::trace::{Trace, TraceError, TraceErrorKind};
@@ -82,37 +82,6 @@ pub fn looks_like_dumpsys(text: &str) -> bool {
         let l = l.trim();
         l == "App Summary" || l.starts_with("** MEMINFO in pid ")
     })
-}
-
-/// The metrics of one dump, by name.
-fn metrics_of(info: &ProcessMemInfo) -> BTreeMap<&'static str, u64> {
-    let summary = |row: &str| info.summary_row(row).and_then(|r| r.pss);
-    let table_total = |column: &Column| info.value("TOTAL", column);
-    let candidates: [(&'static str, Option<u64>); 10] = [
-        (
-            "native_heap",
-            summary("Native Heap").or_else(|| info.value("Native Heap", &Column::PssTotal)),
-        ),
-        ("gpu", summary("Graphics")),
-        ("java_heap", summary("Java Heap")),
-        ("code", summary("Code")),
-        ("stack", summary("Stack")),
-        ("private_other", summary("Private Other")),
-        ("system", summary("System")),
-        (
-            "pss",
-            info.totals.pss.or_else(|| table_total(&Column::PssTotal)),
-        ),
-        (
-            "rss",
-            info.totals.rss.or_else(|| table_total(&Column::RssTotal)),
-        ),
-        ("swap_pss", info.totals.swap_pss),
-    ];
-    candidates
-        .into_iter()
-        .filter_map(|(name, value)| value.map(|v| (name, v)))
-        .collect()
 }
 
 fn capture_error(path: &Path, message: String) -> TraceError {
@@ -224,7 +193,7 @@ fn to_trace(path: &Path, dumps: &[(u64, String, &ProcessMemInfo)]) -> Result<Tra
     let Some((_, first_where, first)) = dumps.first() else {
         return Err(capture_error(path, "no dumps".to_owned()));
     };
-    let names: Vec<&'static str> = metrics_of(first).into_keys().collect();
+    let names: Vec<&'static str> = first.metrics().into_keys().collect();
     if names.is_empty() {
         return Err(capture_error(
             path,
@@ -233,7 +202,7 @@ fn to_trace(path: &Path, dumps: &[(u64, String, &ProcessMemInfo)]) -> Result<Tra
     }
     let mut points: BTreeMap<&'static str, Vec<(u64, u64)>> = BTreeMap::new();
     for (turn, where_, info) in dumps {
-        let metrics = metrics_of(info);
+        let metrics = info.metrics();
         for name in &names {
             let Some(value) = metrics.get(name) else {
                 return Err(capture_error(

@@ -13,6 +13,7 @@ use crate::analyze::{TraceError, Verdict, VerdictStatus};
 use crate::bench::OverheadError;
 use crate::cli::bisect::BisectError;
 use crate::engine::litert_lm::{DiscoverError, LibraryRefusal};
+use crate::engine::transport::{BuildError, TargetError};
 use crate::engine::EngineError;
 use crate::engine::WorkerError;
 use crate::input::InputError;
@@ -179,6 +180,27 @@ impl From<ReportError> for CliError {
             | ReportError::Inconsistent { .. }
             | ReportError::Busy { .. }
             | ReportError::NothingToReport { .. } => CliError::BadInput(e.into()),
+        }
+    }
+}
+
+/// A target that cannot be used as written is bad input; a transport or device that is not
+/// there, or vanishes, is an engine failure.
+impl From<TargetError> for CliError {
+    fn from(e: TargetError) -> Self {
+        if e.is_bad_target() {
+            CliError::BadInput(e.into())
+        } else {
+            CliError::Engine(e.into())
+        }
+    }
+}
+
+impl From<BuildError> for CliError {
+    fn from(e: BuildError) -> Self {
+        match e {
+            BuildError::Target(e) => e.into(),
+            BuildError::Engine(e) => e.into(),
         }
     }
 }

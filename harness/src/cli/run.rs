@@ -12,7 +12,7 @@ use crate::analyze::{analyze_run, StopWhenDecided, Verdict};
 use crate::cli::interrupt::{self, InFlight, Pending};
 use crate::cli::output;
 use crate::cli::{CliError, Exit, Outcome};
-use crate::engine::build_engine;
+use crate::engine::build_on_target;
 use crate::engine::litert_lm::check_library;
 use crate::report::{
     print_terminal, render_report_json, write_reports, Fanout, OutDir, ProgressObserver,
@@ -222,7 +222,7 @@ pub(crate) fn run_and_analyze_timed(
         return Err(why.into());
     }
     let started = std::time::Instant::now();
-    let mut engine = match build_engine(scenario) {
+    let mut engine = match build_on_target(scenario) {
         Ok(engine) => engine,
         Err(e) => {
             release(out);

@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::cli::{CliError, Outcome};
-use crate::engine::{build_in_process, serve_stdio};
+use crate::engine::transport::{exit_on_hangup, SelfProbed, HANGUP_GRACE};
+use crate::engine::{build_in_process, serve_stdio, Engine};
 use crate::input::read_bounded;
 use crate::scenario::{load_scenario, Scenario, MAX_SCENARIO_BYTES};
 
@@ -15,11 +16,26 @@ pub(crate) struct WorkerArgs {
     /// instead of the one in the runner's handshake.
     #[arg(long, value_name = "FILE")]
     scenario: Option<PathBuf>,
+    /// Serve a runner on another machine (started over ssh or adb): report this process's own
+    /// memory with each snapshot, and end when the runner hangs up even mid-call.
+    #[arg(long)]
+    remote: bool,
 }
 
 pub(crate) fn run(args: WorkerArgs) -> Result<Outcome, CliError> {
     let given = args.scenario.as_deref().map(read_scenario).transpose()?;
-    serve_stdio(given, Box::new(build_in_process))?;
+    if args.remote {
+        exit_on_hangup(HANGUP_GRACE);
+        serve_stdio(
+            given,
+            Box::new(|scenario: &Scenario| {
+                let engine = build_in_process(scenario)?;
+                Ok(Box::new(SelfProbed::new(engine, scenario)) as Box<dyn Engine>)
+            }),
+        )?;
+    } else {
+        serve_stdio(given, Box::new(build_in_process))?;
+    }
     Ok(Outcome::Done)
 }
 

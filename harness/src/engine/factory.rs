@@ -13,16 +13,45 @@ use std::path::PathBuf;
 use crate::engine::opencl::{
     find_interposer, interposer_env, opencl_name_shim, preload_env, OpenClNameShim,
 };
+use crate::engine::transport::{remote_parts, BuildError, DumpsysSampled, RemoteEngine, Transport};
 #[cfg(not(target_os = "android"))]
 use crate::engine::OpenClEngine;
 use crate::engine::{
     Engine, EngineError, EngineErrorKind, LitertLmEngine, SimEngine, WorkerEngine,
 };
-use crate::scenario::{BackendKind, Scenario};
+use crate::scenario::{AdbProcess, BackendKind, Scenario, Target};
 
 /// Builds the engine for `scenario` (its backend, options, faults and seed): in a worker process
-/// (`leakloop worker`) when `engine.isolate` is set, in this process otherwise.
+/// (`leakloop worker`) when `engine.isolate` is set, in this process otherwise, and on the
+/// scenario's target ([`build_on_target`]; a target failure becomes an `Unavailable` engine).
 pub fn build_engine(scenario: &Scenario) -> Result<Box<dyn Engine>, EngineError> {
+    build_on_target(scenario).map_err(EngineError::from)
+}
+
+/// Builds the engine for `scenario` where its `target` says: a worker started on an ssh host or
+/// an Android device, or this machine's engine sampled with `dumpsys meminfo` of a device's
+/// app; telling a target failure (bad input, or a transport that failed) from an engine's.
+pub fn build_on_target(scenario: &Scenario) -> Result<Box<dyn Engine>, BuildError> {
+    if let Some((transport, worker)) = remote_parts(scenario) {
+        return Ok(Box::new(RemoteEngine::launch(transport, worker, scenario)?));
+    }
+    let engine = build_here(scenario)?;
+    match &scenario.target {
+        Target::Adb(adb) => {
+            let subject = match &adb.process {
+                AdbProcess::Package(package) => package.clone(),
+                AdbProcess::Pid(pid) => pid.to_string(),
+                AdbProcess::Native(_) => unreachable!("a native target runs a remote worker"),
+            };
+            let transport = Transport::Adb(adb.clone());
+            Ok(Box::new(DumpsysSampled::new(engine, transport, subject)?))
+        }
+        Target::Local | Target::Ssh(_) => Ok(engine),
+    }
+}
+
+/// The engine on this machine: in a worker process or in this one.
+fn build_here(scenario: &Scenario) -> Result<Box<dyn Engine>, EngineError> {
     if scenario.engine.isolate {
         let (env, shim) = worker_env(scenario)?;
         let worker = WorkerEngine::spawn(scenario, &env)?;

@@ -8,13 +8,14 @@ pub mod litert_lm;
 pub mod opencl;
 mod sim;
 mod skip;
+pub mod transport;
 mod worker;
 
 pub use api::{
     BackendInfo, Engine, EngineError, EngineErrorKind, EngineSnapshot, GenerateOutcome,
     GenerateRequest, Prompt, SessionId,
 };
-pub use factory::{build_engine, build_in_process};
+pub use factory::{build_engine, build_in_process, build_on_target};
 pub use ledger::{KindCounts, Ledger, LedgerImbalance, LedgerRun, TurnLedger};
 pub use litert_lm::LitertLmEngine;
 #[cfg(not(target_os = "android"))]

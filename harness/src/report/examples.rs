@@ -58,6 +58,7 @@ fn scenario(name: &str, profile: &str, warmup_turns: u32, turns: u32) -> Scenari
         faults: Vec::new(),
         expect: Expectations::default(),
         seed: 7,
+        target: crate::scenario::Target::Local,
         stop: crate::scenario::StopMode::Turns,
     }
 }

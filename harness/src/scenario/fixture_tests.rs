@@ -139,6 +139,20 @@ fn redact(text: &str) -> String {
 #[case::crash_without_generation("crash-without-generation", Kind::Invalid, Some("faults[0].kind"))]
 #[case::huge_name("huge-name", Kind::Invalid, Some("name"))]
 #[case::two_documents("two-documents", Kind::Syntax, None)]
+#[case::target_ssh_host_option("target-ssh-host-option", Kind::Invalid, Some("target.ssh.host"))]
+#[case::target_ssh_bad_option(
+    "target-ssh-bad-option",
+    Kind::Invalid,
+    Some("target.ssh.options[1]")
+)]
+#[case::target_adb_two_processes("target-adb-two-processes", Kind::Invalid, Some("target.adb"))]
+#[case::target_push_without_model(
+    "target-push-without-model",
+    Kind::Invalid,
+    Some("target.ssh.push[0]")
+)]
+#[case::target_remote_in_process("target-remote-in-process", Kind::Invalid, Some("engine.isolate"))]
+#[case::target_unknown_kind("target-unknown-kind", Kind::Shape, Some("target"))]
 fn bad_scenario_is_rejected(
     #[case] file: &str,
     #[case] kind: Kind,

@@ -11,6 +11,7 @@ mod model;
 mod overrides;
 mod raw;
 mod spans;
+mod target;
 mod units;
 mod validate;
 
@@ -27,6 +28,7 @@ pub use model::{
     StopMode, Tolerance, MAX_BASELINE_SAMPLES, MAX_TURNS, OPENCL_PROFILES, SIM_PROFILES,
 };
 pub use overrides::Overrides;
+pub use target::{AdbProcess, AdbTarget, PushItem, RemoteWorker, SshTarget, Target};
 pub use units::{parse_tolerance, parse_tolerance_arg};
 pub use validate::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_TOKENS, MAX_GENERATED_PROMPT_TOKENS, METRICS,

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::scenario::target::Target;
+
 /// The most turns (warm-up plus measured) one scenario may ask for.
 pub const MAX_TURNS: u32 = 100_000;
 
@@ -46,6 +48,10 @@ pub struct Scenario {
     /// `turns` is the maximum).
     #[serde(default)]
     pub stop: StopMode,
+    /// Where the engine's process lives: this machine (the default), an ssh host, an Android
+    /// device.
+    #[serde(default, skip_serializing_if = "Target::is_local")]
+    pub target: Target,
 }
 
 impl Scenario {
@@ -72,6 +78,7 @@ impl Scenario {
             expect: Expectations::default(),
             seed: 0,
             stop: StopMode::Turns,
+            target: Target::Local,
         }
     }
 

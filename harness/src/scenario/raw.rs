@@ -14,6 +14,7 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
 use crate::scenario::model::{BackendKind, Device, FaultKind, SamplePoint, StopMode};
+use crate::scenario::target::RawTarget;
 
 /// The whole scenario file.
 #[derive(Debug, Deserialize)]
@@ -43,6 +44,8 @@ pub(crate) struct RawScenario {
     pub faults: Option<Vec<RawFault>>,
     #[serde(default)]
     pub expect: Option<RawExpect>,
+    #[serde(default)]
+    pub target: Option<RawTarget>,
 }
 
 /// `engine:`.

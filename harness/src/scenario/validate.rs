@@ -19,6 +19,7 @@ use crate::scenario::raw::{
     RawEngine, RawExpect, RawMetricExpect, RawScenario, RawSend, RawStep, UnitText,
 };
 use crate::scenario::spans::SpanIndex;
+use crate::scenario::target::validate_target;
 use crate::scenario::units::{parse_duration, parse_size, parse_tolerance, UnitError};
 
 /// Metric names the DSL knows (bytes), for `watch` and `expect`.
@@ -59,7 +60,7 @@ pub(crate) struct Context<'a> {
 
 impl Context<'_> {
     /// An [`ScenarioErrorKind::Invalid`] error pointing at the value of `path`.
-    fn invalid(&self, path: &str, message: impl Into<String>) -> ScenarioError {
+    pub(super) fn invalid(&self, path: &str, message: impl Into<String>) -> ScenarioError {
         ScenarioError::new(self.file, ScenarioErrorKind::Invalid, message)
             .key(path)
             .at(self.spans.value_or_ancestor(path), self.text)
@@ -67,7 +68,7 @@ impl Context<'_> {
 
     /// An [`ScenarioErrorKind::Invalid`] error pointing at the key of `path` (for problems with
     /// a whole entry, or a missing key under an existing parent).
-    fn invalid_key(&self, path: &str, message: impl Into<String>) -> ScenarioError {
+    pub(super) fn invalid_key(&self, path: &str, message: impl Into<String>) -> ScenarioError {
         ScenarioError::new(self.file, ScenarioErrorKind::Invalid, message)
             .key(path)
             .at(self.spans.key_or_ancestor(path), self.text)
@@ -127,7 +128,20 @@ pub(crate) fn validate(raw: RawScenario, cx: &Context<'_>) -> Result<Scenario, S
     };
     let inline_profiles = raw.profiles.unwrap_or_default();
     check_inline_profiles(&inline_profiles, cx)?;
-    let engine = validate_engine(raw.engine, inline_profiles, cx)?;
+    let isolate_written = raw.engine.isolate;
+    let mut engine = validate_engine(raw.engine, inline_profiles, cx)?;
+    let target = validate_target(raw.target, &engine, cx)?;
+    if target.remote_worker().is_some() {
+        // The engine runs in the worker on the target; there is no in-process form of that.
+        if isolate_written == Some(false) {
+            return Err(cx.invalid(
+                "engine.isolate",
+                "a remote target runs the engine in a worker process there; `isolate: false` \
+                 cannot hold",
+            ));
+        }
+        engine.isolate = true;
+    }
     let turn = validate_turn(&raw.turn, &engine, cx)?;
     let sample = validate_sample(raw.sample, &turn, cx)?;
     let watch = validate_watch(raw.watch.unwrap_or_default(), cx)?;
@@ -155,6 +169,7 @@ pub(crate) fn validate(raw: RawScenario, cx: &Context<'_>) -> Result<Scenario, S
         expect,
         seed: raw.seed.unwrap_or(0),
         stop: raw.stop.unwrap_or_default(),
+        target,
     })
 }
 

@@ -1,5 +1,6 @@
 //! Integration tests of the `leakloop` binary: one module per subcommand.
 
+mod adb;
 mod analyze;
 mod bench;
 mod bisect;
@@ -12,6 +13,7 @@ mod library;
 mod opencl;
 mod out_dir;
 mod real_traces;
+mod remote;
 mod report;
 mod schema;
 mod stop;

@@ -12,4 +12,5 @@ mod protocol;
 mod test_engine;
 
 pub(crate) use child::{serve_stdio, WorkerError};
+pub(crate) use parent::worker_binary;
 pub use parent::{WorkerEngine, WORKER_BIN_ENV};

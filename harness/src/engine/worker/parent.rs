@@ -58,6 +58,8 @@ pub struct WorkerEngine {
     /// The pipes and process; `None` once the worker is gone.
     link: Option<Link>,
     pid: u32,
+    /// The pid the worker gave in its handshake (another machine's, for a remote worker).
+    peer_pid: u32,
     call_timeout: Duration,
     backend: BackendInfo,
     clock_ms: Option<f64>,
@@ -189,6 +191,7 @@ impl WorkerEngine {
                 stderr_task,
             }),
             pid,
+            peer_pid: 0,
             call_timeout: scenario.engine.call_timeout,
             backend: BackendInfo {
                 backend: scenario.engine.backend.as_str().to_owned(),
@@ -207,9 +210,10 @@ impl WorkerEngine {
         match worker.call(hello, worker.call_timeout)? {
             Response::Hello {
                 version: PROTOCOL_VERSION,
-                pid: _,
+                pid,
                 backend,
             } => {
+                worker.peer_pid = pid;
                 worker.set_backend(backend);
                 Ok(worker)
             }
@@ -225,6 +229,11 @@ impl WorkerEngine {
     pub fn keeping_until_exit(mut self, shim: OpenClNameShim) -> Self {
         self.shim = Some(shim);
         self
+    }
+
+    /// The process id the worker reported for itself (on its own machine).
+    pub fn peer_pid(&self) -> u32 {
+        self.peer_pid
     }
 
     /// The worker's last stderr lines (at most 64), oldest first.
@@ -582,7 +591,7 @@ pub(crate) fn describe_exit(status: ExitStatus) -> String {
 }
 
 /// The `leakloop` binary to run as the worker.
-fn worker_binary() -> Result<PathBuf, EngineError> {
+pub(crate) fn worker_binary() -> Result<PathBuf, EngineError> {
     choose_worker_binary(std::env::var_os(WORKER_BIN_ENV), std::env::current_exe())
 }
 

@@ -1,0 +1,449 @@
+//! `target:`: where the measured process lives. This machine (the default), a machine reached
+//! over ssh, or an Android device over adb (a native worker process, or an app by package or
+//! pid). The raw form mirrors the YAML; [`validate_target`] checks every value that ends up on a
+//! remote command line, so nothing the scenario says can become an option of `ssh` or `adb`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use std::fmt;
+
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
+
+use crate::scenario::error::ScenarioError;
+use crate::scenario::model::EngineSpec;
+use crate::scenario::validate::Context;
+
+/// Where the engine's process lives and how leakloop reaches it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Target {
+    /// This machine: the engine runs in this process or in a local worker.
+    #[default]
+    Local,
+    /// Another machine: the worker runs there, started with `ssh [options] HOST COMMAND`.
+    Ssh(SshTarget),
+    /// An Android device reached with `adb [-s SERIAL] shell COMMAND`.
+    Adb(AdbTarget),
+}
+
+impl Target {
+    /// Whether this is the default (this machine); the report leaves such a target out.
+    pub fn is_local(&self) -> bool {
+        matches!(self, Target::Local)
+    }
+
+    /// The remote worker this target starts, if the engine runs on the target.
+    pub fn remote_worker(&self) -> Option<&RemoteWorker> {
+        match self {
+            Target::Local => None,
+            Target::Ssh(ssh) => Some(&ssh.worker),
+            Target::Adb(adb) => match &adb.process {
+                AdbProcess::Native(worker) => Some(worker),
+                AdbProcess::Package(_) | AdbProcess::Pid(_) => None,
+            },
+        }
+    }
+}
+
+/// `target: {ssh: {...}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SshTarget {
+    /// The host name or address.
+    pub host: String,
+    /// The port (`ssh -p`); ssh's default when absent.
+    pub port: Option<u16>,
+    /// The user (`ssh -l`); ssh's default when absent.
+    pub user: Option<String>,
+    /// A private key file (`ssh -i`), resolved against the scenario's folder.
+    pub identity: Option<PathBuf>,
+    /// Extra `ssh -o Key=Value` options, in order.
+    pub options: Vec<String>,
+    /// How the worker is put on the machine and started.
+    pub worker: RemoteWorker,
+}
+
+/// `target: {adb: {...}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdbTarget {
+    /// The device's serial (`adb -s`); adb's own choice (the only device) when absent.
+    pub serial: Option<String>,
+    /// Which process on the device is measured.
+    pub process: AdbProcess,
+}
+
+/// The process measured on an Android device.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AdbProcess {
+    /// leakloop's worker runs on the device (an Android build of leakloop); sampled from /proc.
+    Native(RemoteWorker),
+    /// An app, sampled with `dumpsys meminfo PACKAGE`; the engine's driver runs on this machine.
+    Package(String),
+    /// A process by id, sampled with `dumpsys meminfo PID`; the driver runs on this machine.
+    Pid(u32),
+}
+
+/// What the remote worker needs: the leakloop binary, a folder, files to copy, environment.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RemoteWorker {
+    /// A leakloop binary already on the target; when absent, this binary is copied there.
+    pub leakloop: Option<String>,
+    /// The folder on the target for copied files and the worker's working directory; when
+    /// absent, a fresh folder is made and removed at the end.
+    pub dir: Option<String>,
+    /// Engine files copied to the target before the worker starts (their paths in the scenario
+    /// are then rewritten); files not copied are used at the paths the scenario gives.
+    pub push: Vec<PushItem>,
+    /// Environment of the remote worker.
+    pub env: BTreeMap<String, String>,
+}
+
+/// An engine file copied to the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PushItem {
+    /// `engine.model`.
+    Model,
+    /// `engine.lib`.
+    Lib,
+}
+
+/// `target:` as written: `local`, or a map with one key, `ssh` or `adb`.
+#[derive(Debug)]
+pub(crate) enum RawTarget {
+    Local,
+    Ssh(RawSsh),
+    Adb(RawAdb),
+}
+
+/// The kinds of target, as written.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum TargetName {
+    Local,
+    Ssh,
+    Adb,
+}
+
+impl<'de> Deserialize<'de> for RawTarget {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawTarget;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("`local`, or a map with one key, `ssh` or `adb` (for example `ssh: {host: box}`)")
+            }
+            fn visit_str<E: de::Error>(self, value: &str) -> Result<RawTarget, E> {
+                match value {
+                    "local" => Ok(RawTarget::Local),
+                    other => Err(de::Error::unknown_variant(other, &["local", "ssh", "adb"])),
+                }
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawTarget, A::Error> {
+                let Some(name) = map.next_key::<TargetName>()? else {
+                    return Err(de::Error::custom(
+                        "empty target: write `local`, `ssh: {...}` or `adb: {...}`",
+                    ));
+                };
+                let target = match name {
+                    TargetName::Local => {
+                        map.next_value::<de::IgnoredAny>()?;
+                        RawTarget::Local
+                    }
+                    TargetName::Ssh => RawTarget::Ssh(map.next_value()?),
+                    TargetName::Adb => RawTarget::Adb(map.next_value()?),
+                };
+                if let Some(extra) = map.next_key::<String>()? {
+                    return Err(de::Error::custom(format!(
+                        "a target has exactly one key, but this one also has `{extra}`"
+                    )));
+                }
+                Ok(target)
+            }
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+/// `target: {ssh: {...}}` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawSsh {
+    host: String,
+    #[serde(default)]
+    port: Option<i64>,
+    #[serde(default)]
+    user: Option<String>,
+    #[serde(default)]
+    identity: Option<String>,
+    #[serde(default)]
+    options: Option<Vec<String>>,
+    #[serde(default)]
+    leakloop: Option<String>,
+    #[serde(default)]
+    dir: Option<String>,
+    #[serde(default)]
+    push: Option<Vec<PushItem>>,
+    #[serde(default)]
+    env: Option<BTreeMap<String, String>>,
+}
+
+/// `target: {adb: {...}}` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawAdb {
+    #[serde(default)]
+    serial: Option<String>,
+    #[serde(default)]
+    package: Option<String>,
+    #[serde(default)]
+    pid: Option<i64>,
+    #[serde(default)]
+    native: Option<RawNative>,
+}
+
+/// `native: {...}` under `adb:`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawNative {
+    #[serde(default)]
+    leakloop: Option<String>,
+    #[serde(default)]
+    dir: Option<String>,
+    #[serde(default)]
+    push: Option<Vec<PushItem>>,
+    #[serde(default)]
+    env: Option<BTreeMap<String, String>>,
+}
+
+/// Validates `target:` against the engine it runs (files to push must be named there).
+pub(crate) fn validate_target(
+    raw: Option<RawTarget>,
+    engine: &EngineSpec,
+    cx: &Context<'_>,
+) -> Result<Target, ScenarioError> {
+    match raw {
+        None | Some(RawTarget::Local) => Ok(Target::Local),
+        Some(RawTarget::Ssh(ssh)) => validate_ssh(ssh, engine, cx).map(Target::Ssh),
+        Some(RawTarget::Adb(adb)) => validate_adb(adb, engine, cx).map(Target::Adb),
+    }
+}
+
+fn validate_ssh(
+    raw: RawSsh,
+    engine: &EngineSpec,
+    cx: &Context<'_>,
+) -> Result<SshTarget, ScenarioError> {
+    let at = "target.ssh";
+    word(&raw.host, &format!("{at}.host"), "host", cx)?;
+    let port = match raw.port {
+        None => None,
+        Some(p) => Some(u16::try_from(p).ok().filter(|p| *p > 0).ok_or_else(|| {
+            cx.invalid(
+                &format!("{at}.port"),
+                format!("`port` must be 1 to 65535, got {p}"),
+            )
+        })?),
+    };
+    if let Some(user) = &raw.user {
+        word(user, &format!("{at}.user"), "user", cx)?;
+    }
+    let identity = match raw.identity.as_deref() {
+        None => None,
+        Some("") => return Err(cx.invalid(&format!("{at}.identity"), "`identity` is empty")),
+        Some(p) => Some(resolve(cx.file, p)),
+    };
+    let options = raw.options.unwrap_or_default();
+    for (i, option) in options.iter().enumerate() {
+        let path = format!("{at}.options[{i}]");
+        let well_formed = option.split_once('=').is_some_and(|(key, _)| {
+            !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric())
+        });
+        if !well_formed || has_control(option) {
+            return Err(cx.invalid(
+                &path,
+                format!(
+                    "`{}` is not an ssh option: write `Key=Value` (passed as `ssh -o Key=Value`)",
+                    escape(option)
+                ),
+            ));
+        }
+    }
+    let worker = remote_worker(at, raw.leakloop, raw.dir, raw.push, raw.env, engine, cx)?;
+    Ok(SshTarget {
+        host: raw.host,
+        port,
+        user: raw.user,
+        identity,
+        options,
+        worker,
+    })
+}
+
+fn validate_adb(
+    raw: RawAdb,
+    engine: &EngineSpec,
+    cx: &Context<'_>,
+) -> Result<AdbTarget, ScenarioError> {
+    let at = "target.adb";
+    if let Some(serial) = &raw.serial {
+        word(serial, &format!("{at}.serial"), "serial", cx)?;
+    }
+    let given = [
+        raw.package.is_some(),
+        raw.pid.is_some(),
+        raw.native.is_some(),
+    ];
+    if given.iter().filter(|g| **g).count() != 1 {
+        return Err(cx.invalid_key(
+            at,
+            "say which process is measured with exactly one of `package` (an app, sampled with \
+             dumpsys meminfo), `pid` (a process by id, the same) or `native` (leakloop's worker \
+             on the device, sampled from /proc)",
+        ));
+    }
+    let process = if let Some(package) = raw.package {
+        let valid = !package.is_empty()
+            && !package.starts_with(['-', '.'])
+            && package
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':'));
+        if !valid {
+            return Err(cx.invalid(
+                &format!("{at}.package"),
+                format!(
+                    "`{}` is not an Android package or process name (letters, digits, `.`, `_`, `:`)",
+                    escape(&package)
+                ),
+            ));
+        }
+        AdbProcess::Package(package)
+    } else if let Some(pid) = raw.pid {
+        AdbProcess::Pid(u32::try_from(pid).ok().filter(|p| *p > 0).ok_or_else(|| {
+            cx.invalid(
+                &format!("{at}.pid"),
+                format!("`pid` must be a process id, got {pid}"),
+            )
+        })?)
+    } else {
+        let native = raw.native.unwrap_or_default();
+        let at = format!("{at}.native");
+        AdbProcess::Native(remote_worker(
+            &at,
+            native.leakloop,
+            native.dir,
+            native.push,
+            native.env,
+            engine,
+            cx,
+        )?)
+    };
+    Ok(AdbTarget {
+        serial: raw.serial,
+        process,
+    })
+}
+
+fn remote_worker(
+    at: &str,
+    leakloop: Option<String>,
+    dir: Option<String>,
+    push: Option<Vec<PushItem>>,
+    env: Option<BTreeMap<String, String>>,
+    engine: &EngineSpec,
+    cx: &Context<'_>,
+) -> Result<RemoteWorker, ScenarioError> {
+    if let Some(path) = &leakloop {
+        if path.is_empty() || has_control(path) {
+            return Err(cx.invalid(
+                &format!("{at}.leakloop"),
+                "`leakloop` must name a file on the target",
+            ));
+        }
+    }
+    if let Some(path) = &dir {
+        if !path.starts_with('/') || has_control(path) {
+            return Err(cx.invalid(
+                &format!("{at}.dir"),
+                format!(
+                    "`dir` must be an absolute path on the target, got `{}`",
+                    escape(path)
+                ),
+            ));
+        }
+    }
+    let push = push.unwrap_or_default();
+    for (i, item) in push.iter().enumerate() {
+        let (named, key) = match item {
+            PushItem::Model => (engine.model.is_some(), "model"),
+            PushItem::Lib => (engine.lib.is_some(), "lib"),
+        };
+        if !named {
+            return Err(cx.invalid(
+                &format!("{at}.push[{i}]"),
+                format!("`{key}` is pushed, but the scenario names no `engine.{key}` to copy"),
+            ));
+        }
+    }
+    let env = env.unwrap_or_default();
+    for (key, value) in &env {
+        let valid = key.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return Err(cx.invalid_key(
+                &format!("{at}.env.{key}"),
+                format!("`{}` is not an environment variable name", escape(key)),
+            ));
+        }
+        if has_control(value) {
+            return Err(cx.invalid(
+                &format!("{at}.env.{key}"),
+                "an environment value cannot hold control characters",
+            ));
+        }
+    }
+    Ok(RemoteWorker {
+        leakloop,
+        dir,
+        push,
+        env,
+    })
+}
+
+/// A value that goes on the `ssh`/`adb` command line as its own word: non-empty, no spaces or
+/// control characters, and not starting with `-` (it would be read as an option).
+fn word(value: &str, path: &str, what: &str, cx: &Context<'_>) -> Result<(), ScenarioError> {
+    if value.is_empty()
+        || value.starts_with('-')
+        || value.chars().any(|c| c.is_whitespace() || c.is_control())
+    {
+        return Err(cx.invalid(
+            path,
+            format!(
+                "`{}` is not a valid {what}: it must be one word that does not start with `-`",
+                escape(value)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn has_control(text: &str) -> bool {
+    text.chars().any(char::is_control)
+}
+
+/// A value quoted in a message: control characters escaped, at most about 80 characters.
+fn escape(text: &str) -> String {
+    crate::input::shorten(&crate::input::printable(text), 80).into_owned()
+}
+
+fn resolve(file: &Path, path: &str) -> PathBuf {
+    let p = Path::new(path);
+    if p.is_absolute() {
+        p.to_owned()
+    } else {
+        file.parent().unwrap_or(Path::new("")).join(p)
+    }
+}

@@ -1,0 +1,183 @@
+//! Android targets over adb. With Debian's real `adb` (a private adb server on a free port, no
+//! device attached): the errors it gives for no device and an unknown serial become exit codes 3
+//! and 2. No device is attached here, so the states a device can be in (unauthorised, offline,
+//! gone mid-run) and `dumpsys meminfo` sampling are played by a fake `adb` script
+//! (`LEAKLOOP_ADB`) that answers with adb's own messages and a real `dumpsys meminfo` output
+//! (fixtures/dumpsys/launcher3_detailed.txt).
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use leakloop::report::read_report;
+
+const ADB: &str = "/usr/bin/adb";
+
+/// A private adb server port; the server adb starts there is killed when this is dropped.
+struct AdbServer {
+    port: u16,
+}
+
+impl Drop for AdbServer {
+    fn drop(&mut self) {
+        let _ = Command::new(ADB)
+            .arg("kill-server")
+            .env("ANDROID_ADB_SERVER_PORT", self.port.to_string())
+            .output();
+    }
+}
+
+fn scenario(dir: &Path, target: &str) -> PathBuf {
+    let path = dir.join(format!("adb-{}.yaml", dir.read_dir().unwrap().count()));
+    std::fs::write(
+        &path,
+        format!(
+            "name: adb-target\nengine: {{backend: sim, profile: android-opencl-leak}}\nturns: 6\n\
+             turn:\n  - open: {{}}\n  - generate: {{max_output_tokens: 4}}\n  - close: {{}}\n\
+             watch: [native_heap, pss]\ntarget:\n  adb: {target}\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+fn run(scenario: &Path, out: &Path, env: &[(&str, String)]) -> (Option<i32>, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_leakloop"))
+        .args(["run", "--quiet", "--out"])
+        .arg(out)
+        .arg(scenario)
+        .env("NO_COLOR", "1")
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.code(), text)
+}
+
+#[test]
+fn real_adb_without_a_device_is_an_engine_failure_and_an_unknown_serial_bad_input() {
+    if !Path::new(ADB).exists() {
+        return leakloop::engine::skip_or_require(
+            "LEAKLOOP_REQUIRE_ADB",
+            "real_adb_without_a_device_is_an_engine_failure_and_an_unknown_serial_bad_input: /usr/bin/adb is not installed (apt-get install adb, as .ci/run does)",
+        );
+    }
+    let server = AdbServer {
+        port: TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port(),
+    };
+    let env = [
+        ("ANDROID_ADB_SERVER_PORT", server.port.to_string()),
+        ("LEAKLOOP_ADB", ADB.to_owned()),
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    for (target, exit, says) in [
+        ("{native: {}}", 3, "no device is attached"),
+        ("{package: com.example.chat}", 3, "no device is attached"),
+        (
+            "{serial: emulator-5554, native: {}}",
+            2,
+            "target adb -s emulator-5554",
+        ),
+        (
+            "{serial: emulator-5554, pid: 1234}",
+            2,
+            "no attached device has this serial",
+        ),
+    ] {
+        let path = scenario(tmp.path(), target);
+        let (code, text) = run(&path, &tmp.path().join("out"), &env);
+        assert_eq!(code, Some(exit), "{target}: {text}");
+        assert!(text.contains(says), "{target}: {text}");
+    }
+}
+
+/// A fake `adb` in `dir`: `get-state` answers as a device in `state` would; `shell dumpsys
+/// meminfo ...` prints the fixture `calls` times, then the device is gone.
+fn fake_adb(dir: &Path, state: &str, calls: u32) -> PathBuf {
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/dumpsys/launcher3_detailed.txt");
+    let count = dir.join("calls");
+    let script = format!(
+        r#"#!/bin/sh
+# adb's own messages (adb 1.0.41), for a device in the state "{state}".
+while [ "$1" = "-s" ]; do serial=$2; shift 2; done
+case "$1" in
+get-state)
+  case "{state}" in
+  device) echo device ;;
+  unauthorized) echo "error: device unauthorized." >&2
+    echo "This adb server's \$ADB_VENDOR_KEYS is not set" >&2; exit 1 ;;
+  offline) echo "error: device offline" >&2; exit 1 ;;
+  esac ;;
+shell)
+  n=$(cat "{count}" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > "{count}"
+  if [ $n -gt {calls} ]; then echo "error: device '$serial' not found" >&2; exit 1; fi
+  case "$2" in *"dumpsys meminfo com.android.launcher3"*) cat "{fixture}" ;;
+  *) echo "/system/bin/sh: unexpected: $2" >&2; exit 127 ;; esac ;;
+*) echo "fake adb: $1 is not played" >&2; exit 1 ;;
+esac
+"#,
+        count = count.display(),
+        fixture = fixture.display(),
+    );
+    let path = dir.join(format!("adb-{state}"));
+    std::fs::write(&path, script).unwrap();
+    let executable = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755);
+    std::fs::set_permissions(&path, executable).unwrap();
+    path
+}
+
+#[test]
+fn an_unauthorised_or_offline_device_is_an_engine_failure_that_says_what_to_do() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (state, says) in [
+        ("unauthorized", "accept the USB debugging prompt"),
+        ("offline", "the device is offline"),
+    ] {
+        let adb = fake_adb(tmp.path(), state, 100);
+        let path = scenario(tmp.path(), "{serial: R58M, package: com.android.launcher3}");
+        let (code, text) = run(
+            &path,
+            &tmp.path().join("out"),
+            &[("LEAKLOOP_ADB", adb.display().to_string())],
+        );
+        assert_eq!(code, Some(3), "{state}: {text}");
+        assert!(
+            text.contains(says) && text.contains("transport adb -s R58M"),
+            "{state}: {text}"
+        );
+    }
+}
+
+#[test]
+fn an_app_is_sampled_with_dumpsys_and_a_device_gone_mid_run_keeps_the_samples() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Baseline and turns 1-3 are sampled; the device is gone at turn 4.
+    let adb = fake_adb(tmp.path(), "device", 4);
+    let path = scenario(tmp.path(), "{serial: R58M, package: com.android.launcher3}");
+    let out = tmp.path().join("out");
+    let (code, text) = run(&path, &out, &[("LEAKLOOP_ADB", adb.display().to_string())]);
+    assert_eq!(code, Some(3), "{text}");
+    assert!(text.contains("the device went away"), "{text}");
+    let report = read_report(&out.join("report.json")).unwrap();
+    let samples = &report.record.samples;
+    assert_eq!(
+        samples.len(),
+        4,
+        "every sample before the device went: {samples:?}"
+    );
+    for sample in samples {
+        // The App Summary's Native Heap and TOTAL PSS of the fixture, in bytes, not the
+        // simulator's own model.
+        assert_eq!(sample.metrics.get("native_heap"), Some(&(24380 * 1024)));
+        assert_eq!(sample.metrics.get("pss"), Some(&(105529 * 1024)));
+    }
+}

@@ -29,9 +29,11 @@ Exit codes (every command):
   1  an expectation failed: a leak, an unbalanced create/delete (analyze: a metric grows)
   2  bad input or usage: a malformed scenario, trace or report, a missing or unreadable input
      file, a bad flag or override, a library that cannot run a step of the scenario (check
-     --lib, run, compare, bisect), builds that bisect cannot name
+     --lib, run, compare, bisect), builds that bisect cannot name, a target that cannot be
+     used as written (an ssh host that does not resolve, an unknown adb serial)
   3  the engine failed: crash, hang, load error, a missing engine library, unscripted engine
-     errors; bisect: no build measured the figure
+     errors, a remote machine or device that is unreachable or lost; bisect: no build measured
+     the figure
   4  output could not be written before there was a verdict: the --out folder, or stdout of a
      command without a verdict (bench, bisect)
   130  run: interrupted by SIGINT; the partial report is written, marked interrupted

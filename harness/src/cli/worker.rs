@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::cli::{CliError, Outcome};
-use crate::engine::transport::{exit_on_hangup, SelfProbed, HANGUP_GRACE};
+use crate::engine::transport::{exit_on_hangup, Probed, SelfProbe, HANGUP_GRACE};
 use crate::engine::{build_in_process, serve_stdio, Engine};
 use crate::input::read_bounded;
 use crate::scenario::{load_scenario, Scenario, MAX_SCENARIO_BYTES};
@@ -30,7 +30,7 @@ pub(crate) fn run(args: WorkerArgs) -> Result<Outcome, CliError> {
             given,
             Box::new(|scenario: &Scenario| {
                 let engine = build_in_process(scenario)?;
-                Ok(Box::new(SelfProbed::new(engine, scenario)) as Box<dyn Engine>)
+                Ok(Box::new(Probed::new(engine, SelfProbe::new(scenario))) as Box<dyn Engine>)
             }),
         )?;
     } else {

@@ -13,7 +13,9 @@ use std::path::PathBuf;
 use crate::engine::opencl::{
     find_interposer, interposer_env, opencl_name_shim, preload_env, OpenClNameShim,
 };
-use crate::engine::transport::{remote_parts, BuildError, DumpsysSampled, RemoteEngine, Transport};
+use crate::engine::transport::{
+    remote_parts, BuildError, DumpsysProbe, Probed, RemoteEngine, Transport,
+};
 #[cfg(not(target_os = "android"))]
 use crate::engine::OpenClEngine;
 use crate::engine::{
@@ -44,7 +46,8 @@ pub fn build_on_target(scenario: &Scenario) -> Result<Box<dyn Engine>, BuildErro
                 AdbProcess::Native(_) => unreachable!("a native target runs a remote worker"),
             };
             let transport = Transport::Adb(adb.clone());
-            Ok(Box::new(DumpsysSampled::new(engine, transport, subject)?))
+            let probe = DumpsysProbe::new(transport, subject)?;
+            Ok(Box::new(Probed::new(engine, probe)))
         }
         Target::Local | Target::Ssh(_) => Ok(engine),
     }

@@ -155,12 +155,12 @@ fn this_binary() -> String {
     format!("    leakloop: {}\n", env!("CARGO_BIN_EXE_leakloop"))
 }
 
-/// A simulator chat whose turns take a while (so a test can act mid-run).
+/// A simulator chat long enough (minutes) that a test acts on it mid-run.
 fn slow_sim(extra: &str) -> String {
     format!(
         "name: remote-slow\nengine: {{backend: sim, profile: android-opencl-leak, call_timeout: 30s}}\n\
-         turns: 60\nturn:\n  - open: {{}}\n  - send: {{prompt: hi}}\n  - generate: {{max_output_tokens: 4}}\n  \
-         - close: {{}}\n  - idle: 150ms\nwatch: [native_heap, rss]\n{extra}"
+         turns: 20000\nturn:\n  - open: {{}}\n  - send: {{prompt: hi}}\n  - generate: {{max_output_tokens: 4}}\n  \
+         - close: {{}}\nwatch: [native_heap, rss]\n{extra}"
     )
 }
 
@@ -233,6 +233,34 @@ fn assert_nothing_left_in(dir: &Path) {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// A long simulator run over ssh, the worker using this binary in place, once it has streamed
+/// `samples` samples.
+struct SlowRun {
+    run: KillOnDrop,
+    remote_dir: PathBuf,
+    out: PathBuf,
+    _tmp: TempDir,
+    _sshd: Sshd,
+}
+
+fn start_slow_run(test: &str, samples: usize) -> Option<SlowRun> {
+    let sshd = sshd_for(test)?;
+    let tmp = tempfile::tempdir().unwrap();
+    let remote_dir = tmp.path().join("remote");
+    let target = sshd.target(&remote_dir, &this_binary());
+    let path = write(tmp.path(), "s.yaml", &slow_sim(&target));
+    let out = tmp.path().join("out");
+    let mut run = leakloop_run(&path, &out);
+    wait_for_samples(&mut run, &out, samples);
+    Some(SlowRun {
+        run,
+        remote_dir,
+        out,
+        _tmp: tmp,
+        _sshd: sshd,
+    })
 }
 
 #[test]
@@ -366,20 +394,18 @@ fn a_litert_lm_cpu_scenario_runs_over_ssh() {
 
 #[test]
 fn a_remote_worker_killed_mid_run_is_a_crash_that_keeps_every_sample() {
-    let Some(sshd) = sshd_for("a_remote_worker_killed_mid_run_is_a_crash_that_keeps_every_sample")
+    let Some(SlowRun {
+        mut run,
+        remote_dir,
+        out,
+        ..
+    }) = start_slow_run(
+        "a_remote_worker_killed_mid_run_is_a_crash_that_keeps_every_sample",
+        4,
+    )
     else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let remote_dir = tmp.path().join("remote");
-    let path = write(
-        tmp.path(),
-        "s.yaml",
-        &slow_sim(&sshd.target(&remote_dir, &this_binary())),
-    );
-    let out = tmp.path().join("out");
-    let mut run = leakloop_run(&path, &out);
-    wait_for_samples(&mut run, &out, 4);
     let worker = remote_worker(&remote_dir).expect("the remote worker runs in its folder");
     kill(Pid::from_raw(worker as i32), Signal::SIGKILL).unwrap();
     let (code, stdout, stderr) = wait_for(&mut run);
@@ -400,19 +426,15 @@ fn a_remote_worker_killed_mid_run_is_a_crash_that_keeps_every_sample() {
 
 #[test]
 fn a_dropped_connection_ends_the_run_and_the_remote_worker() {
-    let Some(sshd) = sshd_for("a_dropped_connection_ends_the_run_and_the_remote_worker") else {
+    let Some(SlowRun {
+        mut run,
+        remote_dir,
+        out,
+        ..
+    }) = start_slow_run("a_dropped_connection_ends_the_run_and_the_remote_worker", 4)
+    else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let remote_dir = tmp.path().join("remote");
-    let path = write(
-        tmp.path(),
-        "s.yaml",
-        &slow_sim(&sshd.target(&remote_dir, &this_binary())),
-    );
-    let out = tmp.path().join("out");
-    let mut run = leakloop_run(&path, &out);
-    wait_for_samples(&mut run, &out, 4);
     // The ssh client carrying the worker: its command line holds the launch script.
     let needle = remote_dir.display().to_string();
     let client = std::fs::read_dir("/proc")
@@ -461,19 +483,14 @@ fn a_remote_hang_is_a_hang_and_the_remote_worker_is_stopped() {
 
 #[test]
 fn an_interrupted_run_leaves_no_remote_worker() {
-    let Some(sshd) = sshd_for("an_interrupted_run_leaves_no_remote_worker") else {
+    let Some(SlowRun {
+        mut run,
+        remote_dir,
+        ..
+    }) = start_slow_run("an_interrupted_run_leaves_no_remote_worker", 3)
+    else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    let remote_dir = tmp.path().join("remote");
-    let path = write(
-        tmp.path(),
-        "s.yaml",
-        &slow_sim(&sshd.target(&remote_dir, &this_binary())),
-    );
-    let out = tmp.path().join("out");
-    let mut run = leakloop_run(&path, &out);
-    wait_for_samples(&mut run, &out, 3);
     assert!(remote_worker(&remote_dir).is_some());
     kill(Pid::from_raw(run.id() as i32), Signal::SIGINT).unwrap();
     let (code, stdout, stderr) = wait_for(&mut run);

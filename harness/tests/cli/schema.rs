@@ -311,6 +311,10 @@ const SCHEMA_REJECTS: &[(&str, &str, &str)] = &[
         "enum",
     ),
     ("huge-name", "/name", "pattern"),
+    ("target-ssh-host-option", "/target", "oneOf"),
+    ("target-ssh-bad-option", "/target", "oneOf"),
+    ("target-adb-two-processes", "/target", "oneOf"),
+    ("target-unknown-kind", "/target", "oneOf"),
 ];
 
 /// Malformed fixtures whose defect needs more than a schema can say (relations between values,
@@ -342,6 +346,14 @@ const BEYOND_SCHEMA: &[(&str, &str)] = &[
     (
         "too-many-turns-with-warmup",
         "a limit on warmup_turns + turns",
+    ),
+    (
+        "target-push-without-model",
+        "a pushed file must be named under engine",
+    ),
+    (
+        "target-remote-in-process",
+        "a remote target and engine.isolate: false are two places",
     ),
 ];
 
@@ -532,6 +544,18 @@ fn schema_step_names() -> BTreeSet<String> {
 #[case::sim_timing(
     format!("{MINIMAL}profiles: {{p: {{timing: {{zz_probe: 1}}}}}}\n"),
     "/$defs/sim_timing/properties"
+)]
+#[case::target_ssh(
+    format!("{MINIMAL}target: {{ssh: {{host: h, zz_probe: 1}}}}\n"),
+    "/$defs/target_ssh/properties"
+)]
+#[case::target_adb(
+    format!("{MINIMAL}target: {{adb: {{pid: 1, zz_probe: 1}}}}\n"),
+    "/$defs/target_adb/properties"
+)]
+#[case::target_native(
+    format!("{MINIMAL}target: {{adb: {{native: {{zz_probe: 1}}}}}}\n"),
+    "/$defs/target_native/properties"
 )]
 fn keys_are_the_dsl_keys(#[case] text: String, #[case] pointer: &str) {
     assert_eq!(keys(pointer), choices_for_probe(&text));

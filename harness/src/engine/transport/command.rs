@@ -314,6 +314,13 @@ mod tests {
         );
     }
 
+    fn args_of(transport: Transport, script: &str) -> Vec<String> {
+        let (_, args) = transport.argv(script);
+        args.iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
     #[test]
     fn ssh_argv_puts_options_before_the_host_and_ends_them() {
         let ssh = SshTarget {
@@ -324,13 +331,8 @@ mod tests {
             options: vec!["StrictHostKeyChecking=no".into()],
             worker: Default::default(),
         };
-        let (_, args) = Transport::Ssh(ssh).argv("echo hi");
-        let args: Vec<_> = args
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
         assert_eq!(
-            args,
+            args_of(Transport::Ssh(ssh), "echo hi"),
             [
                 "-T",
                 "-o",
@@ -356,13 +358,8 @@ mod tests {
             serial: Some("emulator-5554".into()),
             process: crate::scenario::AdbProcess::Pid(1),
         };
-        let (_, args) = Transport::Adb(adb).argv("dumpsys meminfo 1");
-        let args: Vec<_> = args
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
         assert_eq!(
-            args,
+            args_of(Transport::Adb(adb), "dumpsys meminfo 1"),
             ["-s", "emulator-5554", "shell", "sh -c 'dumpsys meminfo 1'"]
         );
     }

@@ -1,50 +1,31 @@
 //! Sampling an Android app (or any process by pid) from the host: `dumpsys meminfo PACKAGE|PID`
-//! run through adb at every snapshot, parsed with [`crate::probe::dumpsys`] and merged into the
+//! run through adb at every snapshot, parsed with [`crate::probe::dumpsys`] and added to the
 //! engine's snapshot. The engine's driver runs on this machine (it may drive the app, e.g. an
 //! `exec` driver sending it intents); the process measured is the one on the device.
 
 use crate::engine::transport::command::{shown, Transport};
 use crate::engine::transport::error::{TargetError, TargetErrorKind};
+use crate::engine::transport::probed::TargetProbe;
 use crate::engine::transport::stage::COMMAND_TIMEOUT;
-use crate::engine::{
-    BackendInfo, Engine, EngineError, EngineErrorKind, EngineSnapshot, GenerateOutcome,
-    GenerateRequest, Prompt, SessionId,
-};
+use crate::engine::{EngineError, EngineErrorKind, EngineSnapshot};
 use crate::probe::dumpsys;
-use crate::scenario::SessionOptions;
 
 /// What `dumpsys meminfo` prints for a process that is not running (Android 9 to 15).
 const NOT_RUNNING: &str = "No process found for:";
 
-/// An engine whose snapshots also carry a device process's `dumpsys meminfo`.
-pub struct DumpsysSampled {
-    inner: Box<dyn Engine>,
+/// A device process's `dumpsys meminfo`, read through adb.
+#[derive(Debug)]
+pub(crate) struct DumpsysProbe {
     transport: Transport,
     /// The package or pid, as passed to dumpsys.
     subject: String,
 }
 
-impl std::fmt::Debug for DumpsysSampled {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DumpsysSampled")
-            .field("subject", &self.subject)
-            .finish()
-    }
-}
-
-impl DumpsysSampled {
-    /// Wraps `inner`, after checking that the device answers.
-    pub(crate) fn new(
-        inner: Box<dyn Engine>,
-        transport: Transport,
-        subject: String,
-    ) -> Result<Self, TargetError> {
+impl DumpsysProbe {
+    /// A probe of `subject` (a package or pid), after checking that the device answers.
+    pub(crate) fn new(transport: Transport, subject: String) -> Result<Self, TargetError> {
         transport.preflight(COMMAND_TIMEOUT)?;
-        Ok(Self {
-            inner,
-            transport,
-            subject,
-        })
+        Ok(Self { transport, subject })
     }
 
     /// One `dumpsys meminfo` of the subject, as metrics.
@@ -99,56 +80,24 @@ impl DumpsysSampled {
     }
 }
 
-impl Engine for DumpsysSampled {
-    fn describe(&self) -> BackendInfo {
-        let mut backend = self.inner.describe();
-        backend.details.insert(
-            "target".into(),
-            format!("{} dumpsys meminfo {}", self.transport.name(), self.subject),
-        );
-        backend
-    }
-    fn load(&mut self) -> Result<(), EngineError> {
-        self.inner.load()
-    }
-    fn open_session(
-        &mut self,
-        turn: u32,
-        options: &SessionOptions,
-    ) -> Result<SessionId, EngineError> {
-        self.inner.open_session(turn, options)
-    }
-    fn send(&mut self, session: SessionId, prompt: &Prompt) -> Result<(), EngineError> {
-        self.inner.send(session, prompt)
-    }
-    fn generate(
-        &mut self,
-        session: SessionId,
-        request: &GenerateRequest,
-    ) -> Result<GenerateOutcome, EngineError> {
-        self.inner.generate(session, request)
-    }
-    fn close_session(&mut self, session: SessionId) -> Result<(), EngineError> {
-        self.inner.close_session(session)
-    }
-    fn unload(&mut self) -> Result<(), EngineError> {
-        self.inner.unload()
-    }
-    fn snapshot(&mut self) -> Result<EngineSnapshot, EngineError> {
-        let mut snapshot = self.inner.snapshot()?;
+impl TargetProbe for DumpsysProbe {
+    fn read_into(&mut self, snapshot: &mut EngineSnapshot) -> Result<(), EngineError> {
         for (name, value) in self.sample()? {
             snapshot.metrics.insert(name.to_owned(), value);
         }
-        Ok(snapshot)
+        Ok(())
     }
-    fn idle(&mut self, duration: std::time::Duration) {
-        self.inner.idle(duration);
+
+    fn describe(&self) -> Option<String> {
+        Some(format!(
+            "{} dumpsys meminfo {}",
+            self.transport.name(),
+            self.subject
+        ))
     }
-    fn simulated_clock_ms(&self) -> Option<f64> {
-        self.inner.simulated_clock_ms()
-    }
+
     /// The measured process is on the device; the driver's local process is not it.
-    fn process_id(&self) -> Option<u32> {
-        None
+    fn measures_elsewhere(&self) -> bool {
+        true
     }
 }

@@ -198,9 +198,12 @@ fn processes_in(dir: &Path) -> Vec<u32> {
 
 /// The remote worker (`leakloop worker --remote` running in `dir`).
 fn remote_worker(dir: &Path) -> Option<u32> {
+    // Not the `sh -c` that started it, whose command line also holds `worker --remote`.
     processes_in(dir).into_iter().find(|pid| {
-        std::fs::read(format!("/proc/{pid}/cmdline"))
-            .is_ok_and(|c| String::from_utf8_lossy(&c).contains("--remote"))
+        std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+            let args: Vec<&[u8]> = c.split(|b| *b == 0).collect();
+            args.get(1..3) == Some(&[b"worker".as_slice(), b"--remote".as_slice()][..])
+        })
     })
 }
 
@@ -394,21 +397,19 @@ fn a_litert_lm_cpu_scenario_runs_over_ssh() {
 
 #[test]
 fn a_remote_worker_killed_mid_run_is_a_crash_that_keeps_every_sample() {
-    let Some(SlowRun {
-        mut run,
-        remote_dir,
-        out,
-        ..
-    }) = start_slow_run(
+    // The server and the folders live as long as `slow`.
+    let Some(mut slow) = start_slow_run(
         "a_remote_worker_killed_mid_run_is_a_crash_that_keeps_every_sample",
         4,
-    )
-    else {
+    ) else {
         return;
     };
+    let remote_dir = slow.remote_dir.clone();
+    let out = slow.out.clone();
+    let run = &mut slow.run;
     let worker = remote_worker(&remote_dir).expect("the remote worker runs in its folder");
     kill(Pid::from_raw(worker as i32), Signal::SIGKILL).unwrap();
-    let (code, stdout, stderr) = wait_for(&mut run);
+    let (code, stdout, stderr) = wait_for(run);
     let stderr = format!("{stdout}{stderr}");
     assert_eq!(code, Some(3), "{stderr}");
     assert!(stderr.contains("the remote worker (pid"), "{stderr}");
@@ -426,15 +427,15 @@ fn a_remote_worker_killed_mid_run_is_a_crash_that_keeps_every_sample() {
 
 #[test]
 fn a_dropped_connection_ends_the_run_and_the_remote_worker() {
-    let Some(SlowRun {
-        mut run,
-        remote_dir,
-        out,
-        ..
-    }) = start_slow_run("a_dropped_connection_ends_the_run_and_the_remote_worker", 4)
+    // The server and the folders live as long as `slow`.
+    let Some(mut slow) =
+        start_slow_run("a_dropped_connection_ends_the_run_and_the_remote_worker", 4)
     else {
         return;
     };
+    let remote_dir = slow.remote_dir.clone();
+    let out = slow.out.clone();
+    let run = &mut slow.run;
     // The ssh client carrying the worker: its command line holds the launch script.
     let needle = remote_dir.display().to_string();
     let client = std::fs::read_dir("/proc")
@@ -448,7 +449,7 @@ fn a_dropped_connection_ends_the_run_and_the_remote_worker() {
         })
         .expect("the ssh client runs");
     kill(Pid::from_raw(client as i32), Signal::SIGKILL).unwrap();
-    let (code, stdout, stderr) = wait_for(&mut run);
+    let (code, stdout, stderr) = wait_for(run);
     let stderr = format!("{stdout}{stderr}");
     assert_eq!(code, Some(3), "{stderr}");
     assert!(stderr.contains("the connection was lost"), "{stderr}");
@@ -483,17 +484,15 @@ fn a_remote_hang_is_a_hang_and_the_remote_worker_is_stopped() {
 
 #[test]
 fn an_interrupted_run_leaves_no_remote_worker() {
-    let Some(SlowRun {
-        mut run,
-        remote_dir,
-        ..
-    }) = start_slow_run("an_interrupted_run_leaves_no_remote_worker", 3)
-    else {
+    // The server and the folders live as long as `slow`.
+    let Some(mut slow) = start_slow_run("an_interrupted_run_leaves_no_remote_worker", 3) else {
         return;
     };
+    let remote_dir = slow.remote_dir.clone();
+    let run = &mut slow.run;
     assert!(remote_worker(&remote_dir).is_some());
     kill(Pid::from_raw(run.id() as i32), Signal::SIGINT).unwrap();
-    let (code, stdout, stderr) = wait_for(&mut run);
+    let (code, stdout, stderr) = wait_for(run);
     let stderr = format!("{stdout}{stderr}");
     assert_eq!(code, Some(130), "{stderr}");
     assert_nothing_left_in(&remote_dir);

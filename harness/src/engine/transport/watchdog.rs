@@ -10,6 +10,7 @@ use std::time::Duration;
 pub(crate) const HANGUP_GRACE: Duration = Duration::from_secs(3);
 
 /// The exit status of a worker ended by the watchdog.
+#[cfg(any(target_os = "linux", target_os = "android"))]
 pub(crate) const HANGUP_EXIT: i32 = 75;
 
 /// Starts the watchdog thread (a no-op where poll's hang-up report is not available).

@@ -254,3 +254,27 @@ fn the_opencl_interposer_is_preloaded_into_a_driver_that_asks_for_it() {
         report.record.ledger.totals
     );
 }
+
+/// The `call` of each request line in `text` (JSON lines), in order.
+fn calls(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["call"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn driver_check_sends_the_session_docs_protocol_md_shows() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("requests.jsonl");
+    // `tee` keeps a copy of every request on its way to the conforming driver.
+    let script = format!("tee '{}' | sh '{}'", log.display(), faulty());
+    let output = driver_check(&["--", "sh", "-c", &script]);
+    let sent = calls(&std::fs::read_to_string(&log).unwrap());
+    let spec = std::fs::read_to_string(repo("docs/protocol.md")).unwrap();
+    let session = &spec[spec.find("## A whole session").unwrap()..];
+    let block = &session[session.find("```json").unwrap()..];
+    let block = &block[..block[3..].find("```").unwrap()];
+    assert_eq!(sent, calls(block), "{}", text(&output));
+    assert!(sent.len() >= 10, "{sent:?}");
+}

@@ -131,6 +131,13 @@ pub(crate) fn validate(raw: RawScenario, cx: &Context<'_>) -> Result<Scenario, S
     let isolate_written = raw.engine.isolate;
     let mut engine = validate_engine(raw.engine, inline_profiles, cx)?;
     let target = validate_target(raw.target, &engine, cx)?;
+    if target.remote_worker().is_some() && engine.backend == BackendKind::Exec {
+        return Err(cx.invalid_key(
+            "target",
+            "an `exec` driver runs on this machine; a remote target starts leakloop's own worker \
+             there (run the driver over ssh in its `command` instead)",
+        ));
+    }
     if target.remote_worker().is_some() {
         // The engine runs in the worker on the target; there is no in-process form of that.
         if isolate_written == Some(false) {
@@ -230,7 +237,7 @@ fn check_inline_profiles(
 }
 
 fn validate_engine(
-    raw: RawEngine,
+    mut raw: RawEngine,
     inline_profiles: BTreeMap<String, sim_backend::ProfileSpec>,
     cx: &Context<'_>,
 ) -> Result<EngineSpec, ScenarioError> {
@@ -279,6 +286,7 @@ fn validate_engine(
         ));
     }
     let folder = cx.file.parent().unwrap_or(Path::new(""));
+    let exec = exec::validate_exec(&mut raw, folder, cx)?;
     let resolve = |p: &str| {
         let p = Path::new(p);
         if p.is_absolute() {
@@ -317,6 +325,7 @@ fn validate_engine(
         lib: raw.lib.as_deref().map(resolve),
         call_timeout,
         isolate: raw.isolate.unwrap_or(backend != BackendKind::Sim),
+        exec,
     })
 }
 
@@ -690,6 +699,15 @@ fn fault_refusal(kind: FaultKind, engine: &EngineSpec) -> Option<String> {
     match kind {
         FaultKind::SkipClose => None,
         _ if engine.backend == BackendKind::Sim => None,
+        FaultKind::Crash | FaultKind::Hang | FaultKind::GenerateError
+            if engine.backend == BackendKind::Exec =>
+        {
+            Some(format!(
+                "`{}` cannot be injected into an external driver (leakloop does not run its \
+                 code); make the driver fail on its own, or use `skip_close`",
+                fault_name(kind)
+            ))
+        }
         FaultKind::Crash | FaultKind::Hang if engine.isolate => None,
         FaultKind::Crash | FaultKind::Hang => Some(format!(
             "`{}` is struck by the worker process, and this `{backend}` engine runs in-process: \
@@ -813,3 +831,5 @@ fn check_samples_for_expectations(
 
 #[cfg(test)]
 mod tests;
+
+mod exec;

@@ -6,6 +6,7 @@ mod bench;
 mod bisect;
 mod check;
 mod compare;
+mod drivers;
 mod exit_codes;
 mod fixtures;
 mod interrupted;

@@ -58,7 +58,8 @@ impl RemoteEngine {
         let staged = stage(&transport, worker, scenario)?;
         let script = launch_script(&staged, worker);
         let (program, args) = transport.argv(&script);
-        let launched = WorkerEngine::launch(Path::new(&program), &args, &[], &staged.scenario);
+        let launched =
+            WorkerEngine::launch(Path::new(&program), &args, &[], None, &staged.scenario);
         let mut engine = RemoteEngine {
             inner: None,
             transport,
@@ -68,7 +69,7 @@ impl RemoteEngine {
         };
         match launched {
             Ok(inner) => {
-                engine.peer_pid = inner.peer_pid();
+                engine.peer_pid = inner.reported_pid();
                 engine.inner = Some(inner);
                 Ok(engine)
             }

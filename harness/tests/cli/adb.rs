@@ -181,3 +181,61 @@ fn an_app_is_sampled_with_dumpsys_and_a_device_gone_mid_run_keeps_the_samples() 
         assert_eq!(sample.metrics.get("pss"), Some(&(105529 * 1024)));
     }
 }
+
+/// A fake `adb` whose "device" is this machine: `shell` runs the command with `sh -c` here,
+/// `push` copies, `get-state` says `device`. It carries the worker protocol exactly as `adb
+/// shell` would (stdin and stdout of one command), without a device.
+fn local_device_adb(dir: &Path) -> PathBuf {
+    let script = r#"#!/bin/sh
+while [ "$1" = "-s" ]; do shift 2; done
+case "$1" in
+get-state) echo device ;;
+shell) shift; exec sh -c "$*" ;;
+push) cp "$2" "$3" ;;
+*) echo "fake adb: $1 is not played" >&2; exit 1 ;;
+esac
+"#;
+    let path = dir.join("adb-local-device");
+    std::fs::write(&path, script).unwrap();
+    let executable = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755);
+    std::fs::set_permissions(&path, executable).unwrap();
+    path
+}
+
+#[test]
+fn a_native_worker_runs_through_adb_shell_and_samples_its_own_proc() {
+    let tmp = tempfile::tempdir().unwrap();
+    let adb = local_device_adb(tmp.path());
+    let device_dir = tmp.path().join("device");
+    let target = format!(
+        "{{serial: R58M, native: {{leakloop: {}, dir: {}}}}}",
+        env!("CARGO_BIN_EXE_leakloop"),
+        device_dir.display()
+    );
+    let path = scenario(tmp.path(), &target);
+    let out = tmp.path().join("out");
+    let (code, text) = run(&path, &out, &[("LEAKLOOP_ADB", adb.display().to_string())]);
+    // The leaky profile is judged as it is locally: a failed expectation, not a failed transport.
+    assert!(matches!(code, Some(0 | 1)), "{text}");
+    let report = read_report(&out.join("report.json")).unwrap();
+    assert_eq!(
+        report
+            .record
+            .backend
+            .details
+            .get("target")
+            .map(String::as_str),
+        Some("adb -s R58M")
+    );
+    assert_eq!(report.record.samples.len(), 7);
+    // `pss` is watched: the worker read its own smaps_rollup on the "device", which stays
+    // within a few MiB, where the simulator's model of an Android app grows ~110 MiB a turn.
+    let pss: Vec<u64> = report
+        .record
+        .samples
+        .iter()
+        .map(|s| *s.metrics.get("pss").expect("pss in every sample"))
+        .collect();
+    let spread = pss.iter().max().unwrap() - pss.iter().min().unwrap();
+    assert!(spread < 64 << 20, "the worker's own pss: {pss:?}");
+}

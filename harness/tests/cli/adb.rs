@@ -128,11 +128,15 @@ esac
         count = count.display(),
         fixture = fixture.display(),
     );
-    let path = dir.join(format!("adb-{state}"));
-    std::fs::write(&path, script).unwrap();
-    let executable = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755);
-    std::fs::set_permissions(&path, executable).unwrap();
-    path
+    executable(&dir.join(format!("adb-{state}")), &script)
+}
+
+/// Writes `script` to `path`, executable.
+fn executable(path: &Path, script: &str) -> PathBuf {
+    std::fs::write(path, script).unwrap();
+    let mode = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755);
+    std::fs::set_permissions(path, mode).unwrap();
+    path.to_owned()
 }
 
 #[test]
@@ -195,11 +199,7 @@ push) cp "$2" "$3" ;;
 *) echo "fake adb: $1 is not played" >&2; exit 1 ;;
 esac
 "#;
-    let path = dir.join("adb-local-device");
-    std::fs::write(&path, script).unwrap();
-    let executable = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755);
-    std::fs::set_permissions(&path, executable).unwrap();
-    path
+    executable(&dir.join("adb-local-device"), script)
 }
 
 #[test]

@@ -14,12 +14,14 @@ pub use api::{
     BackendInfo, Engine, EngineError, EngineErrorKind, EngineSnapshot, GenerateOutcome,
     GenerateRequest, Prompt, SessionId,
 };
-pub use factory::{build_engine, build_in_process};
+pub use factory::{build_engine, build_engine_with, build_in_process};
 pub use ledger::{KindCounts, Ledger, LedgerImbalance, LedgerRun, TurnLedger};
 pub use litert_lm::LitertLmEngine;
 #[cfg(not(target_os = "android"))]
 pub use opencl::OpenClEngine;
 pub use sim::SimEngine;
 pub use skip::skip_or_require;
-pub(crate) use worker::{serve_stdio, WorkerError};
-pub use worker::{WorkerEngine, WORKER_BIN_ENV};
+pub(crate) use worker::serve_stdio;
+#[cfg(feature = "cli")]
+pub(crate) use worker::WorkerError;
+pub use worker::{WorkerCommand, WorkerEngine, WORKER_BIN_ENV};

@@ -39,6 +39,7 @@ pub use json::{
     LEAKLOOP_VERSION,
 };
 pub use junit::{junit_suite, render_junit, render_junit_suites};
+#[cfg(feature = "cli")]
 pub(crate) use out_dir::remove_if_present;
 pub use out_dir::{inspect_out_dir, FolderView, OutDir, RunState, LOCK_FILE};
 pub use partial::{interrupted_record, render_partial};

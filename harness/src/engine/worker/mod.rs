@@ -6,10 +6,14 @@
 //! supervising [`WorkerEngine`].
 
 mod child;
+mod command;
 mod parent;
 mod protocol;
 #[cfg(test)]
 mod test_engine;
 
-pub(crate) use child::{serve_stdio, WorkerError};
+pub(crate) use child::serve_stdio;
+#[cfg(feature = "cli")]
+pub(crate) use child::WorkerError;
+pub use command::WorkerCommand;
 pub use parent::{WorkerEngine, WORKER_BIN_ENV};

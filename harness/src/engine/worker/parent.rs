@@ -138,7 +138,10 @@ impl WorkerEngine {
     }
 
     /// Starts `program args...` as a worker speaking the protocol and performs the handshake.
-    pub(crate) fn launch(
+    ///
+    /// Any program may serve: `leakloop worker`, or a test binary that re-executes itself and
+    /// serves from inside one of its tests (`leakloop::testing`, feature `test-support`).
+    pub fn launch(
         program: &Path,
         args: &[OsString],
         env: &[(String, String)],
@@ -600,7 +603,8 @@ fn choose_worker_binary(
         EngineError::new(
             EngineErrorKind::Unavailable,
             format!(
-                "{why}; set {WORKER_BIN_ENV} to the leakloop binary to run engines in a worker"
+                "{why}; set {WORKER_BIN_ENV} to the leakloop binary to run engines in a worker, \
+                 or let a test binary serve as its own worker (leakloop::testing)"
             ),
         )
     };

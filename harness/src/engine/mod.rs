@@ -21,7 +21,6 @@ pub use litert_lm::LitertLmEngine;
 pub use opencl::OpenClEngine;
 pub use sim::SimEngine;
 pub use skip::skip_or_require;
-pub(crate) use worker::serve_stdio;
 #[cfg(feature = "cli")]
-pub(crate) use worker::WorkerError;
-pub use worker::{WorkerCommand, WorkerEngine, WORKER_BIN_ENV};
+pub(crate) use worker::{serve_stdio, WorkerError};
+pub use worker::{serve_worker, ServeError, WorkerCommand, WorkerEngine, WORKER_BIN_ENV};

@@ -7,7 +7,7 @@
 
 use std::ffi::OsString;
 
-use crate::engine::{build_in_process, serve_stdio, WorkerCommand};
+use crate::engine::{serve_worker, WorkerCommand};
 
 /// Set in the environment of a test binary started as a worker.
 pub const SERVE_ENV: &str = "LEAKLOOP_SERVE_AS_WORKER";
@@ -25,7 +25,7 @@ pub fn serve_worker_if_requested() {
     // The test framework has printed `test NAME ... ` without ending the line; end it so that
     // the handshake reply starts a line of its own (lines before the handshake are ignored).
     println!();
-    let result = serve_stdio(None, Box::new(build_in_process));
+    let result = serve_worker();
     if let Err(err) = &result {
         eprintln!("leakloop test worker: {err}");
     }

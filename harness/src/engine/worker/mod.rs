@@ -12,8 +12,7 @@ mod protocol;
 #[cfg(test)]
 mod test_engine;
 
-pub(crate) use child::serve_stdio;
 #[cfg(feature = "cli")]
-pub(crate) use child::WorkerError;
-pub use command::WorkerCommand;
+pub(crate) use child::{serve_stdio, WorkerError};
+pub use command::{serve_worker, ServeError, WorkerCommand};
 pub use parent::{WorkerEngine, WORKER_BIN_ENV};

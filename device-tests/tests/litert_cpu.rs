@@ -428,6 +428,8 @@ mod scenarios {
         {
             return;
         }
+        // In the worker, serve before making a folder that its exit would leave behind.
+        leakloop::testing::serve_worker_if_requested();
         let out = tempfile::tempdir().unwrap();
         let run = scenario("litert-cpu-crash.yaml")
             .reports_in(out.path())

@@ -137,6 +137,32 @@ impl Verdict {
 
     /// The checked expectations with their numbers; `expect` is the scenario's (the limits come
     /// from there).
+    ///
+    /// ```
+    /// use leakloop::analyze::{analyze_run, ExpectationKind};
+    /// use leakloop::engine::build_engine;
+    /// use leakloop::runner::{run_scenario, NoObserver};
+    /// use leakloop::scenario::parse_scenario;
+    ///
+    /// let yaml = r#"
+    /// name: kept-kv-cache
+    /// engine: {backend: sim, profile: forgets-delete}
+    /// turns: 12
+    /// turn: [open: {}, send: {prompt: "hi"}, generate: {max_output_tokens: 8}, close: {}]
+    /// expect: {native_heap: {max_growth_per_turn: 1MiB}}
+    /// "#;
+    /// let scenario = parse_scenario(yaml, "kept.yaml".as_ref()).unwrap();
+    /// let mut engine = build_engine(&scenario).unwrap();
+    /// let record = run_scenario(&scenario, engine.as_mut(), &mut NoObserver);
+    /// let verdict = analyze_run(&record);
+    ///
+    /// let check = &verdict.checks(&scenario.expect)[0];
+    /// assert_eq!(check.kind, Some(ExpectationKind::MaxGrowthPerTurn));
+    /// assert_eq!(check.metric.as_deref(), Some("native_heap"));
+    /// assert_eq!(check.limit, Some(1048576.0));
+    /// let growth = check.growth.unwrap();
+    /// assert!(!check.passed && growth.interval.unwrap().1 > check.limit.unwrap());
+    /// ```
     pub fn checks(&self, expect: &Expectations) -> Vec<Check> {
         self.expectations
             .iter()

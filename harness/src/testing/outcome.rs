@@ -161,7 +161,22 @@ impl TestRun {
         self.reports.keep()
     }
 
-    /// Panics unless every expectation held (status `pass`).
+    /// Panics unless every expectation held (status `pass`). The panic message is the verdict
+    /// table and the folder where the reports were kept.
+    ///
+    /// ```should_panic
+    /// use leakloop::scenario::EngineSpec;
+    /// use leakloop::testing::ScenarioTest;
+    ///
+    /// // Every conversation is left undeleted: `balanced` fails, and so does the assertion.
+    /// let reports = tempfile::tempdir().unwrap();
+    /// ScenarioTest::chat("kept", EngineSpec::sim("forgets-delete"))
+    ///     .turns(5)
+    ///     .expect_balanced()
+    ///     .reports_in(reports.path())
+    ///     .run()
+    ///     .assert_pass();
+    /// ```
     #[track_caller]
     pub fn assert_pass(&self) -> &Self {
         self.assert_status(VerdictStatus::Pass)

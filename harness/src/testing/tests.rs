@@ -94,6 +94,8 @@ fn a_leak_fails_with_typed_checks() {
 /// and what was measured before it is in the record and on disk.
 #[test]
 fn an_isolated_engine_runs_in_this_test_binary_as_its_worker() {
+    // In the worker, serve before making a folder that its exit would leave behind.
+    serve_worker_if_requested();
     let reports = tempfile::tempdir().unwrap();
     let run = flat()
         .turns(6)

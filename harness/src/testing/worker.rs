@@ -37,6 +37,12 @@ pub fn serve_worker_if_requested() {
 /// The command that starts this test binary again as a worker running only the current test.
 /// The current test is the name the test framework gives the thread it runs the test on; `Err`
 /// says why it cannot be told (called from `main`, or from a thread the test started).
+///
+/// ```
+/// // A doctest runs in `main`, which is no test's thread.
+/// let err = leakloop::testing::this_test_worker().unwrap_err();
+/// assert!(err.contains("cannot tell which test is running"));
+/// ```
 pub fn this_test_worker() -> Result<WorkerCommand, String> {
     let program = std::env::current_exe()
         .map_err(|e| format!("cannot find this test binary to start it as the worker: {e}"))?;

@@ -23,6 +23,15 @@ fn fixture(name: &str) -> ProcessMemInfo {
             include_str!("../../../../fixtures/dumpsys/flutter_map_s23_summary.txt")
         }
         "rethink_summary" => include_str!("../../../../fixtures/dumpsys/rethink_summary.txt"),
+        "systemui_pixel3_android12" => {
+            include_str!("../../../../fixtures/dumpsys/systemui_pixel3_android12.txt")
+        }
+        "memorylab_dalvik_details" => {
+            include_str!("../../../../fixtures/dumpsys/memorylab_dalvik_details.txt")
+        }
+        "oppo_launcher_swap_kb" => {
+            include_str!("../../../../fixtures/dumpsys/oppo_launcher_swap_kb.txt")
+        }
         other => panic!("no fixture {other}"),
     };
     let mut processes = parse(text).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -254,6 +263,58 @@ fn summaries_quoted_in_issue_threads() {
     assert_eq!(p.totals.swap_pss, Some(1145221 * K));
 }
 
+/// Android 12 on a Pixel 3: `Swap Dirty` (no SwapPss) beside `Rss Total`, and the summary's swap
+/// as `TOTAL SWAP (KB):`.
+#[test]
+fn systemui_pixel3_android12_swap_without_pss() {
+    let p = fixture("systemui_pixel3_android12");
+    assert_eq!(p.pid, Some(2084));
+    assert_eq!(p.table.len(), 19);
+    assert_eq!(p.value("GL mtrack", &Column::PssTotal), Some(10163 * K));
+    assert_eq!(p.value("EGL mtrack", &Column::RssTotal), Some(12912 * K));
+    assert_eq!(p.value("TOTAL", &Column::SwapDirty), Some(0));
+    assert_eq!(p.value("TOTAL", &Column::SwapPssDirty), None);
+    assert_eq!(p.value("TOTAL", &Column::RssTotal), Some(182691 * K));
+    assert_eq!(pss(&p, "Graphics"), Some(27095 * K));
+    assert_eq!(rss(&p, "Unknown"), Some(8732 * K));
+    assert_eq!(p.totals.pss, Some(96932 * K));
+    assert_eq!(p.totals.rss, Some(182691 * K));
+    assert_eq!(p.totals.swap, Some(0));
+    assert_eq!(p.totals.swap_pss, None);
+    let metrics = metrics_of(&p);
+    assert_eq!(metrics["gpu"], 27095 * K);
+    assert!(!metrics.contains_key("swap_pss"));
+}
+
+/// The `Dalvik Details` table after the main one (its `.Heap`, `.LOS` rows are not table rows).
+#[test]
+fn memorylab_dalvik_details_are_not_rows() {
+    let p = fixture("memorylab_dalvik_details");
+    assert_eq!(p.pid, Some(20602));
+    assert_eq!(p.value("Native Heap", &Column::HeapSize), Some(139028 * K));
+    assert_eq!(p.value("TOTAL", &Column::PssTotal), Some(337790 * K));
+    assert!(p.row(".Heap").is_none() && p.row(".Boot art").is_none());
+    assert_eq!(pss(&p, "Java Heap"), Some(69716 * K));
+    assert_eq!(rss(&p, "Graphics"), Some(57176 * K));
+    assert_eq!(p.totals.pss, Some(337790 * K));
+    assert_eq!(p.totals.rss, Some(421296 * K));
+    assert_eq!(p.totals.swap_pss, Some(162 * K));
+}
+
+/// `TOTAL:` with `TOTAL SWAP (KB):`, and the DATABASES and Asset Allocations sections after it.
+#[test]
+fn oppo_launcher_old_total_with_swap_kb() {
+    let p = fixture("oppo_launcher_swap_kb");
+    assert_eq!(p.process.as_deref(), Some("com.oppo.launcher"));
+    assert_eq!(p.value("GL mtrack", &Column::PssTotal), Some(23004 * K));
+    assert_eq!(p.value("TOTAL", &Column::HeapAlloc), Some(79016 * K));
+    assert_eq!(pss(&p, "Graphics"), Some(43532 * K));
+    assert_eq!(p.totals.pss, Some(148046 * K));
+    assert_eq!(p.totals.swap, Some(0));
+    assert_eq!(p.totals.rss, None);
+    assert!(p.summary_row("MEMORY_USED").is_none());
+}
+
 /// Every fixture under fixtures/dumpsys/ has its source in SOURCES.md, parses, and yields the
 /// registry metrics (at least a total PSS).
 #[test]
@@ -282,7 +343,7 @@ fn every_fixture_is_sourced_parsed_and_gives_metrics() {
         }
         count += 1;
     }
-    assert!(count >= 11, "{count} fixtures");
+    assert!(count >= 14, "{count} fixtures");
 }
 
 #[test]

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::input::{printable, read_bounded, shorten, utf8_text};
-use crate::probe::dumpsys::{self, metrics_of, ProcessMemInfo};
+use crate::probe::dumpsys::{self, ProcessMemInfo};
 
 use super::series::MetricSeries;
 use super::trace::{Trace, TraceError, TraceErrorKind};
@@ -169,7 +169,7 @@ fn to_trace(path: &Path, dumps: &[(u64, String, &ProcessMemInfo)]) -> Result<Tra
     let Some((_, first_where, first)) = dumps.first() else {
         return Err(capture_error(path, "no dumps".to_owned()));
     };
-    let names: Vec<&'static str> = metrics_of(first).into_keys().collect();
+    let names: Vec<&'static str> = first.metrics().into_keys().collect();
     if names.is_empty() {
         return Err(capture_error(
             path,
@@ -178,7 +178,7 @@ fn to_trace(path: &Path, dumps: &[(u64, String, &ProcessMemInfo)]) -> Result<Tra
     }
     let mut points: BTreeMap<&'static str, Vec<(u64, u64)>> = BTreeMap::new();
     for (turn, where_, info) in dumps {
-        let metrics = metrics_of(info);
+        let metrics = info.metrics();
         for name in &names {
             let Some(value) = metrics.get(name) else {
                 return Err(capture_error(

@@ -33,35 +33,39 @@ pub const METRIC_ROWS: &[(&str, &str)] = &[
     (SWAP_PSS, "TOTAL SWAP PSS (App Summary)"),
 ];
 
-/// The registry metrics of one dump, by name, in bytes (where each is read: [`METRIC_ROWS`]).
-pub fn metrics_of(info: &ProcessMemInfo) -> BTreeMap<&'static str, u64> {
-    let summary = |row: &str| info.summary_row(row).and_then(|r| r.pss);
-    let table_total = |column: &Column| info.value("TOTAL", column);
-    let candidates: [(&'static str, Option<u64>); 10] = [
-        (
-            NATIVE_HEAP,
-            summary("Native Heap").or_else(|| info.value("Native Heap", &Column::PssTotal)),
-        ),
-        (GPU, summary("Graphics")),
-        (JAVA_HEAP, summary("Java Heap")),
-        (CODE, summary("Code")),
-        (STACK, summary("Stack")),
-        (PRIVATE_OTHER, summary("Private Other")),
-        (SYSTEM, summary("System")),
-        (
-            PSS,
-            info.totals.pss.or_else(|| table_total(&Column::PssTotal)),
-        ),
-        (
-            RSS,
-            info.totals.rss.or_else(|| table_total(&Column::RssTotal)),
-        ),
-        (SWAP_PSS, info.totals.swap_pss),
-    ];
-    candidates
-        .into_iter()
-        .filter_map(|(name, value)| value.map(|v| (name, v)))
-        .collect()
+impl ProcessMemInfo {
+    /// The registry metrics of this dump, by name, in bytes (where each is read:
+    /// [`METRIC_ROWS`]).
+    pub fn metrics(&self) -> BTreeMap<&'static str, u64> {
+        let info = self;
+        let summary = |row: &str| info.summary_row(row).and_then(|r| r.pss);
+        let table_total = |column: &Column| info.value("TOTAL", column);
+        let candidates: [(&'static str, Option<u64>); 10] = [
+            (
+                NATIVE_HEAP,
+                summary("Native Heap").or_else(|| info.value("Native Heap", &Column::PssTotal)),
+            ),
+            (GPU, summary("Graphics")),
+            (JAVA_HEAP, summary("Java Heap")),
+            (CODE, summary("Code")),
+            (STACK, summary("Stack")),
+            (PRIVATE_OTHER, summary("Private Other")),
+            (SYSTEM, summary("System")),
+            (
+                PSS,
+                info.totals.pss.or_else(|| table_total(&Column::PssTotal)),
+            ),
+            (
+                RSS,
+                info.totals.rss.or_else(|| table_total(&Column::RssTotal)),
+            ),
+            (SWAP_PSS, info.totals.swap_pss),
+        ];
+        candidates
+            .into_iter()
+            .filter_map(|(name, value)| value.map(|v| (name, v)))
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -79,5 +83,17 @@ mod tests {
         sorted_rows.sort_unstable();
         registered.sort_unstable();
         assert_eq!(sorted_rows, registered);
+    }
+
+    /// An Android 11 dump with every row gives exactly the documented metrics.
+    #[test]
+    fn a_full_dump_gives_every_documented_metric() {
+        let text = include_str!("../../../../fixtures/dumpsys/unity_pixel2_android11.txt");
+        let info = super::super::parse(text).unwrap().remove(0);
+        let mut read: Vec<&str> = info.metrics().into_keys().collect();
+        let mut rows: Vec<&str> = METRIC_ROWS.iter().map(|(name, _)| *name).collect();
+        read.sort_unstable();
+        rows.sort_unstable();
+        assert_eq!(read, rows);
     }
 }

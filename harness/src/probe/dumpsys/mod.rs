@@ -14,7 +14,7 @@ mod metrics;
 #[cfg(test)]
 mod tests;
 
-pub use metrics::{metrics_of, METRIC_ROWS};
+pub use metrics::METRIC_ROWS;
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;

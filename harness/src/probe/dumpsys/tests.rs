@@ -281,7 +281,7 @@ fn systemui_pixel3_android12_swap_without_pss() {
     assert_eq!(p.totals.rss, Some(182691 * K));
     assert_eq!(p.totals.swap, Some(0));
     assert_eq!(p.totals.swap_pss, None);
-    let metrics = metrics_of(&p);
+    let metrics = p.metrics();
     assert_eq!(metrics["gpu"], 27095 * K);
     assert!(!metrics.contains_key("swap_pss"));
 }
@@ -335,7 +335,7 @@ fn every_fixture_is_sourced_parsed_and_gives_metrics() {
         let text = std::fs::read_to_string(&path).unwrap();
         let processes = parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
         for p in &processes {
-            let metrics = metrics_of(p);
+            let metrics = p.metrics();
             assert!(
                 metrics.contains_key("pss") || p.summary.is_empty(),
                 "{name}: {metrics:?}"

@@ -20,6 +20,9 @@ pub mod report;
 pub mod runner;
 pub mod scenario;
 
+/// The one registry of metrics (name, unit, meaning, providing probes, machine dependence).
+pub use leakloop_metrics as registry;
+
 #[cfg(feature = "test-support")]
 pub mod testing;
 

@@ -45,7 +45,7 @@ pub use out_dir::{inspect_out_dir, FolderView, OutDir, RunState, LOCK_FILE};
 pub use partial::{interrupted_record, render_partial};
 pub use plot::render_plot_svg;
 pub use progress::ProgressObserver;
-pub use redact::{Redactor, PROBE, PROCESS_PROBE_METRICS};
+pub use redact::{Redactor, PROBE};
 pub use samples::{read_samples, SampleStream, StreamedSamples};
 pub use summary_md::render_summary_md;
 pub use terminal::{print_terminal, render_terminal};

@@ -15,4 +15,5 @@ mod real_traces;
 mod report;
 mod schema;
 mod stop;
+mod suite;
 mod worker;

@@ -16,6 +16,7 @@ use crate::analyze::{Classification, Verdict, VerdictStatus};
 use crate::input::{read_bounded, utf8_text};
 use crate::report::facts::{metric_passed, status_word};
 use crate::report::junit::{junit_suite, strip_testsuites_skipped};
+use crate::report::table::{render_table, Cell};
 use crate::report::units::format_per_turn;
 use crate::report::{read_report, write_atomic, ReportError, JUNIT_XML, REPORT_JSON, SUMMARY_MD};
 
@@ -280,8 +281,12 @@ pub fn render_suite_text(report: &SuiteReport) -> String {
         "duration".to_owned(),
     ]];
     rows.extend(report.scenarios.iter().map(row_cells));
+    let rows: Vec<Vec<Cell>> = rows
+        .into_iter()
+        .map(|row| row.into_iter().map(Cell::plain).collect())
+        .collect();
     let mut out = format!("suite: {}\n\n", report.scope_line());
-    out.push_str(&aligned_rows(&rows));
+    out.push_str(&render_table(&rows, ""));
     let errors: Vec<String> = report
         .scenarios
         .iter()
@@ -297,31 +302,6 @@ pub fn render_suite_text(report: &SuiteReport) -> String {
         out.push('\n');
     }
     out.push_str(&format!("\n{}\n", report.counts_line()));
-    out
-}
-
-/// Pads the first three columns on the left and the last two on the right.
-fn aligned_rows(rows: &[[String; 5]]) -> String {
-    let widths: Vec<usize> = (0..5)
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for row in rows {
-        let cells: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(c, (cell, w))| {
-                if c < 3 {
-                    format!("{cell:<w$}")
-                } else {
-                    format!("{cell:>w$}")
-                }
-            })
-            .collect();
-        out.push_str(cells.join("  ").trim_end());
-        out.push('\n');
-    }
     out
 }
 

@@ -4,6 +4,7 @@ mod analyze;
 mod bench;
 mod bisect;
 mod check;
+mod ci_workflow;
 mod compare;
 mod exit_codes;
 mod fixtures;

@@ -97,6 +97,8 @@ fn a_folder_runs_as_a_suite_with_a_folder_per_scenario_and_an_index() {
     assert_eq!(worst.name, "native_heap");
     assert!(worst.growth_per_turn > 1e6, "{worst:?}");
 
+    assert_matches_suite_schema(&out.path().join(REPORT_JSON));
+
     let summary = std::fs::read_to_string(out.path().join(SUMMARY_MD)).unwrap();
     assert_eq!(summary.matches("](group-").count(), 5, "{summary}");
     assert!(
@@ -125,6 +127,24 @@ fn a_folder_runs_as_a_suite_with_a_folder_per_scenario_and_an_index() {
         "{}",
         text(&again)
     );
+}
+
+/// Validates a suite report.json against docs/suite-report.schema.json.
+fn assert_matches_suite_schema(report: &Path) {
+    let schema_path = workspace().join("docs/suite-report.schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+    let validator = jsonschema::draft202012::new(&schema).expect("the schema compiles");
+    let value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(report).unwrap()).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&value)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+    let mut wrong = value.clone();
+    wrong["scenarios"][0]["status"] = "maybe".into();
+    assert!(!validator.is_valid(&wrong), "the schema checks statuses");
 }
 
 #[test]

@@ -95,18 +95,19 @@ impl Exit {
 
     /// The code with this number, if it is one of the documented ones (a suite report read back).
     pub fn from_code(code: u8) -> Option<Exit> {
-        [
-            Exit::Pass,
-            Exit::ExpectationFailed,
-            Exit::BadInput,
-            Exit::EngineFailed,
-            Exit::OutputFailed,
-            Exit::InterruptedBySigint,
-            Exit::InterruptedBySigterm,
-        ]
-        .into_iter()
-        .find(|e| *e as u8 == code)
+        Exit::ALL.into_iter().find(|e| *e as u8 == code)
     }
+
+    /// Every documented code, in order.
+    pub const ALL: [Exit; 7] = [
+        Exit::Pass,
+        Exit::ExpectationFailed,
+        Exit::BadInput,
+        Exit::EngineFailed,
+        Exit::OutputFailed,
+        Exit::InterruptedBySigint,
+        Exit::InterruptedBySigterm,
+    ];
 
     /// The exit code of a run stopped by `signal` (`SIGINT` or `SIGTERM`).
     pub fn interrupted(signal: &str) -> Exit {
@@ -336,16 +337,7 @@ mod tests {
     /// README.md's table, `leakloop --help` and [`Exit`] list the same codes.
     #[test]
     fn readme_help_and_enum_agree_on_the_codes() {
-        let all = [
-            Exit::Pass,
-            Exit::ExpectationFailed,
-            Exit::BadInput,
-            Exit::EngineFailed,
-            Exit::OutputFailed,
-            Exit::InterruptedBySigint,
-            Exit::InterruptedBySigterm,
-        ];
-        let codes: Vec<u8> = all.iter().map(|e| *e as u8).collect();
+        let codes: Vec<u8> = Exit::ALL.iter().map(|e| *e as u8).collect();
         let readme =
             std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
         let table = readme

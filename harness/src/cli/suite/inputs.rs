@@ -20,9 +20,10 @@ pub(crate) struct SuiteFile {
     pub folder: String,
 }
 
-/// Whether a command-line argument is a glob pattern rather than a path.
+/// Whether a command-line argument is a glob pattern rather than a path: it has `*`, `?` or `[`
+/// and names no existing file or folder (a file named `run[1].yaml` is that file).
 pub(crate) fn is_pattern(arg: &Path) -> bool {
-    arg.to_string_lossy().contains(['*', '?', '['])
+    arg.to_string_lossy().contains(['*', '?', '[']) && std::fs::symlink_metadata(arg).is_err()
 }
 
 /// Expands the arguments into the suite's scenario files, sorted by relative path, each once.
@@ -298,6 +299,18 @@ mod tests {
         for f in &folders[..3] {
             assert!(f.to_lowercase().starts_with("a_b-"), "{folders:?}");
         }
+    }
+
+    #[test]
+    fn a_file_whose_name_looks_like_a_pattern_is_that_file() {
+        let dir = tempfile::tempdir().unwrap();
+        touch(dir.path(), "run[1].yaml");
+        touch(dir.path(), "run1.yaml");
+        let named = dir.path().join("run[1].yaml");
+        assert!(!is_pattern(&named));
+        assert!(is_pattern(&dir.path().join("run[0-9].yaml")));
+        let files = expand(&[named]).unwrap();
+        assert_eq!(relatives(&files), [("run[1].yaml", "run_1_")]);
     }
 
     #[test]

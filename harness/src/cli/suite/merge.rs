@@ -12,10 +12,11 @@ use anyhow::anyhow;
 use crate::cli::output;
 use crate::cli::run::claim_out;
 use crate::cli::suite::partition::share_of;
+use crate::cli::suite::run::write_index;
 use crate::cli::{CliError, Exit, Outcome};
 use crate::report::{
-    read_suite_report, remove_if_present, render_suite_text, write_suite_reports, ReportError,
-    SuiteReport, LOCK_FILE, REPORT_JSON,
+    read_suite_report, remove_if_present, render_suite_text, ReportError, SuiteReport, LOCK_FILE,
+    REPORT_JSON,
 };
 
 /// Arguments of `leakloop merge`.
@@ -71,14 +72,7 @@ pub(crate) fn run(args: MergeArgs) -> Result<Outcome, CliError> {
         output::print(&render_suite_text(&merged));
     }
     output::println(&format!("reports: {}", out.dir().display()));
-    if let Err(e) = write_suite_reports(out.dir(), &merged) {
-        output::warning(&format!(
-            "the verdicts above stand, but the merged reports are incomplete: {e}"
-        ));
-    }
-    if let Err(e) = out.release() {
-        output::warning(&e.to_string());
-    }
+    write_index(out, &merged);
     Ok(Outcome::Verdict(exit))
 }
 

@@ -74,17 +74,23 @@ pub(crate) fn run_suite(args: &RunArgs) -> Result<Outcome, CliError> {
         if args.format == Format::Text {
             output::println(&format!("reports: {}", root.dir().display()));
         }
-        if let Err(e) = write_suite_reports(root.dir(), &report) {
-            output::warning(&format!(
-                "the verdicts above stand, but the suite's reports are incomplete: {e}"
-            ));
-        }
-        if let Err(e) = root.release() {
-            output::warning(&e.to_string());
-        }
+        write_index(root, &report);
     }
     let exit = Exit::from_code(report.exit_code).unwrap_or(Exit::BadInput);
     Ok(Outcome::Verdict(exit))
+}
+
+/// Writes the suite's report.json, summary.md and junit.xml into its claimed folder and
+/// releases it. The verdicts were printed before: a failed write is a warning next to them.
+pub(crate) fn write_index(root: OutDir, report: &SuiteReport) {
+    if let Err(e) = write_suite_reports(root.dir(), report) {
+        output::warning(&format!(
+            "the verdicts above stand, but the suite's reports are incomplete: {e}"
+        ));
+    }
+    if let Err(e) = root.release() {
+        output::warning(&e.to_string());
+    }
 }
 
 /// How a suite runs: what `leakloop run` was told besides its paths and `--out`.

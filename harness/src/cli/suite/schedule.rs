@@ -36,17 +36,19 @@ pub(crate) fn run_jobs<T: Send>(
         for _ in 0..threads {
             scope.spawn(|| {
                 while let Some(i) = next_job(&queue, &freed, devices) {
+                    // Frees the device even if the job panics, so that no thread waits for it
+                    // forever (the panic then ends the scope).
+                    let _device = Held {
+                        queue: &queue,
+                        freed: &freed,
+                        device: devices[i].as_deref(),
+                    };
                     let result = run(i);
                     {
                         let _one_at_a_time = report.lock().unwrap_or_else(PoisonError::into_inner);
                         done(i, &result);
                     }
                     results.lock().unwrap_or_else(PoisonError::into_inner)[i] = Some(result);
-                    if let Some(device) = &devices[i] {
-                        let mut q = queue.lock().unwrap_or_else(PoisonError::into_inner);
-                        q.busy.remove(device);
-                        freed.notify_all();
-                    }
                 }
             });
         }
@@ -57,6 +59,23 @@ pub(crate) fn run_jobs<T: Send>(
         .into_iter()
         .map(|r| r.expect("every job ran"))
         .collect()
+}
+
+/// A device held by a running job, freed when the job ends (or panics).
+struct Held<'a> {
+    queue: &'a Mutex<Queue>,
+    freed: &'a Condvar,
+    device: Option<&'a str>,
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        if let Some(device) = self.device {
+            let mut q = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+            q.busy.remove(device);
+            self.freed.notify_all();
+        }
+    }
 }
 
 /// Takes the first waiting job this thread may start, waiting while every waiting job needs a
@@ -171,6 +190,29 @@ mod tests {
         let (peak, _, finished) = peaks(&devices, 1);
         assert_eq!(peak, 1);
         assert_eq!(finished, [0, 1, 2]);
+    }
+
+    #[test]
+    fn a_panicking_job_frees_its_device_and_the_panic_reaches_the_caller() {
+        let devices = vec![Some("d".to_owned()), Some("d".to_owned()), None];
+        let ran = AtomicUsize::new(0);
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run_jobs(
+                &devices,
+                2,
+                |i| {
+                    ran.fetch_add(1, Ordering::SeqCst);
+                    assert_ne!(i, 0, "job 0 panics");
+                },
+                |_, _| {},
+            )
+        }));
+        assert!(outcome.is_err());
+        assert_eq!(
+            ran.load(Ordering::SeqCst),
+            3,
+            "the device was freed for job 1"
+        );
     }
 
     #[test]

@@ -16,14 +16,14 @@ use crate::engine::opencl::{
 #[cfg(not(target_os = "android"))]
 use crate::engine::OpenClEngine;
 use crate::engine::{
-    Engine, EngineError, EngineErrorKind, LitertLmEngine, SimEngine, WorkerEngine,
+    AttachEngine, Engine, EngineError, EngineErrorKind, LitertLmEngine, SimEngine, WorkerEngine,
 };
 use crate::scenario::{BackendKind, Scenario};
 
 /// Builds the engine for `scenario` (its backend, options, faults and seed): in a worker process
 /// (`leakloop worker`) when `engine.isolate` is set, in this process otherwise.
 pub fn build_engine(scenario: &Scenario) -> Result<Box<dyn Engine>, EngineError> {
-    if scenario.engine.isolate {
+    if scenario.engine.isolate && scenario.engine.backend != BackendKind::Attach {
         let (env, shim) = worker_env(scenario)?;
         let worker = WorkerEngine::spawn(scenario, &env)?;
         return Ok(Box::new(match shim {
@@ -47,6 +47,7 @@ pub fn build_in_process(scenario: &Scenario) -> Result<Box<dyn Engine>, EngineEr
             EngineErrorKind::Unavailable,
             crate::engine::opencl::NOT_BUILT,
         )),
+        BackendKind::Attach => Ok(Box::new(AttachEngine::from_scenario(scenario)?)),
     }
 }
 
@@ -57,7 +58,7 @@ type WorkerEnv = (Vec<(String, String)>, Option<OpenClNameShim>);
 /// Extra environment of the worker process for this scenario's backend.
 fn worker_env(scenario: &Scenario) -> Result<WorkerEnv, EngineError> {
     match scenario.engine.backend {
-        BackendKind::Sim => Ok((Vec::new(), None)),
+        BackendKind::Sim | BackendKind::Attach => Ok((Vec::new(), None)),
         BackendKind::Opencl => Ok((opencl_worker_env(find_interposer())?, None)),
         BackendKind::LitertLm => Ok(litert_lm_worker_env(find_interposer().and_then(|path| {
             let shim = opencl_name_shim(&path)?;

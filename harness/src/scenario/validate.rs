@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+use crate::scenario::attach::validate_attach;
 use crate::scenario::error::{did_you_mean, ScenarioError, ScenarioErrorKind};
 use crate::scenario::model::text_tokens;
 use crate::scenario::model::{
@@ -59,7 +60,7 @@ pub(crate) struct Context<'a> {
 
 impl Context<'_> {
     /// An [`ScenarioErrorKind::Invalid`] error pointing at the value of `path`.
-    fn invalid(&self, path: &str, message: impl Into<String>) -> ScenarioError {
+    pub(crate) fn invalid(&self, path: &str, message: impl Into<String>) -> ScenarioError {
         ScenarioError::new(self.file, ScenarioErrorKind::Invalid, message)
             .key(path)
             .at(self.spans.value_or_ancestor(path), self.text)
@@ -67,7 +68,7 @@ impl Context<'_> {
 
     /// An [`ScenarioErrorKind::Invalid`] error pointing at the key of `path` (for problems with
     /// a whole entry, or a missing key under an existing parent).
-    fn invalid_key(&self, path: &str, message: impl Into<String>) -> ScenarioError {
+    pub(crate) fn invalid_key(&self, path: &str, message: impl Into<String>) -> ScenarioError {
         ScenarioError::new(self.file, ScenarioErrorKind::Invalid, message)
             .key(path)
             .at(self.spans.key_or_ancestor(path), self.text)
@@ -84,7 +85,7 @@ impl Context<'_> {
         parse_size(&text.0).map_err(|e| self.bad_unit(path, "size", text, e))
     }
 
-    fn duration(&self, path: &str, text: &UnitText) -> Result<Duration, ScenarioError> {
+    pub(crate) fn duration(&self, path: &str, text: &UnitText) -> Result<Duration, ScenarioError> {
         parse_duration(&text.0).map_err(|e| self.bad_unit(path, "duration", text, e))
     }
 
@@ -128,8 +129,30 @@ pub(crate) fn validate(raw: RawScenario, cx: &Context<'_>) -> Result<Scenario, S
     let inline_profiles = raw.profiles.unwrap_or_default();
     check_inline_profiles(&inline_profiles, cx)?;
     let engine = validate_engine(raw.engine, inline_profiles, cx)?;
-    let turn = validate_turn(&raw.turn, &engine, cx)?;
-    let sample = validate_sample(raw.sample, &turn, cx)?;
+    let turn = match (&raw.turn, &engine.attach) {
+        (Some(steps), None) => validate_turn(steps, &engine, cx)?,
+        (None, None) => {
+            // Placed at `turns`, which every scenario has and `turn` usually follows.
+            return Err(ScenarioError::new(
+                cx.file,
+                ScenarioErrorKind::Invalid,
+                "missing key `turn`: list the steps of one turn (usually open, send, generate, close)",
+            )
+            .key("turn")
+            .at(cx.spans.key_or_ancestor("turns"), cx.text));
+        }
+        (Some(_), Some(_)) => {
+            return Err(cx.invalid_key(
+                "turn",
+                "an attached process runs its own turns and marks their ends; remove `turn`",
+            ))
+        }
+        (None, Some(_)) => {
+            check_attached_loop(raw.reload_every, raw.faults.as_deref(), cx)?;
+            Vec::new()
+        }
+    };
+    let sample = validate_sample(raw.sample, &turn, engine.attach.is_some(), cx)?;
     let watch = validate_watch(raw.watch.unwrap_or_default(), cx)?;
     let faults = validate_faults(
         raw.faults.unwrap_or_default(),
@@ -215,11 +238,13 @@ fn check_inline_profiles(
 }
 
 fn validate_engine(
-    raw: RawEngine,
+    mut raw: RawEngine,
     inline_profiles: BTreeMap<String, sim_backend::ProfileSpec>,
     cx: &Context<'_>,
 ) -> Result<EngineSpec, ScenarioError> {
     let backend = raw.backend;
+    let folder = cx.file.parent().unwrap_or(Path::new(""));
+    let attach = validate_attach(&mut raw, backend == BackendKind::Attach, folder, cx)?;
     match (backend, &raw.profile) {
         (BackendKind::Sim, None) => {
             return Err(cx
@@ -263,7 +288,6 @@ fn validate_engine(
             "the litert-lm backend needs `model`: the path of a .litertlm file",
         ));
     }
-    let folder = cx.file.parent().unwrap_or(Path::new(""));
     let resolve = |p: &str| {
         let p = Path::new(p);
         if p.is_absolute() {
@@ -301,8 +325,34 @@ fn validate_engine(
         max_tokens,
         lib: raw.lib.as_deref().map(resolve),
         call_timeout,
-        isolate: raw.isolate.unwrap_or(backend != BackendKind::Sim),
+        // An attached process is its own process: there is no engine to put in a worker.
+        isolate: raw
+            .isolate
+            .unwrap_or(!matches!(backend, BackendKind::Sim | BackendKind::Attach)),
+        attach,
     })
+}
+
+/// Reloads and faults are things the runner does to an engine it drives; an attached process
+/// runs its own loop.
+fn check_attached_loop(
+    reload_every: Option<i64>,
+    faults: Option<&[crate::scenario::raw::RawFault]>,
+    cx: &Context<'_>,
+) -> Result<(), ScenarioError> {
+    if reload_every.is_some_and(|k| k != 0) {
+        return Err(cx.invalid(
+            "reload_every",
+            "leakloop cannot reload an attached process; remove `reload_every`",
+        ));
+    }
+    if faults.is_some_and(|f| !f.is_empty()) {
+        return Err(cx.invalid_key(
+            "faults",
+            "faults are injected into engines leakloop drives; an attached process runs its own loop",
+        ));
+    }
+    Ok(())
 }
 
 fn step_name(step: &RawStep) -> &'static str {
@@ -549,6 +599,7 @@ fn sample_point_name(p: SamplePoint) -> &'static str {
 fn validate_sample(
     raw: Option<crate::scenario::raw::RawSample>,
     turn: &[Step],
+    attached: bool,
     cx: &Context<'_>,
 ) -> Result<SamplePlan, ScenarioError> {
     let Some(raw) = raw else {
@@ -572,6 +623,17 @@ fn validate_sample(
         }
         let happens = match point {
             SamplePoint::Load => true,
+            // An attached process's only turn boundary is its marker, sampled as `close`.
+            SamplePoint::Close if attached => true,
+            _ if attached => {
+                return Err(cx.invalid(
+                    &path,
+                    format!(
+                        "an attached process is sampled at its turn markers (`close`) and after \
+                         attaching (`load`), not after `{name}`"
+                    ),
+                ))
+            }
             SamplePoint::Open => turn.iter().any(|s| matches!(s, Step::Open(_))),
             SamplePoint::Generate => turn
                 .iter()

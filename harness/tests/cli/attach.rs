@@ -581,3 +581,58 @@ fn sigint_during_attach_writes_the_partial_report_and_stops_the_program() {
         "the program outlived the interrupted run"
     );
 }
+
+/// Whether LiteRT-LM's Python package imports here; a visible skip (or a failure under
+/// `LEAKLOOP_REQUIRE_ENGINE=1`) when it does not.
+fn litert_lm_python_or_skip() -> bool {
+    if !python3_or_skip() {
+        return false;
+    }
+    let output = Command::new("python3")
+        .args(["-c", "import litert_lm"])
+        .output()
+        .expect("python3 runs");
+    if !output.status.success() {
+        leakloop::engine::skip_or_require(
+            "LEAKLOOP_REQUIRE_ENGINE",
+            &format!(
+                "the attach test over LiteRT-LM's Python package needs `litert_lm` \
+                 (python3 -m pip install litert-lm-api==0.18.1): {}",
+                String::from_utf8_lossy(&output.stderr)
+                    .lines()
+                    .last()
+                    .unwrap_or_default()
+            ),
+        );
+    }
+    output.status.success()
+}
+
+/// A real chat app over `litert_lm` on the tiny model, attached: closing every conversation
+/// stays flat and balanced; keeping them alive grows (about 0.5 MiB per turn measured) and the
+/// LEDGER lines show it.
+#[test]
+fn a_litert_lm_python_chat_app_is_judged_by_its_markers() {
+    if !litert_lm_python_or_skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (code, text, report) = run_attached(&attach_fixture("litert-python-chat.yaml"), dir.path());
+    assert_eq!(code, Some(0), "{text}");
+    let totals = &report.record.ledger.totals;
+    assert_eq!(
+        totals["attach/conversation"].created,
+        totals["attach/conversation"].deleted
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let (code, text, report) = run_attached(
+        &attach_fixture("litert-python-never-closed.yaml"),
+        dir.path(),
+    );
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("rss.max_growth_per_turn"), "{text}");
+    let totals = &report.record.ledger.totals;
+    assert_eq!(totals["attach/conversation"].deleted, 0, "{totals:?}");
+    assert!(totals["attach/conversation"].created >= 20, "{totals:?}");
+}

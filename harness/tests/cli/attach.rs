@@ -220,7 +220,7 @@ fn a_process_that_exits_before_its_first_marker_says_how_and_what_it_printed() {
     let (turn, _, message) = engine_failure(&report);
     assert_eq!(turn, 1);
     assert!(
-        message.contains("the program exited (exit status 4) before its first turn marker; last output: model file not found"),
+        message.contains("the program exited (exit status 4) before its first turn marker; last output: the program's stderr: model file not found"),
         "{message}"
     );
     assert!(text.contains("model file not found"), "{text}");

@@ -14,8 +14,8 @@ use regex::Regex;
 use crate::engine::attach::lines::Line;
 use crate::engine::KindCounts;
 
-/// How many recent non-marker lines are kept to explain a failure.
-const TAIL_LINES: usize = 4;
+/// How many recent non-marker lines of each stream are kept to explain a failure.
+const TAIL_LINES: usize = 3;
 
 /// A turn marker as read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,8 +43,9 @@ pub(crate) struct BoardState {
     pub too_long: u64,
     /// Lines read from the marker source.
     pub lines: u64,
-    /// The last few lines that were not markers, from any stream, for error messages.
-    pub tail: VecDeque<String>,
+    /// The last few lines that were not markers, per stream (in the order streams first
+    /// spoke), for error messages.
+    pub tail: Vec<(String, VecDeque<String>)>,
     /// Why a marker source stopped delivering, when it did (its reader ended).
     pub source_ended: Option<String>,
 }
@@ -88,14 +89,22 @@ impl Board {
         state
     }
 
-    /// Keeps `line` (escaped and shortened) among the recent lines.
-    pub fn remember(&self, line: &str) {
+    /// Keeps `line` (escaped and shortened) among the recent lines of `stream`.
+    pub fn remember(&self, stream: &str, line: &str) {
         let kept = crate::input::shorten(&crate::input::printable(line), 200).into_owned();
         let mut state = self.lock();
-        if state.tail.len() == TAIL_LINES {
-            state.tail.pop_front();
+        let at = match state.tail.iter().position(|(name, _)| name == stream) {
+            Some(at) => at,
+            None => {
+                state.tail.push((stream.to_owned(), VecDeque::new()));
+                state.tail.len() - 1
+            }
+        };
+        let lines = &mut state.tail[at].1;
+        if lines.len() == TAIL_LINES {
+            lines.pop_front();
         }
-        state.tail.push_back(kept);
+        lines.push_back(kept);
     }
 }
 
@@ -115,8 +124,8 @@ impl Patterns {
         })
     }
 
-    /// Reads one line of the marker source into the board.
-    pub fn feed(&self, board: &Board, line: Line<'_>) {
+    /// Reads one line of the marker source (named `stream` in messages) into the board.
+    pub fn feed(&self, board: &Board, stream: &str, line: Line<'_>) {
         let text = match line {
             Line::TooLong => {
                 board.update(|s| {
@@ -161,7 +170,7 @@ impl Patterns {
             }
         }
         board.update(|s| s.lines += 1);
-        board.remember(text);
+        board.remember(stream, text);
     }
 }
 
@@ -201,9 +210,9 @@ mod tests {
         let board = Board::default();
         let patterns = Patterns::new(DEFAULT_MARKER_PATTERN, DEFAULT_LEDGER_PATTERN).unwrap();
         for line in lines {
-            patterns.feed(&board, Line::Text(line));
+            patterns.feed(&board, "stdout", Line::Text(line));
         }
-        patterns.feed(&board, Line::TooLong);
+        patterns.feed(&board, "stdout", Line::TooLong);
         let state = std::mem::take(&mut *board.lock());
         state
     }
@@ -228,7 +237,10 @@ mod tests {
         );
         assert_eq!(s.lines, 6);
         assert_eq!(s.too_long, 1);
-        assert_eq!(s.tail, ["loading model"]);
+        assert_eq!(
+            s.tail,
+            [("stdout".to_owned(), ["loading model".to_owned()].into())]
+        );
         assert!(s.violation.is_none());
     }
 
@@ -259,6 +271,6 @@ mod tests {
     #[test]
     fn control_characters_in_remembered_lines_are_escaped() {
         let s = fed(&["\u{1b}[31mred"]);
-        assert_eq!(s.tail, ["\\u{1b}[31mred"]);
+        assert_eq!(s.tail[0].1, ["\\u{1b}[31mred"]);
     }
 }

@@ -97,7 +97,7 @@ impl AttachEngine {
                         out,
                         self.board.clone(),
                         patterns(MarkerSource::Stdout),
-                        "stdout".into(),
+                        "the program's stdout".into(),
                     )
                     .map_err(io)?;
                 }
@@ -106,7 +106,7 @@ impl AttachEngine {
                         err,
                         self.board.clone(),
                         patterns(MarkerSource::Stderr),
-                        "stderr".into(),
+                        "the program's stderr".into(),
                     )
                     .map_err(io)?;
                 }
@@ -194,8 +194,15 @@ impl AttachEngine {
         if state.tail.is_empty() {
             return String::new();
         }
-        let lines: Vec<&str> = state.tail.iter().map(String::as_str).collect();
-        format!("; last output: {}", lines.join(" | "))
+        let streams: Vec<String> = state
+            .tail
+            .iter()
+            .map(|(stream, lines)| {
+                let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+                format!("{stream}: {}", lines.join(" | "))
+            })
+            .collect();
+        format!("; last output: {}", streams.join("; "))
     }
 
     fn not_driven() -> EngineError {

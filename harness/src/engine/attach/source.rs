@@ -30,8 +30,8 @@ pub(crate) fn read_pipe(
         .spawn(move || {
             let result = for_each_line(pipe, MAX_MARKER_LINE, |line| {
                 match (&patterns, line) {
-                    (Some(p), line) => p.feed(&board, line),
-                    (None, Line::Text(text)) => board.remember(text),
+                    (Some(p), line) => p.feed(&board, &name, line),
+                    (None, Line::Text(text)) => board.remember(&name, text),
                     (None, Line::TooLong) => {}
                 }
                 true
@@ -135,7 +135,7 @@ impl Follow {
         let rest = &fresh[complete..];
         if !bytes.is_empty() {
             let _ = for_each_line(bytes.as_slice(), MAX_MARKER_LINE, |line| {
-                self.patterns.feed(&self.board, line);
+                self.patterns.feed(&self.board, "the marker file", line);
                 true
             });
         }

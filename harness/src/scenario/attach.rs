@@ -271,16 +271,11 @@ fn validate_markers(
         &["kind", "created", "deleted"],
         cx,
     )?;
-    let timeout = match &raw.timeout {
-        Some(text) => {
-            let t = cx.duration("engine.markers.timeout", text)?;
-            if t.is_zero() {
-                return Err(cx.invalid("engine.markers.timeout", "`timeout` must be more than 0"));
-            }
-            t
-        }
-        None => DEFAULT_MARKER_TIMEOUT,
-    };
+    let timeout = cx.positive_duration(
+        "engine.markers.timeout",
+        raw.timeout.as_ref(),
+        DEFAULT_MARKER_TIMEOUT,
+    )?;
     Ok(MarkerSpec {
         source,
         pattern,

@@ -89,6 +89,24 @@ impl Context<'_> {
         parse_duration(&text.0).map_err(|e| self.bad_unit(path, "duration", text, e))
     }
 
+    /// A duration more than zero at `path`, or `default` when none is written.
+    pub(crate) fn positive_duration(
+        &self,
+        path: &str,
+        text: Option<&UnitText>,
+        default: Duration,
+    ) -> Result<Duration, ScenarioError> {
+        let Some(text) = text else {
+            return Ok(default);
+        };
+        let t = self.duration(path, text)?;
+        if t.is_zero() {
+            let key = path.rsplit('.').next().unwrap_or(path);
+            return Err(self.invalid(path, format!("`{key}` must be more than 0")));
+        }
+        Ok(t)
+    }
+
     /// A count in `min..=u32::MAX`.
     fn count(&self, path: &str, value: i64, min: u32) -> Result<u32, ScenarioError> {
         if value < i64::from(min) {
@@ -306,16 +324,11 @@ fn validate_engine(
         Some(v) => cx.count("engine.max_tokens", v, 1)?,
         None => DEFAULT_MAX_TOKENS,
     };
-    let call_timeout = match &raw.call_timeout {
-        Some(text) => {
-            let t = cx.duration("engine.call_timeout", text)?;
-            if t.is_zero() {
-                return Err(cx.invalid("engine.call_timeout", "`call_timeout` must be more than 0"));
-            }
-            t
-        }
-        None => DEFAULT_CALL_TIMEOUT,
-    };
+    let call_timeout = cx.positive_duration(
+        "engine.call_timeout",
+        raw.call_timeout.as_ref(),
+        DEFAULT_CALL_TIMEOUT,
+    )?;
     Ok(EngineSpec {
         backend,
         profile: raw.profile,

@@ -109,6 +109,34 @@ fn read_pid(path: &Path) -> u32 {
         .unwrap()
 }
 
+/// Runs chat_loop.py with `args` (and `engine_extra` lines under `engine:`) for 6 turns: the
+/// exit code, the output and the report; `None` when python3 is missing.
+fn chat_loop_run(
+    name: &str,
+    args: &str,
+    engine_extra: &str,
+) -> Option<(Option<i32>, String, ReportFile)> {
+    if !python3_or_skip() {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = chat_loop_scenario(dir.path(), name, args, engine_extra, "");
+    Some(run_attached(&scenario, dir.path()))
+}
+
+/// Runs chat_loop.py with `args` (and `engine_extra` lines under `engine:`), expecting exit 3:
+/// the failure (turn, step, message) and the report; `None` when python3 is missing.
+fn chat_loop_failure(
+    name: &str,
+    args: &str,
+    engine_extra: &str,
+) -> Option<(u32, String, String, ReportFile)> {
+    let (code, text, report) = chat_loop_run(name, args, engine_extra)?;
+    assert_eq!(code, Some(3), "{text}");
+    let (turn, step, message) = engine_failure(&report);
+    Some((turn, step, message, report))
+}
+
 #[test]
 fn a_leaking_process_fails_and_is_stopped_at_the_end() {
     if !python3_or_skip() {
@@ -180,20 +208,11 @@ fn the_fixture_scenarios_fail_and_pass_as_stated() {
 
 #[test]
 fn markers_that_stop_coming_end_the_run_at_the_timeout_with_its_samples() {
-    if !python3_or_skip() {
+    let Some((turn, step, message, report)) =
+        chat_loop_failure("silent", "--silent-after, 3", "  markers: {timeout: 1s}\n")
+    else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let scenario = chat_loop_scenario(
-        dir.path(),
-        "silent",
-        "--silent-after, 3",
-        "  markers: {timeout: 1s}\n",
-        "",
-    );
-    let (code, text, report) = run_attached(&scenario, dir.path());
-    assert_eq!(code, Some(3), "{text}");
-    let (turn, step, message) = engine_failure(&report);
+    };
     assert_eq!((turn, step.as_str()), (4, "marker"));
     assert!(
         message.contains("no turn marker for 1s (markers.timeout) after turn 3's marker"),
@@ -228,20 +247,11 @@ fn a_process_that_exits_before_its_first_marker_says_how_and_what_it_printed() {
 
 #[test]
 fn a_process_that_exits_mid_run_keeps_the_samples_before_it() {
-    if !python3_or_skip() {
+    let Some((_, _, message, report)) =
+        chat_loop_failure("exits", "--exit-after, 3, --exit-code, 0", "")
+    else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let scenario = chat_loop_scenario(
-        dir.path(),
-        "exits",
-        "--exit-after, 3, --exit-code, 0, --turn-ms, '100'",
-        "",
-        "",
-    );
-    let (code, text, report) = run_attached(&scenario, dir.path());
-    assert_eq!(code, Some(3), "{text}");
-    let (_, _, message) = engine_failure(&report);
+    };
     assert!(message.contains("exited (exit status 0)"), "{message}");
     assert!(message.contains("exiting after turn 3"), "{message}");
     let sampled = turns_sampled(&report);
@@ -260,27 +270,15 @@ fn a_process_that_exits_mid_run_keeps_the_samples_before_it() {
     "turn 1 was marked closed after turn 3 (lines 4 and 5)"
 )]
 fn turn_numbers_out_of_order_end_the_run(#[case] args: &str, #[case] said: &str) {
-    if !python3_or_skip() {
+    let Some((_, step, message, report)) =
+        chat_loop_failure("order", &format!("{args}, --turn-ms, '150'"), "")
+    else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let scenario = chat_loop_scenario(
-        dir.path(),
-        "order",
-        &format!("{args}, --turn-ms, '150'"),
-        "",
-        "",
-    );
-    let (code, text, report) = run_attached(&scenario, dir.path());
-    assert_eq!(code, Some(3), "{text}");
-    let (_, step, message) = engine_failure(&report);
+    };
     assert_eq!(step, "marker");
     assert!(message.contains(said), "{message}");
-    assert!(
-        turns_sampled(&report).starts_with(&[0, 1, 2]),
-        "{:?}",
-        turns_sampled(&report)
-    );
+    let sampled = turns_sampled(&report);
+    assert!(sampled.starts_with(&[0, 1, 2]), "{sampled:?}");
 }
 
 /// Markers faster than sampling, floods of other lines and lines of a MiB: the run completes,
@@ -477,39 +475,28 @@ fn an_attached_pid_is_judged_from_a_marker_command_and_left_running() {
 /// Markers appended to a file by a process leakloop starts.
 #[test]
 fn markers_are_read_from_a_file_the_started_process_appends_to() {
-    if !python3_or_skip() {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("markers.log");
-    let scenario = chat_loop_scenario(
-        dir.path(),
+    let Some((code, text, report)) = chat_loop_run(
         "tofile",
         &format!("--to, {}", log.display()),
         &format!("  markers: {{file: {}, timeout: 10s}}\n", log.display()),
-        "",
-    );
-    let (code, text, report) = run_attached(&scenario, dir.path());
+    ) else {
+        return;
+    };
     assert_eq!(code, Some(0), "{text}");
     assert_eq!(turns_sampled(&report), [0, 1, 2, 3, 4, 5, 6]);
 }
 
 #[test]
 fn a_marker_command_that_ends_is_an_engine_failure() {
-    if !python3_or_skip() {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let scenario = chat_loop_scenario(
-        dir.path(),
+    let Some((_, _, message, _)) = chat_loop_failure(
         "nologcat",
         "--turn-ms, '50'",
         "  markers: {command: [sh, -c, 'echo \"error: no devices/emulators found\" >&2; exit 1']}\n",
-        "",
-    );
-    let (code, text, report) = run_attached(&scenario, dir.path());
-    assert_eq!(code, Some(3), "{text}");
-    let (_, _, message) = engine_failure(&report);
+    ) else {
+        return;
+    };
     assert!(
         message.contains("the marker command ended (exit status 1)")
             && message.contains("no devices/emulators found"),

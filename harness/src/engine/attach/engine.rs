@@ -83,33 +83,15 @@ impl AttachEngine {
     /// Starts the process (or checks the pid) and the marker source.
     fn attach(&mut self) -> Result<(), EngineError> {
         let markers = &self.spec.markers.source;
-        let patterns = |wanted: MarkerSource| (*markers == wanted).then(|| self.patterns.clone());
         match &self.spec.process {
             AttachProcess::Command(argv) => {
                 let mut started = Started::spawn(argv, &self.cwd, "program")?;
-                let child = started.child_mut();
-                let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
-                let io = |e: std::io::Error| {
-                    Self::unavailable(format!("cannot read the program's output: {e}"))
-                };
-                if let Some(out) = stdout {
-                    read_pipe(
-                        out,
-                        self.board.clone(),
-                        patterns(MarkerSource::Stdout),
-                        "the program's stdout".into(),
-                    )
-                    .map_err(io)?;
-                }
-                if let Some(err) = stderr {
-                    read_pipe(
-                        err,
-                        self.board.clone(),
-                        patterns(MarkerSource::Stderr),
-                        "the program's stderr".into(),
-                    )
-                    .map_err(io)?;
-                }
+                let patterns = |wanted| (*markers == wanted).then(|| self.patterns.clone());
+                let (out, err) = (
+                    patterns(MarkerSource::Stdout),
+                    patterns(MarkerSource::Stderr),
+                );
+                read_outputs(&mut started, &self.board, out, err, "the program")?;
                 self.pid = Some(started.id());
                 self.process = Some(started);
             }
@@ -118,7 +100,7 @@ impl AttachEngine {
                 self.pid = Some(*pid);
             }
         }
-        match &self.spec.markers.source {
+        match markers {
             MarkerSource::Stdout | MarkerSource::Stderr => {}
             MarkerSource::File(path) => {
                 let follower = FileFollower::start(path, self.board.clone(), self.patterns.clone())
@@ -129,29 +111,14 @@ impl AttachEngine {
             }
             MarkerSource::Command(argv) => {
                 let mut started = Started::spawn(argv, &self.cwd, "marker command")?;
-                let child = started.child_mut();
-                let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
-                let io = |e: std::io::Error| {
-                    Self::unavailable(format!("cannot read the marker command's output: {e}"))
-                };
-                if let Some(out) = stdout {
-                    read_pipe(
-                        out,
-                        self.board.clone(),
-                        Some(self.patterns.clone()),
-                        "the marker command's stdout".into(),
-                    )
-                    .map_err(io)?;
-                }
-                if let Some(err) = stderr {
-                    read_pipe(
-                        err,
-                        self.board.clone(),
-                        None,
-                        "the marker command's stderr".into(),
-                    )
-                    .map_err(io)?;
-                }
+                let patterns = Some(self.patterns.clone());
+                read_outputs(
+                    &mut started,
+                    &self.board,
+                    patterns,
+                    None,
+                    "the marker command",
+                )?;
                 self.marker_command = Some(started);
             }
         }
@@ -211,6 +178,28 @@ impl AttachEngine {
             "an attached process runs its own turns; leakloop drives no step of it",
         )
     }
+}
+
+/// Reads `started`'s stdout and stderr in threads: markers from those given `patterns`, the
+/// other lines kept for messages under `who`'s name.
+fn read_outputs(
+    started: &mut Started,
+    board: &Board,
+    stdout: Option<Patterns>,
+    stderr: Option<Patterns>,
+    who: &str,
+) -> Result<(), EngineError> {
+    let child = started.child_mut();
+    let io = |e: std::io::Error| {
+        AttachEngine::unavailable(format!("cannot read the output of {who}: {e}"))
+    };
+    if let Some(out) = child.stdout.take() {
+        read_pipe(out, board.clone(), stdout, format!("{who}'s stdout")).map_err(io)?;
+    }
+    if let Some(err) = child.stderr.take() {
+        read_pipe(err, board.clone(), stderr, format!("{who}'s stderr")).map_err(io)?;
+    }
+    Ok(())
 }
 
 /// Whether the board holds a turn marked after `after`.

@@ -268,6 +268,7 @@ mod tests {
                     lib: None,
                     call_timeout: Duration::from_secs(60),
                     isolate: true,
+                    attach: None,
                 },
                 warmup_turns: 0,
                 turns: 3,

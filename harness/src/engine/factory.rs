@@ -16,7 +16,8 @@ use crate::engine::opencl::{
 #[cfg(not(target_os = "android"))]
 use crate::engine::OpenClEngine;
 use crate::engine::{
-    Engine, EngineError, EngineErrorKind, LitertLmEngine, SimEngine, WorkerCommand, WorkerEngine,
+    AttachEngine, Engine, EngineError, EngineErrorKind, LitertLmEngine, SimEngine, WorkerCommand,
+    WorkerEngine,
 };
 use crate::scenario::{BackendKind, Scenario};
 
@@ -32,7 +33,7 @@ pub fn build_engine_with(
     scenario: &Scenario,
     worker: Option<&WorkerCommand>,
 ) -> Result<Box<dyn Engine>, EngineError> {
-    if scenario.engine.isolate {
+    if scenario.engine.isolate && scenario.engine.backend != BackendKind::Attach {
         let (env, shim) = worker_env(scenario)?;
         let worker = match worker {
             Some(command) => {
@@ -62,6 +63,7 @@ pub fn build_in_process(scenario: &Scenario) -> Result<Box<dyn Engine>, EngineEr
             EngineErrorKind::Unavailable,
             crate::engine::opencl::NOT_BUILT,
         )),
+        BackendKind::Attach => Ok(Box::new(AttachEngine::from_scenario(scenario)?)),
     }
 }
 
@@ -72,7 +74,7 @@ type WorkerEnv = (Vec<(String, String)>, Option<OpenClNameShim>);
 /// Extra environment of the worker process for this scenario's backend.
 fn worker_env(scenario: &Scenario) -> Result<WorkerEnv, EngineError> {
     match scenario.engine.backend {
-        BackendKind::Sim => Ok((Vec::new(), None)),
+        BackendKind::Sim | BackendKind::Attach => Ok((Vec::new(), None)),
         BackendKind::Opencl => Ok((opencl_worker_env(find_interposer())?, None)),
         BackendKind::LitertLm => Ok(litert_lm_worker_env(find_interposer().and_then(|path| {
             let shim = opencl_name_shim(&path)?;

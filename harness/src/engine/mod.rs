@@ -2,6 +2,7 @@
 //! create/delete pairs, and one module per backend.
 
 mod api;
+mod attach;
 mod factory;
 mod ledger;
 pub mod litert_lm;
@@ -12,8 +13,9 @@ mod worker;
 
 pub use api::{
     BackendInfo, Engine, EngineError, EngineErrorKind, EngineSnapshot, GenerateOutcome,
-    GenerateRequest, Prompt, SessionId,
+    GenerateRequest, Prompt, SessionId, TurnMarks,
 };
+pub use attach::AttachEngine;
 pub use factory::{build_engine, build_engine_with, build_in_process};
 pub use ledger::{KindCounts, Ledger, LedgerImbalance, LedgerRun, TurnLedger};
 pub use litert_lm::LitertLmEngine;

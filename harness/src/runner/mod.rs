@@ -2,6 +2,7 @@
 //! every create/delete in the ledger and samples memory at the scenario's sampling points; with
 //! `stop: decided` a [`StopRule`] may end it once the verdict is decided.
 
+mod clock;
 mod metrics;
 mod prompt;
 mod record;

@@ -33,7 +33,11 @@ impl Scenario {
     pub fn effective_concurrency(&self) -> Concurrency {
         self.concurrency.unwrap_or(match self.engine.backend {
             BackendKind::Sim => Concurrency::Shared,
-            BackendKind::LitertLm | BackendKind::Opencl => Concurrency::Exclusive,
+            // An attached process is a real program measured from outside: like a real engine,
+            // it is measured alone unless the scenario says otherwise.
+            BackendKind::LitertLm | BackendKind::Opencl | BackendKind::Attach => {
+                Concurrency::Exclusive
+            }
         })
     }
 

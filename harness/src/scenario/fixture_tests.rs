@@ -139,6 +139,31 @@ fn redact(text: &str) -> String {
 #[case::crash_without_generation("crash-without-generation", Kind::Invalid, Some("faults[0].kind"))]
 #[case::huge_name("huge-name", Kind::Invalid, Some("name"))]
 #[case::two_documents("two-documents", Kind::Syntax, None)]
+#[case::attach_without_process("attach-without-process", Kind::Invalid, Some("engine.backend"))]
+#[case::attach_pid_reads_stdout(
+    "attach-pid-reads-stdout",
+    Kind::Invalid,
+    Some("engine.markers.stream")
+)]
+#[case::attach_pattern_without_turn(
+    "attach-pattern-without-turn",
+    Kind::Invalid,
+    Some("engine.markers.pattern")
+)]
+#[case::attach_bad_regex("attach-bad-regex", Kind::Invalid, Some("engine.markers.pattern"))]
+#[case::attach_with_turn("attach-with-turn", Kind::Invalid, Some("turn"))]
+#[case::attach_two_marker_sources(
+    "attach-two-marker-sources",
+    Kind::Invalid,
+    Some("engine.markers.file")
+)]
+#[case::attach_sample_after_generate(
+    "attach-sample-after-generate",
+    Kind::Invalid,
+    Some("sample.after[1]")
+)]
+#[case::command_without_attach("command-without-attach", Kind::Invalid, Some("engine.command"))]
+#[case::missing_turn("missing-turn", Kind::Invalid, Some("turn"))]
 fn bad_scenario_is_rejected(
     #[case] file: &str,
     #[case] kind: Kind,

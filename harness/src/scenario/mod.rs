@@ -6,6 +6,7 @@
 //! that names the file, line, column and key path and shows the offending line.
 
 mod concurrency;
+mod attach;
 mod error;
 mod load;
 mod model;
@@ -19,6 +20,10 @@ mod validate;
 mod fixture_tests;
 
 pub use concurrency::Concurrency;
+pub use attach::{
+    AttachProcess, AttachSpec, MarkerSource, MarkerSpec, DEFAULT_LEDGER_PATTERN,
+    DEFAULT_MARKER_PATTERN, DEFAULT_MARKER_TIMEOUT, DEFAULT_STOP_GRACE, MAX_MARKER_LINE,
+};
 pub use error::{Location, ScenarioError, ScenarioErrorKind};
 pub use load::{
     load_scenario, load_scenario_with, parse_scenario, parse_scenario_bytes, MAX_SCENARIO_BYTES,

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::scenario::Concurrency;
+use crate::scenario::attach::AttachSpec;
 
 /// The most turns (warm-up plus measured) one scenario may ask for.
 pub const MAX_TURNS: u32 = 100_000;
@@ -125,6 +126,8 @@ pub enum BackendKind {
     LitertLm,
     /// The reference OpenCL workload.
     Opencl,
+    /// A process leakloop does not drive: it runs its own turns and marks each one's end.
+    Attach,
 }
 
 impl BackendKind {
@@ -134,6 +137,7 @@ impl BackendKind {
             BackendKind::Sim => "sim",
             BackendKind::LitertLm => "litert-lm",
             BackendKind::Opencl => "opencl",
+            BackendKind::Attach => "attach",
         }
     }
 
@@ -187,6 +191,9 @@ pub struct EngineSpec {
     /// Run the engine in an isolated worker process (always for real engines by default; opt-in
     /// for the simulator, where it makes `crash` faults real process deaths).
     pub isolate: bool,
+    /// The process and its markers, for `backend: attach` (`None` for every other backend).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attach: Option<AttachSpec>,
 }
 
 impl EngineSpec {
@@ -205,6 +212,7 @@ impl EngineSpec {
             lib: None,
             call_timeout: crate::scenario::DEFAULT_CALL_TIMEOUT,
             isolate: backend != BackendKind::Sim,
+            attach: None,
         }
     }
 

@@ -13,6 +13,7 @@ use std::fmt;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
+use crate::scenario::attach::RawMarkers;
 use crate::scenario::model::{BackendKind, Device, FaultKind, SamplePoint, StopMode};
 use crate::scenario::Concurrency;
 
@@ -37,7 +38,9 @@ pub(crate) struct RawScenario {
     pub concurrency: Option<Concurrency>,
     #[serde(default)]
     pub reload_every: Option<i64>,
-    pub turn: Vec<RawStep>,
+    /// Required for driven backends, absent for `attach` (checked in validation).
+    #[serde(default)]
+    pub turn: Option<Vec<RawStep>>,
     #[serde(default)]
     pub sample: Option<RawSample>,
     #[serde(default)]
@@ -67,6 +70,15 @@ pub(crate) struct RawEngine {
     pub call_timeout: Option<UnitText>,
     #[serde(default)]
     pub isolate: Option<bool>,
+    /// `backend: attach` only (see [`crate::scenario::attach`]).
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+    #[serde(default)]
+    pub pid: Option<i64>,
+    #[serde(default)]
+    pub markers: Option<RawMarkers>,
+    #[serde(default)]
+    pub stop_grace: Option<UnitText>,
 }
 
 /// One item of `turn:`: a map with exactly one key naming the step.

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+use crate::scenario::attach::validate_attach;
 use crate::scenario::error::{did_you_mean, ScenarioError, ScenarioErrorKind};
 use crate::scenario::model::text_tokens;
 use crate::scenario::model::{
@@ -49,7 +50,7 @@ pub(crate) struct Context<'a> {
 
 impl Context<'_> {
     /// An [`ScenarioErrorKind::Invalid`] error pointing at the value of `path`.
-    fn invalid(&self, path: &str, message: impl Into<String>) -> ScenarioError {
+    pub(crate) fn invalid(&self, path: &str, message: impl Into<String>) -> ScenarioError {
         ScenarioError::new(self.file, ScenarioErrorKind::Invalid, message)
             .key(path)
             .at(self.spans.value_or_ancestor(path), self.text)
@@ -57,7 +58,7 @@ impl Context<'_> {
 
     /// An [`ScenarioErrorKind::Invalid`] error pointing at the key of `path` (for problems with
     /// a whole entry, or a missing key under an existing parent).
-    fn invalid_key(&self, path: &str, message: impl Into<String>) -> ScenarioError {
+    pub(crate) fn invalid_key(&self, path: &str, message: impl Into<String>) -> ScenarioError {
         ScenarioError::new(self.file, ScenarioErrorKind::Invalid, message)
             .key(path)
             .at(self.spans.key_or_ancestor(path), self.text)
@@ -74,8 +75,26 @@ impl Context<'_> {
         parse_size(&text.0).map_err(|e| self.bad_unit(path, "size", text, e))
     }
 
-    fn duration(&self, path: &str, text: &UnitText) -> Result<Duration, ScenarioError> {
+    pub(crate) fn duration(&self, path: &str, text: &UnitText) -> Result<Duration, ScenarioError> {
         parse_duration(&text.0).map_err(|e| self.bad_unit(path, "duration", text, e))
+    }
+
+    /// A duration more than zero at `path`, or `default` when none is written.
+    pub(crate) fn positive_duration(
+        &self,
+        path: &str,
+        text: Option<&UnitText>,
+        default: Duration,
+    ) -> Result<Duration, ScenarioError> {
+        let Some(text) = text else {
+            return Ok(default);
+        };
+        let t = self.duration(path, text)?;
+        if t.is_zero() {
+            let key = path.rsplit('.').next().unwrap_or(path);
+            return Err(self.invalid(path, format!("`{key}` must be more than 0")));
+        }
+        Ok(t)
     }
 
     /// A count in `min..=u32::MAX`.
@@ -118,8 +137,30 @@ pub(crate) fn validate(raw: RawScenario, cx: &Context<'_>) -> Result<Scenario, S
     let inline_profiles = raw.profiles.unwrap_or_default();
     check_inline_profiles(&inline_profiles, cx)?;
     let engine = validate_engine(raw.engine, inline_profiles, cx)?;
-    let turn = validate_turn(&raw.turn, &engine, cx)?;
-    let sample = validate_sample(raw.sample, &turn, cx)?;
+    let turn = match (&raw.turn, &engine.attach) {
+        (Some(steps), None) => validate_turn(steps, &engine, cx)?,
+        (None, None) => {
+            // Placed at `turns`, which every scenario has and `turn` usually follows.
+            return Err(ScenarioError::new(
+                cx.file,
+                ScenarioErrorKind::Invalid,
+                "missing key `turn`: list the steps of one turn (usually open, send, generate, close)",
+            )
+            .key("turn")
+            .at(cx.spans.key_or_ancestor("turns"), cx.text));
+        }
+        (Some(_), Some(_)) => {
+            return Err(cx.invalid_key(
+                "turn",
+                "an attached process runs its own turns and marks their ends; remove `turn`",
+            ))
+        }
+        (None, Some(_)) => {
+            check_attached_loop(raw.reload_every, raw.faults.as_deref(), cx)?;
+            Vec::new()
+        }
+    };
+    let sample = validate_sample(raw.sample, &turn, engine.attach.is_some(), cx)?;
     let watch = validate_watch(raw.watch.unwrap_or_default(), cx)?;
     let faults = validate_faults(
         raw.faults.unwrap_or_default(),
@@ -206,11 +247,13 @@ fn check_inline_profiles(
 }
 
 fn validate_engine(
-    raw: RawEngine,
+    mut raw: RawEngine,
     inline_profiles: BTreeMap<String, sim_backend::ProfileSpec>,
     cx: &Context<'_>,
 ) -> Result<EngineSpec, ScenarioError> {
     let backend = raw.backend;
+    let folder = cx.file.parent().unwrap_or(Path::new(""));
+    let attach = validate_attach(&mut raw, backend == BackendKind::Attach, folder, cx)?;
     match (backend, &raw.profile) {
         (BackendKind::Sim, None) => {
             return Err(cx
@@ -254,7 +297,6 @@ fn validate_engine(
             "the litert-lm backend needs `model`: the path of a .litertlm file",
         ));
     }
-    let folder = cx.file.parent().unwrap_or(Path::new(""));
     let resolve = |p: &str| {
         let p = Path::new(p);
         if p.is_absolute() {
@@ -273,16 +315,11 @@ fn validate_engine(
         Some(v) => cx.count("engine.max_tokens", v, 1)?,
         None => DEFAULT_MAX_TOKENS,
     };
-    let call_timeout = match &raw.call_timeout {
-        Some(text) => {
-            let t = cx.duration("engine.call_timeout", text)?;
-            if t.is_zero() {
-                return Err(cx.invalid("engine.call_timeout", "`call_timeout` must be more than 0"));
-            }
-            t
-        }
-        None => DEFAULT_CALL_TIMEOUT,
-    };
+    let call_timeout = cx.positive_duration(
+        "engine.call_timeout",
+        raw.call_timeout.as_ref(),
+        DEFAULT_CALL_TIMEOUT,
+    )?;
     Ok(EngineSpec {
         backend,
         profile: raw.profile,
@@ -292,8 +329,34 @@ fn validate_engine(
         max_tokens,
         lib: raw.lib.as_deref().map(resolve),
         call_timeout,
-        isolate: raw.isolate.unwrap_or(backend != BackendKind::Sim),
+        // An attached process is its own process: there is no engine to put in a worker.
+        isolate: raw
+            .isolate
+            .unwrap_or(!matches!(backend, BackendKind::Sim | BackendKind::Attach)),
+        attach,
     })
+}
+
+/// Reloads and faults are things the runner does to an engine it drives; an attached process
+/// runs its own loop.
+fn check_attached_loop(
+    reload_every: Option<i64>,
+    faults: Option<&[crate::scenario::raw::RawFault]>,
+    cx: &Context<'_>,
+) -> Result<(), ScenarioError> {
+    if reload_every.is_some_and(|k| k != 0) {
+        return Err(cx.invalid(
+            "reload_every",
+            "leakloop cannot reload an attached process; remove `reload_every`",
+        ));
+    }
+    if faults.is_some_and(|f| !f.is_empty()) {
+        return Err(cx.invalid_key(
+            "faults",
+            "faults are injected into engines leakloop drives; an attached process runs its own loop",
+        ));
+    }
+    Ok(())
 }
 
 fn step_name(step: &RawStep) -> &'static str {
@@ -540,6 +603,7 @@ fn sample_point_name(p: SamplePoint) -> &'static str {
 fn validate_sample(
     raw: Option<crate::scenario::raw::RawSample>,
     turn: &[Step],
+    attached: bool,
     cx: &Context<'_>,
 ) -> Result<SamplePlan, ScenarioError> {
     let Some(raw) = raw else {
@@ -563,6 +627,17 @@ fn validate_sample(
         }
         let happens = match point {
             SamplePoint::Load => true,
+            // An attached process's only turn boundary is its marker, sampled as `close`.
+            SamplePoint::Close if attached => true,
+            _ if attached => {
+                return Err(cx.invalid(
+                    &path,
+                    format!(
+                        "an attached process is sampled at its turn markers (`close`) and after \
+                         attaching (`load`), not after `{name}`"
+                    ),
+                ))
+            }
             SamplePoint::Open => turn.iter().any(|s| matches!(s, Step::Open(_))),
             SamplePoint::Generate => turn
                 .iter()

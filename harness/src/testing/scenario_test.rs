@@ -191,7 +191,7 @@ impl ScenarioTest {
     pub fn skip_unless_available(self, require_env: &str) -> Option<Self> {
         let missing = match self.scenario.engine.backend {
             BackendKind::LitertLm => self.missing_litert_lm(),
-            BackendKind::Sim | BackendKind::Opencl => None,
+            BackendKind::Sim | BackendKind::Opencl | BackendKind::Attach => None,
         };
         let Some(why) = missing else {
             return Some(self);

@@ -60,7 +60,7 @@ fn processes_naming(needle: &str) -> Vec<u32> {
 
 /// A child process that is killed when the test ends, also when it fails: a hung run must not
 /// outlive its test.
-pub(crate) struct KillOnDrop(Child);
+pub(crate) struct KillOnDrop(pub(crate) Child);
 
 impl std::ops::Deref for KillOnDrop {
     type Target = Child;

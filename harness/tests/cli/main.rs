@@ -1,6 +1,7 @@
 //! Integration tests of the `leakloop` binary: one module per subcommand.
 
 mod analyze;
+mod attach;
 mod bench;
 mod bisect;
 mod check;

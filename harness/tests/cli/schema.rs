@@ -221,7 +221,12 @@ fn every_fixture_scenario_validates() {
     let dir = workspace().join("fixtures/scenarios");
     let mut checked = 0;
     let mut failures = Vec::new();
-    for entry in std::fs::read_dir(&dir).expect("fixtures/scenarios exists") {
+    let attach =
+        std::fs::read_dir(workspace().join("fixtures/attach")).expect("fixtures/attach exists");
+    for entry in std::fs::read_dir(&dir)
+        .expect("fixtures/scenarios exists")
+        .chain(attach)
+    {
         let path = entry.expect("readable entry").path();
         if path.extension().is_none_or(|e| e != "yaml") {
             continue;
@@ -311,6 +316,18 @@ const SCHEMA_REJECTS: &[(&str, &str, &str)] = &[
         "enum",
     ),
     ("huge-name", "/name", "pattern"),
+    ("missing-turn", "", "required"),
+    ("attach-without-process", "/engine", "oneOf"),
+    ("attach-pid-reads-stdout", "/engine/markers", "anyOf"),
+    (
+        "attach-pattern-without-turn",
+        "/engine/markers/pattern",
+        "pattern",
+    ),
+    ("attach-with-turn", "/turn", "falseSchema"),
+    ("attach-two-marker-sources", "/engine/markers", "not"),
+    ("attach-sample-after-generate", "/sample/after/1", "enum"),
+    ("command-without-attach", "/engine/command", "falseSchema"),
 ];
 
 /// Malformed fixtures whose defect needs more than a schema can say (relations between values,
@@ -342,6 +359,10 @@ const BEYOND_SCHEMA: &[(&str, &str)] = &[
     (
         "too-many-turns-with-warmup",
         "a limit on warmup_turns + turns",
+    ),
+    (
+        "attach-bad-regex",
+        "a regular expression is compiled by leakloop's regex engine",
     ),
 ];
 
@@ -537,6 +558,10 @@ fn schema_step_names() -> BTreeSet<String> {
     "/$defs/step_cancel/properties/cancel/properties"
 )]
 #[case::sample(format!("{MINIMAL}sample: {{zz_probe: 1}}\n"), "/$defs/sample/properties")]
+#[case::markers(
+    with_engine("{backend: attach, command: [app], markers: {zz_probe: 1}}"),
+    "/$defs/markers/properties"
+)]
 #[case::fault(format!("{MINIMAL}faults: [{{zz_probe: 1}}]\n"), "/$defs/fault/properties")]
 #[case::expect(format!("{MINIMAL}expect: {{zz_probe: 1}}\n"), "/$defs/expect/properties")]
 #[case::metric_expectation(
@@ -574,6 +599,10 @@ fn close_takes_no_keys() {
 #[case::device(
     with_engine("{backend: sim, profile: cpu-flat, device: zz_probe}"),
     "/$defs/device/enum"
+)]
+#[case::marker_stream(
+    with_engine("{backend: attach, command: [app], markers: {stream: zz_probe}}"),
+    "/$defs/markers/properties/stream/enum"
 )]
 #[case::fault_kind(format!("{MINIMAL}faults: [{{at_turn: 1, kind: zz_probe}}]\n"), "/$defs/fault_kind/enum")]
 #[case::sample_point(format!("{MINIMAL}sample: {{after: [zz_probe]}}\n"), "/$defs/sample_point/enum")]

@@ -8,14 +8,14 @@
 //! k is turn k.
 //!
 //! Metrics, in bytes (the parser converts the printed KB once):
-//! [`METRIC_ROWS`] says which row each metric comes from. A package's dump may hold several
+//! [`dumpsys::METRIC_ROWS`] says which row each metric comes from. A package's dump may hold several
 //! processes: then `--process NAME|PID` must select one (no guess is made); the error names them.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::input::{printable, read_bounded, shorten, utf8_text};
-use crate::probe::dumpsys::{self, Column, ProcessMemInfo};
+use crate::probe::dumpsys::{self, ProcessMemInfo};
 
 use super::series::MetricSeries;
 use super::trace::{Trace, TraceError, TraceErrorKind};
@@ -25,30 +25,6 @@ pub const MAX_DUMP_FILES: usize = 100_000;
 
 /// How many process names an error lists at most.
 const LISTED_PROCESSES: usize = 8;
-
-/// Each metric and where it is read: the App Summary row (PSS column) or total, else the detailed
-/// table's row (Pss Total, or Rss Total for `rss`).
-pub const METRIC_ROWS: &[(&str, &str)] = &[
-    (
-        "native_heap",
-        "Native Heap (App Summary, else the table's Native Heap Pss Total)",
-    ),
-    ("gpu", "Graphics (App Summary)"),
-    ("java_heap", "Java Heap (App Summary)"),
-    ("code", "Code (App Summary)"),
-    ("stack", "Stack (App Summary)"),
-    ("private_other", "Private Other (App Summary)"),
-    ("system", "System (App Summary)"),
-    (
-        "pss",
-        "TOTAL PSS (App Summary, else the table's TOTAL Pss Total)",
-    ),
-    (
-        "rss",
-        "TOTAL RSS (App Summary, else the table's TOTAL Rss Total)",
-    ),
-    ("swap_pss", "TOTAL SWAP PSS (App Summary)"),
-];
 
 /// Which process of a multi-process dump to read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,37 +58,6 @@ pub fn looks_like_dumpsys(text: &str) -> bool {
         let l = l.trim();
         l == "App Summary" || l.starts_with("** MEMINFO in pid ")
     })
-}
-
-/// The metrics of one dump, by name.
-fn metrics_of(info: &ProcessMemInfo) -> BTreeMap<&'static str, u64> {
-    let summary = |row: &str| info.summary_row(row).and_then(|r| r.pss);
-    let table_total = |column: &Column| info.value("TOTAL", column);
-    let candidates: [(&'static str, Option<u64>); 10] = [
-        (
-            "native_heap",
-            summary("Native Heap").or_else(|| info.value("Native Heap", &Column::PssTotal)),
-        ),
-        ("gpu", summary("Graphics")),
-        ("java_heap", summary("Java Heap")),
-        ("code", summary("Code")),
-        ("stack", summary("Stack")),
-        ("private_other", summary("Private Other")),
-        ("system", summary("System")),
-        (
-            "pss",
-            info.totals.pss.or_else(|| table_total(&Column::PssTotal)),
-        ),
-        (
-            "rss",
-            info.totals.rss.or_else(|| table_total(&Column::RssTotal)),
-        ),
-        ("swap_pss", info.totals.swap_pss),
-    ];
-    candidates
-        .into_iter()
-        .filter_map(|(name, value)| value.map(|v| (name, v)))
-        .collect()
 }
 
 fn capture_error(path: &Path, message: String) -> TraceError {
@@ -224,7 +169,7 @@ fn to_trace(path: &Path, dumps: &[(u64, String, &ProcessMemInfo)]) -> Result<Tra
     let Some((_, first_where, first)) = dumps.first() else {
         return Err(capture_error(path, "no dumps".to_owned()));
     };
-    let names: Vec<&'static str> = metrics_of(first).into_keys().collect();
+    let names: Vec<&'static str> = first.metrics().into_keys().collect();
     if names.is_empty() {
         return Err(capture_error(
             path,
@@ -233,7 +178,7 @@ fn to_trace(path: &Path, dumps: &[(u64, String, &ProcessMemInfo)]) -> Result<Tra
     }
     let mut points: BTreeMap<&'static str, Vec<(u64, u64)>> = BTreeMap::new();
     for (turn, where_, info) in dumps {
-        let metrics = metrics_of(info);
+        let metrics = info.metrics();
         for name in &names {
             let Some(value) = metrics.get(name) else {
                 return Err(capture_error(

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use anyhow::anyhow;
 
-use crate::analyze::{analyze_run, StopWhenDecided, Verdict};
+use crate::analyze::{analyze_run, stop_rule_for, Verdict};
 use crate::cli::interrupt::{self, InFlight, Pending};
 use crate::cli::output;
 use crate::cli::{CliError, Exit, Outcome};
@@ -18,7 +18,7 @@ use crate::report::{
     print_terminal, render_report_json, write_reports, Fanout, OutDir, ProgressObserver,
     SampleStream,
 };
-use crate::runner::{run_scenario_until, RunAllTurns, RunRecord, StopRule};
+use crate::runner::{run_scenario_until, RunRecord};
 use crate::scenario::{load_scenario_with, BackendKind, Device, Overrides, Scenario, StopMode};
 
 /// Arguments of `leakloop run`.
@@ -253,16 +253,8 @@ pub(crate) fn run_and_analyze_timed(
     let record = {
         let mut observer = in_flight.observer();
         let mut fanout = Fanout::new(vec![&mut progress, &mut observer]);
-        let mut run_all = RunAllTurns;
-        let mut decided;
-        let stop: &mut dyn StopRule = match scenario.stop {
-            StopMode::Turns => &mut run_all,
-            StopMode::Decided => {
-                decided = StopWhenDecided::new(scenario);
-                &mut decided
-            }
-        };
-        run_scenario_until(scenario, engine.as_mut(), &mut fanout, stop)
+        let mut stop = stop_rule_for(scenario);
+        run_scenario_until(scenario, engine.as_mut(), &mut fanout, stop.as_mut())
     };
     drop(engine);
     progress.finish();

@@ -18,19 +18,34 @@ use crate::engine::opencl::{
 #[cfg(not(target_os = "android"))]
 use crate::engine::OpenClEngine;
 use crate::engine::{
-    Engine, EngineError, EngineErrorKind, LitertLmEngine, SimEngine, WorkerEngine,
+    Engine, EngineError, EngineErrorKind, LitertLmEngine, SimEngine, WorkerCommand, WorkerEngine,
 };
 use crate::scenario::{BackendKind, Scenario};
 
 /// Builds the engine for `scenario` (its backend, options, faults and seed): in a worker process
 /// (`leakloop worker`) when `engine.isolate` is set, in this process otherwise.
 pub fn build_engine(scenario: &Scenario) -> Result<Box<dyn Engine>, EngineError> {
+    build_engine_with(scenario, None)
+}
+
+/// [`build_engine`], with the worker started as `worker` says instead of `leakloop worker` (a
+/// test binary serving as its own worker) when the scenario runs isolated. An exec engine is
+/// always its own driver program, whatever `worker` says.
+pub fn build_engine_with(
+    scenario: &Scenario,
+    worker: Option<&WorkerCommand>,
+) -> Result<Box<dyn Engine>, EngineError> {
     if scenario.engine.isolate || scenario.engine.backend == BackendKind::Exec {
         let (env, shim) = worker_env(scenario)?;
-        let worker = if scenario.engine.backend == BackendKind::Exec {
-            WorkerEngine::spawn_driver(scenario, &env)?
-        } else {
-            WorkerEngine::spawn(scenario, &env)?
+        let worker = match worker {
+            _ if scenario.engine.backend == BackendKind::Exec => {
+                WorkerEngine::spawn_driver(scenario, &env)?
+            }
+            Some(command) => {
+                let env: Vec<_> = command.env.iter().chain(&env).cloned().collect();
+                WorkerEngine::launch(&command.program, &command.args, &env, scenario)?
+            }
+            None => WorkerEngine::spawn(scenario, &env)?,
         };
         return Ok(Box::new(match shim {
             Some(shim) => worker.keeping_until_exit(shim),

@@ -14,7 +14,7 @@ pub use api::{
     BackendInfo, Engine, EngineError, EngineErrorKind, EngineSnapshot, GenerateOutcome,
     GenerateRequest, Prompt, SessionId,
 };
-pub use factory::{build_engine, build_in_process};
+pub use factory::{build_engine, build_engine_with, build_in_process};
 pub use ledger::{KindCounts, Ledger, LedgerImbalance, LedgerRun, TurnLedger};
 pub use litert_lm::LitertLmEngine;
 #[cfg(not(target_os = "android"))]
@@ -22,7 +22,8 @@ pub use opencl::OpenClEngine;
 pub use sim::SimEngine;
 pub use skip::skip_or_require;
 pub use worker::{
-    check_driver, CheckStep, DriverCheckPlan, DriverCheckReport, StepResult, WorkerEngine,
-    WORKER_BIN_ENV,
+    check_driver, serve_worker, CheckStep, DriverCheckPlan, DriverCheckReport, ServeError,
+    StepResult, WorkerCommand, WorkerEngine, WORKER_BIN_ENV,
 };
+#[cfg(feature = "cli")]
 pub(crate) use worker::{serve_stdio, WorkerError};

@@ -39,12 +39,13 @@ pub use json::{
     LEAKLOOP_VERSION,
 };
 pub use junit::{junit_suite, render_junit, render_junit_suites};
+#[cfg(feature = "cli")]
 pub(crate) use out_dir::remove_if_present;
 pub use out_dir::{inspect_out_dir, FolderView, OutDir, RunState, LOCK_FILE};
 pub use partial::{interrupted_record, render_partial};
 pub use plot::render_plot_svg;
 pub use progress::ProgressObserver;
-pub use redact::{Redactor, PROBE, PROCESS_PROBE_METRICS};
+pub use redact::{Redactor, PROBE};
 pub use samples::{read_samples, SampleStream, StreamedSamples};
 pub use summary_md::render_summary_md;
 pub use terminal::{print_terminal, render_terminal};

@@ -9,7 +9,7 @@
 use std::time::Instant;
 
 use crate::engine::{Engine, EngineError, GenerateRequest, Ledger, SessionId};
-use crate::probe::ProcessProbe;
+use crate::probe::{LocalTarget, ProbeSet, Target};
 use crate::runner::prompt::prompt_for_turn;
 use crate::runner::{
     EarlyStop, Metrics, Phase, RunAllTurns, RunOutcome, RunRecord, Sample, StopRule,
@@ -53,8 +53,20 @@ pub fn run_scenario_until(
     observer: &mut dyn RunObserver,
     stop: &mut dyn StopRule,
 ) -> RunRecord {
+    run_scenario_on(&LocalTarget, scenario, engine, observer, stop)
+}
+
+/// As [`run_scenario_until`], with the engine's process living on `target`: the target's probes
+/// (chosen from the metric registry for the watched metrics only) sample it.
+pub fn run_scenario_on(
+    target: &dyn Target,
+    scenario: &Scenario,
+    engine: &mut dyn Engine,
+    observer: &mut dyn RunObserver,
+    stop: &mut dyn StopRule,
+) -> RunRecord {
     let source = engine.describe().backend;
-    let probe = ProcessProbe::for_watched(&scenario.watched_metrics());
+    let probe = ProbeSet::for_watched(target, &scenario.watched_metrics());
     let samples = preallocated_samples(scenario, engine.process_id());
     let mut run = Run {
         scenario,
@@ -148,8 +160,8 @@ struct Run<'a> {
     engine: &'a mut dyn Engine,
     observer: &'a mut dyn RunObserver,
     source: String,
-    /// The process probe for the watched process metrics; `None` when none is watched.
-    probe: Option<ProcessProbe>,
+    /// The target's probes for the watched metrics the runner reads itself (empty when none).
+    probe: ProbeSet,
     started: Instant,
     ledger: Ledger,
     samples: Vec<Sample>,
@@ -400,7 +412,7 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// Settles, then records every metric the engine and the process probe can see.
+    /// Settles, then records every metric the engine and the target's probes can see.
     fn sample(&mut self, turn: u32, phase: Phase) -> Result<(), Failure> {
         if !self.scenario.sample.settle.is_zero() {
             self.engine.idle(self.scenario.sample.settle);
@@ -417,11 +429,12 @@ impl Run<'_> {
         for (name, value) in &snapshot.metrics {
             metrics.insert(name, *value);
         }
-        if let (Some(pid), Some(probe)) = (self.engine.process_id(), self.probe.as_mut()) {
+        if let Some(pid) = self.engine.process_id().filter(|_| !self.probe.is_empty()) {
             // A probe that cannot read the process means the process is gone; the engine call
             // that follows reports how it died, so the sample is kept with what the engine said.
             let mut probed = Metrics::new();
-            if probe
+            if self
+                .probe
                 .read(pid, &mut |name, value| probed.insert(name, value))
                 .is_ok()
             {

@@ -61,7 +61,7 @@ fn redact(text: &str) -> String {
 #[case::missing_turns("missing-turns", Kind::Shape, Some("turns"))]
 #[case::unknown_step("unknown-step", Kind::Shape, Some("turn[0]"))]
 #[case::two_keys_in_step("two-keys-in-step", Kind::Shape, Some("turn[0]"))]
-#[case::unknown_metric("unknown-metric", Kind::Shape, Some("expect.native_heep"))]
+#[case::unknown_metric("unknown-metric", Kind::Invalid, Some("expect.native_heep"))]
 #[case::unknown_watch_metric("unknown-watch-metric", Kind::Invalid, Some("watch[1]"))]
 #[case::send_before_open("send-before-open", Kind::Invalid, Some("turn[0].send"))]
 #[case::open_not_closed("open-not-closed", Kind::Invalid, Some("turn[0].open"))]

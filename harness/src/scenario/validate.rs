@@ -16,23 +16,13 @@ use crate::scenario::model::{
     OPENCL_PROFILES, SIM_PROFILES,
 };
 use crate::scenario::raw::{
-    RawEngine, RawExpect, RawMetricExpect, RawScenario, RawSend, RawStep, UnitText,
+    RawEngine, RawExpect, RawMetricExpect, RawScenario, RawSend, RawStep, UnitText, EXPECT_BALANCED,
 };
 use crate::scenario::spans::SpanIndex;
 use crate::scenario::units::{parse_duration, parse_size, parse_tolerance, UnitError};
 
-/// Metric names the DSL knows (bytes), for `watch` and `expect`.
-pub const METRICS: &[&str] = &[
-    "rss",
-    "pss",
-    "anon_rss",
-    "swap",
-    "native_heap",
-    "gpu",
-    "pool_allocated",
-    "pool_reserved",
-    "cl_mem_bytes",
-];
+/// Metric names the DSL knows (bytes), for `watch` and `expect`: every metric of the registry.
+pub const METRICS: &[&str] = &leakloop_metrics::NAMES;
 
 /// Default per-call timeout for engines in a worker process.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -732,11 +722,20 @@ fn fault_name(kind: FaultKind) -> &'static str {
 }
 
 fn validate_expect(raw: RawExpect, cx: &Context<'_>) -> Result<Expectations, ScenarioError> {
+    if let Some(name) = &raw.unknown {
+        let known = || std::iter::once(EXPECT_BALANCED).chain(METRICS.iter().copied());
+        return Err(cx
+            .invalid_key(
+                &format!("expect.{name}"),
+                format!("unknown metric `{name}`"),
+            )
+            .suggest(did_you_mean(name, known()))
+            .expect_one_of(known()));
+    }
     let mut metrics = BTreeMap::new();
-    for (name, entry) in raw.metric_fields() {
-        let Some(entry) = entry else { continue };
+    for (name, entry) in &raw.metrics {
         let path = format!("expect.{name}");
-        metrics.insert(name.to_owned(), validate_metric(entry, &path, cx)?);
+        metrics.insert(name.clone(), validate_metric(entry, &path, cx)?);
     }
     Ok(Expectations {
         balanced: raw.balanced.unwrap_or(false),

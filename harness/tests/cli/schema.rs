@@ -463,6 +463,22 @@ fn profile_and_metric_lists_are_the_dsl_constants() {
     assert_eq!(expect_keys, wanted);
 }
 
+/// The schema's metrics are the registry's, in its order and with its meanings: adding a metric
+/// to the registry without the schema (or the other way round) fails here.
+#[test]
+fn schema_metrics_are_the_registry() {
+    let names: Vec<&str> = leakloop::registry::names().collect();
+    assert_eq!(strings(at("/$defs/metric/enum")), names);
+    for metric in leakloop::registry::REGISTRY {
+        let pointer = format!("/$defs/expect/properties/{}/description", metric.name);
+        assert_eq!(
+            at(&pointer).as_str(),
+            Some(format!("Limits on `{}`: {}.", metric.name, metric.meaning).as_str()),
+            "{pointer}"
+        );
+    }
+}
+
 /// What leakloop lists as the valid choices when it meets `zz_probe` in `text`.
 ///
 /// The list comes from the error's `expected()`, or, where the error leaves that empty (unknown

@@ -10,8 +10,11 @@
 //! sections the parser does not read (Objects, SQL, DATABASES, Dalvik Details, ...) are skipped.
 //! Values are printed in KB (KiB); they are converted to bytes once, here.
 
+mod metrics;
 #[cfg(test)]
 mod tests;
+
+pub use metrics::METRIC_ROWS;
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;

@@ -280,14 +280,40 @@ fn idle_may_come_anywhere_and_sessions_may_repeat() {
     assert_eq!(parse(text).unwrap().turn.len(), 7);
 }
 
+/// `expect:` is a map checked against the metric registry: every registered metric is accepted
+/// there and in `watch` with no field of its own, and an unknown one is located with a suggestion.
 #[test]
-fn metrics_list_matches_expect_fields() {
-    let names: Vec<&str> = RawExpect::default()
-        .metric_fields()
-        .iter()
-        .map(|(n, _)| *n)
-        .collect();
-    assert_eq!(names, METRICS);
+fn expect_accepts_every_registry_metric_and_locates_unknown_ones() {
+    for metric in leakloop_metrics::REGISTRY {
+        let name = metric.name;
+        let text = format!(
+            "{MINIMAL}watch: [{name}]\nexpect:\n  balanced: true\n  {name}: {{max_growth_per_turn: 1MiB}}\n"
+        );
+        let scenario = parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(
+            scenario.expect.metrics[name].max_growth_per_turn,
+            Some(1 << 20)
+        );
+        assert!(scenario.expect.balanced);
+    }
+    let text =
+        format!("{MINIMAL}expect:\n  balanced: true\n  phys_fotprint: {{tolerance: 1MiB}}\n");
+    let err = parse(&text).unwrap_err();
+    assert_eq!(err.kind(), ScenarioErrorKind::Invalid);
+    assert_eq!(err.message(), "unknown metric `phys_fotprint`");
+    assert_eq!(err.key_path(), Some("expect.phys_fotprint"));
+    assert_eq!(err.suggestion(), Some("phys_footprint"));
+    let location = err.location().unwrap();
+    assert_eq!((location.line, location.column), (9, 3));
+    assert_eq!(err.expected()[0], "balanced");
+    assert_eq!(&err.expected()[1..], METRICS);
+    // The unknown name is the first problem, whatever its value; an empty entry is not given.
+    let text = format!("{MINIMAL}expect:\n  rss:\n  rsss: 1\n");
+    let err = parse(&text).unwrap_err();
+    assert_eq!(err.message(), "unknown metric `rsss`");
+    assert_eq!(err.suggestion(), Some("rss"));
+    let text = format!("{MINIMAL}expect:\n  rss:\n");
+    assert!(parse(&text).unwrap().expect.metrics.is_empty());
 }
 
 #[rstest::rstest]

@@ -21,8 +21,8 @@ mod verdict;
 #[cfg(test)]
 pub(crate) mod test_support;
 
-pub use checks::{Check, ExpectationKind, GrowthPerTurn};
 pub use crate::probe::dumpsys::METRIC_ROWS;
+pub use checks::{Check, ExpectationKind, GrowthPerTurn};
 pub use classify::{
     classify, ClassifyOptions, CONFIDENCE, DEFAULT_HORIZON_TURNS, DEFAULT_TOLERANCE_FLOOR,
     DEFAULT_TOLERANCE_PERCENT, MIN_RANK_INTERVAL_POINTS, MIN_RATCHET_EPOCHS, MIN_STEADY_POINTS,

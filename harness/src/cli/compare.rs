@@ -269,6 +269,7 @@ mod tests {
                     call_timeout: Duration::from_secs(60),
                     isolate: true,
                     attach: None,
+                    exec: None,
                 },
                 warmup_turns: 0,
                 turns: 3,

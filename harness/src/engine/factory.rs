@@ -6,7 +6,9 @@
 //! counted per live object. A LiteRT-LM worker gets it when it is built (`LD_PRELOAD`, and a
 //! `libOpenCL.so` shim first on `LD_LIBRARY_PATH`, since the engine opens OpenCL by name), so
 //! any OpenCL the engine uses is counted too; without it the worker runs as before. The shim
-//! folder is private to that worker and removed after it.
+//! folder is private to that worker and removed after it. An external driver (`backend: exec`)
+//! always runs in its own process, and gets the interposer the same way when its scenario sets
+//! `engine.opencl_interposer`.
 
 use std::path::PathBuf;
 
@@ -28,14 +30,20 @@ pub fn build_engine(scenario: &Scenario) -> Result<Box<dyn Engine>, EngineError>
 }
 
 /// [`build_engine`], with the worker started as `worker` says instead of `leakloop worker` (a
-/// test binary serving as its own worker) when the scenario runs isolated.
+/// test binary serving as its own worker) when the scenario runs isolated. An exec engine is
+/// always its own driver program, whatever `worker` says.
 pub fn build_engine_with(
     scenario: &Scenario,
     worker: Option<&WorkerCommand>,
 ) -> Result<Box<dyn Engine>, EngineError> {
-    if scenario.engine.isolate && scenario.engine.backend != BackendKind::Attach {
+    if scenario.engine.backend == BackendKind::Exec
+        || (scenario.engine.isolate && scenario.engine.backend != BackendKind::Attach)
+    {
         let (env, shim) = worker_env(scenario)?;
         let worker = match worker {
+            _ if scenario.engine.backend == BackendKind::Exec => {
+                WorkerEngine::spawn_driver(scenario, &env)?
+            }
             Some(command) => {
                 let env: Vec<_> = command.env.iter().chain(&env).cloned().collect();
                 WorkerEngine::launch(&command.program, &command.args, &env, scenario)?
@@ -64,6 +72,11 @@ pub fn build_in_process(scenario: &Scenario) -> Result<Box<dyn Engine>, EngineEr
             crate::engine::opencl::NOT_BUILT,
         )),
         BackendKind::Attach => Ok(Box::new(AttachEngine::from_scenario(scenario)?)),
+        BackendKind::Exec => Err(EngineError::new(
+            EngineErrorKind::Unavailable,
+            "an exec engine is an external program: it runs in its own process, never inside \
+             leakloop",
+        )),
     }
 }
 
@@ -80,6 +93,32 @@ fn worker_env(scenario: &Scenario) -> Result<WorkerEnv, EngineError> {
             let shim = opencl_name_shim(&path)?;
             Ok((path, shim))
         }))),
+        BackendKind::Exec => match &scenario.engine.exec {
+            Some(exec) if exec.opencl_interposer => {
+                exec_driver_env(find_interposer().and_then(|path| {
+                    let shim = opencl_name_shim(&path)?;
+                    Ok((path, shim))
+                }))
+            }
+            _ => Ok((Vec::new(), None)),
+        },
+    }
+}
+
+/// An exec driver's environment when its scenario asks for the interposer
+/// (`opencl_interposer: true`): needed then, so a missing one stops the run.
+fn exec_driver_env(
+    interposer: Result<(PathBuf, OpenClNameShim), String>,
+) -> Result<WorkerEnv, EngineError> {
+    match interposer {
+        Ok((path, shim)) => Ok((preload_env(&path, shim.path()), Some(shim))),
+        Err(why) => Err(EngineError::new(
+            EngineErrorKind::Unavailable,
+            format!(
+                "`engine.opencl_interposer` asks for the OpenCL call interposer: {why} \
+                 (build it with `cargo build -p cl-interposer`)"
+            ),
+        )),
     }
 }
 

@@ -23,6 +23,9 @@ pub use litert_lm::LitertLmEngine;
 pub use opencl::OpenClEngine;
 pub use sim::SimEngine;
 pub use skip::skip_or_require;
+pub use worker::{
+    check_driver, serve_worker, CheckStep, DriverCheckPlan, DriverCheckReport, ServeError,
+    StepResult, WorkerCommand, WorkerEngine, WORKER_BIN_ENV,
+};
 #[cfg(feature = "cli")]
 pub(crate) use worker::{serve_stdio, WorkerError};
-pub use worker::{serve_worker, ServeError, WorkerCommand, WorkerEngine, WORKER_BIN_ENV};

@@ -34,6 +34,7 @@ fn scenario(name: &str, profile: &str, warmup_turns: u32, turns: u32) -> Scenari
             call_timeout: Duration::from_secs(60),
             isolate: false,
             attach: None,
+            exec: None,
         },
         warmup_turns,
         turns,

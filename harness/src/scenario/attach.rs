@@ -106,10 +106,10 @@ pub(crate) enum RawStream {
     Stderr,
 }
 
-/// The keys only an attached engine takes, as `(name, present)`.
-fn attach_keys(raw: &RawEngine) -> [(&'static str, bool); 4] {
+/// The keys only an attached engine takes, as `(name, present)`. `command` is shared with
+/// `backend: exec`, whose own check (`validate/exec.rs`) refuses it on the other backends.
+fn attach_keys(raw: &RawEngine) -> [(&'static str, bool); 3] {
     [
-        ("command", raw.command.is_some()),
         ("pid", raw.pid.is_some()),
         ("markers", raw.markers.is_some()),
         ("stop_grace", raw.stop_grace.is_some()),

@@ -35,9 +35,10 @@ impl Scenario {
             BackendKind::Sim => Concurrency::Shared,
             // An attached process is a real program measured from outside: like a real engine,
             // it is measured alone unless the scenario says otherwise.
-            BackendKind::LitertLm | BackendKind::Opencl | BackendKind::Attach => {
-                Concurrency::Exclusive
-            }
+            BackendKind::LitertLm
+            | BackendKind::Opencl
+            | BackendKind::Attach
+            | BackendKind::Exec => Concurrency::Exclusive,
         })
     }
 

@@ -5,9 +5,10 @@
 //! [`Scenario`] with resolved units (`units`), and every failure becomes a [`ScenarioError`]
 //! that names the file, line, column and key path and shows the offending line.
 
-mod concurrency;
 mod attach;
+mod concurrency;
 mod error;
+mod exec;
 mod load;
 mod model;
 mod overrides;
@@ -19,12 +20,13 @@ mod validate;
 #[cfg(test)]
 mod fixture_tests;
 
-pub use concurrency::Concurrency;
 pub use attach::{
     AttachProcess, AttachSpec, MarkerSource, MarkerSpec, DEFAULT_LEDGER_PATTERN,
     DEFAULT_MARKER_PATTERN, DEFAULT_MARKER_TIMEOUT, DEFAULT_STOP_GRACE, MAX_MARKER_LINE,
 };
+pub use concurrency::Concurrency;
 pub use error::{Location, ScenarioError, ScenarioErrorKind};
+pub use exec::ExecSpec;
 pub use load::{
     load_scenario, load_scenario_with, parse_scenario, parse_scenario_bytes, MAX_SCENARIO_BYTES,
 };

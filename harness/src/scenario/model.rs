@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::scenario::Concurrency;
 use crate::scenario::attach::AttachSpec;
+use crate::scenario::Concurrency;
 
 /// The most turns (warm-up plus measured) one scenario may ask for.
 pub const MAX_TURNS: u32 = 100_000;
@@ -128,6 +128,10 @@ pub enum BackendKind {
     Opencl,
     /// A process leakloop does not drive: it runs its own turns and marks each one's end.
     Attach,
+    /// An external program speaking the worker protocol (docs/protocol.md); set by scenarios
+    /// only, since it needs `engine.command`.
+    #[value(skip)]
+    Exec,
 }
 
 impl BackendKind {
@@ -138,13 +142,15 @@ impl BackendKind {
             BackendKind::LitertLm => "litert-lm",
             BackendKind::Opencl => "opencl",
             BackendKind::Attach => "attach",
+            BackendKind::Exec => "exec",
         }
     }
 
-    /// Whether this backend's engine reads a prompt's words (LiteRT-LM tokenizes them); the
+    /// Whether this backend's engine reads a prompt's words (LiteRT-LM tokenizes them, an external
+    /// driver may); the
     /// simulator and the OpenCL workload use only its length, so their prompts carry no text.
     pub fn reads_prompt_text(&self) -> bool {
-        matches!(self, BackendKind::LitertLm)
+        matches!(self, BackendKind::LitertLm | BackendKind::Exec)
     }
 }
 
@@ -194,6 +200,9 @@ pub struct EngineSpec {
     /// The process and its markers, for `backend: attach` (`None` for every other backend).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attach: Option<AttachSpec>,
+    /// The driver to start, for `backend: exec` (and only then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exec: Option<crate::scenario::ExecSpec>,
 }
 
 impl EngineSpec {
@@ -213,6 +222,15 @@ impl EngineSpec {
             call_timeout: crate::scenario::DEFAULT_CALL_TIMEOUT,
             isolate: backend != BackendKind::Sim,
             attach: None,
+            exec: None,
+        }
+    }
+
+    /// An external driver started as `exec.command`, in a worker process.
+    pub fn exec(exec: crate::scenario::ExecSpec) -> Self {
+        Self {
+            exec: Some(exec),
+            ..Self::new(BackendKind::Exec)
         }
     }
 

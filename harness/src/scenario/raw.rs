@@ -70,15 +70,25 @@ pub(crate) struct RawEngine {
     pub call_timeout: Option<UnitText>,
     #[serde(default)]
     pub isolate: Option<bool>,
-    /// `backend: attach` only (see [`crate::scenario::attach`]).
+    /// `backend: attach` (the program leakloop starts) and `backend: exec` (the driver).
     #[serde(default)]
     pub command: Option<Vec<String>>,
+    /// `backend: attach` only (see [`crate::scenario::attach`]).
     #[serde(default)]
     pub pid: Option<i64>,
     #[serde(default)]
     pub markers: Option<RawMarkers>,
     #[serde(default)]
     pub stop_grace: Option<UnitText>,
+    /// `backend: exec` only (see `scenario/validate/exec.rs`).
+    #[serde(default)]
+    pub env: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub options: Option<BTreeMap<String, serde_json::Value>>,
+    #[serde(default)]
+    pub opencl_interposer: Option<bool>,
 }
 
 /// One item of `turn:`: a map with exactly one key naming the step.

@@ -297,6 +297,16 @@ fn validate_engine(
             "the litert-lm backend needs `model`: the path of a .litertlm file",
         ));
     }
+    // A driver runs in its own folder (`cwd`, by default the scenario's): the paths it is given
+    // (its program, model and library) must not stay relative to leakloop's folder.
+    let absolute_folder;
+    let folder = if backend == BackendKind::Exec {
+        absolute_folder = std::path::absolute(folder).unwrap_or_else(|_| folder.to_owned());
+        absolute_folder.as_path()
+    } else {
+        folder
+    };
+    let exec = exec::validate_exec(&mut raw, folder, cx)?;
     let resolve = |p: &str| {
         let p = Path::new(p);
         if p.is_absolute() {
@@ -334,6 +344,7 @@ fn validate_engine(
             .isolate
             .unwrap_or(!matches!(backend, BackendKind::Sim | BackendKind::Attach)),
         attach,
+        exec,
     })
 }
 
@@ -741,6 +752,15 @@ fn fault_refusal(kind: FaultKind, engine: &EngineSpec) -> Option<String> {
     match kind {
         FaultKind::SkipClose => None,
         _ if engine.backend == BackendKind::Sim => None,
+        FaultKind::Crash | FaultKind::Hang | FaultKind::GenerateError
+            if engine.backend == BackendKind::Exec =>
+        {
+            Some(format!(
+                "`{}` cannot be injected into an external driver (leakloop does not run its \
+                 code); make the driver fail on its own, or use `skip_close`",
+                fault_name(kind)
+            ))
+        }
         FaultKind::Crash | FaultKind::Hang if engine.isolate => None,
         FaultKind::Crash | FaultKind::Hang => Some(format!(
             "`{}` is struck by the worker process, and this `{backend}` engine runs in-process: \
@@ -873,3 +893,5 @@ fn check_samples_for_expectations(
 
 #[cfg(test)]
 mod tests;
+
+mod exec;

@@ -191,7 +191,9 @@ impl ScenarioTest {
     pub fn skip_unless_available(self, require_env: &str) -> Option<Self> {
         let missing = match self.scenario.engine.backend {
             BackendKind::LitertLm => self.missing_litert_lm(),
-            BackendKind::Sim | BackendKind::Opencl | BackendKind::Attach => None,
+            BackendKind::Sim | BackendKind::Opencl | BackendKind::Attach | BackendKind::Exec => {
+                None
+            }
         };
         let Some(why) = missing else {
             return Some(self);

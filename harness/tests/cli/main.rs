@@ -7,6 +7,7 @@ mod bisect;
 mod check;
 mod ci_workflow;
 mod compare;
+mod drivers;
 mod exit_codes;
 mod fixtures;
 mod interrupted;

@@ -2,17 +2,23 @@
 //! runner drives over a line-based JSON protocol and probes from outside, so that a native crash
 //! or a hang ends the run with a verdict instead of taking the runner down.
 //!
-//! [`protocol`] is the wire format, [`child`] the worker's serving loop, [`parent`] the
-//! supervising [`WorkerEngine`].
+//! [`protocol`] is the wire format (docs/protocol.md), [`child`] the built-in worker's serving
+//! loop, [`parent`] the supervising [`WorkerEngine`], [`exec`] how an external driver
+//! (`backend: exec`) is started under it, [`conformance`] `leakloop driver-check`.
 
 mod child;
 mod command;
+mod conformance;
+mod exec;
 mod parent;
 mod protocol;
+#[cfg(test)]
+mod spec_tests;
 #[cfg(test)]
 mod test_engine;
 
 #[cfg(feature = "cli")]
 pub(crate) use child::{serve_stdio, WorkerError};
 pub use command::{serve_worker, ServeError, WorkerCommand};
+pub use conformance::{check_driver, CheckStep, DriverCheckPlan, DriverCheckReport, StepResult};
 pub use parent::{WorkerEngine, WORKER_BIN_ENV};

@@ -22,7 +22,8 @@ use tokio::task::JoinHandle;
 
 use crate::engine::opencl::OpenClNameShim;
 use crate::engine::worker::protocol::{
-    decode_line, encode_line, excerpt, Reply, Request, Response, MAX_LINE_BYTES, PROTOCOL_VERSION,
+    decode_line, encode_line, excerpt, EngineConfig, Reply, Request, Response, MAX_LINE_BYTES,
+    MAX_SNAPSHOT_ENTRIES, PROTOCOL_VERSION,
 };
 use crate::engine::{
     BackendInfo, Engine, EngineError, EngineErrorKind, EngineSnapshot, GenerateOutcome,
@@ -67,6 +68,14 @@ pub struct WorkerEngine {
     /// A folder the worker loads libraries from, removed only after the worker is gone (fields
     /// drop after `Drop::drop` has waited for it).
     shim: Option<OpenClNameShim>,
+    /// The external driver's command line (`backend: exec`), reported with the backend.
+    driver: Option<String>,
+    /// The process id the worker gave in its handshake (the one it says holds the engine).
+    reported_pid: u32,
+    /// The call before the current one and the reply that answers it, to name a reply that
+    /// came one call late.
+    previous: Option<(&'static str, &'static str)>,
+    current: Option<(&'static str, &'static str)>,
 }
 
 #[derive(Debug)]
@@ -147,6 +156,17 @@ impl WorkerEngine {
         env: &[(String, String)],
         scenario: &Scenario,
     ) -> Result<Self, EngineError> {
+        Self::launch_in(program, args, env, None, scenario)
+    }
+
+    /// [`WorkerEngine::launch`] in `cwd` (or this process's folder).
+    pub(crate) fn launch_in(
+        program: &Path,
+        args: &[OsString],
+        env: &[(String, String)],
+        cwd: Option<&Path>,
+        scenario: &Scenario,
+    ) -> Result<Self, EngineError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("leakloop-worker-io")
@@ -166,6 +186,9 @@ impl WorkerEngine {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        if let Some(cwd) = cwd {
+            command.current_dir(cwd);
+        }
         die_with_parent(&mut command);
         let mut child = {
             let _context = runtime.enter();
@@ -202,17 +225,29 @@ impl WorkerEngine {
             ended: None,
             stderr,
             shim: None,
+            driver: None,
+            reported_pid: 0,
+            previous: None,
+            current: None,
         };
         let hello = Request::Hello {
             version: PROTOCOL_VERSION,
-            scenario: Some(Box::new(scenario.clone())),
+            engine: Box::new(EngineConfig::of(scenario)),
+            // leakloop's own scenario is for the built-in worker only: an external driver gets
+            // the documented configuration above.
+            scenario: scenario
+                .engine
+                .exec
+                .is_none()
+                .then(|| Box::new(scenario.clone())),
         };
         match worker.call(hello, worker.call_timeout)? {
             Response::Hello {
                 version: PROTOCOL_VERSION,
-                pid: _,
+                pid,
                 backend,
             } => {
+                worker.reported_pid = pid;
                 worker.set_backend(backend);
                 Ok(worker)
             }
@@ -235,10 +270,79 @@ impl WorkerEngine {
         self.stderr.lines()
     }
 
+    /// The process id the worker reported in its handshake; the process started is
+    /// [`Engine::process_id`]. They differ when a wrapper forked the engine instead of `exec`ing
+    /// it, and then the runner would sample the wrong process.
+    pub(crate) fn reported_pid(&self) -> u32 {
+        self.reported_pid
+    }
+
+    /// Ends the session as a runner does (closes the worker's stdin) and says how the worker
+    /// ended: `Ok` if it exited with status 0 within the grace time and wrote nothing more on
+    /// stdout, else what went wrong.
+    pub(crate) fn finish(mut self) -> Result<(), String> {
+        let Some(link) = self.link.take() else {
+            return Err("it was already gone".into());
+        };
+        let Link {
+            mut child,
+            stdin,
+            mut stdout,
+            stderr_task,
+        } = link;
+        self.runtime.block_on(async {
+            drop(stdin);
+            let mut late = Vec::new();
+            // One grace time for both: reading what is left on stdout until it closes, then
+            // the exit.
+            let ended = tokio::time::timeout(EXIT_GRACE, async {
+                let read = (&mut stdout).take(4096).read_to_end(&mut late).await;
+                (read, child.wait().await)
+            })
+            .await;
+            finish_stderr(stderr_task).await;
+            let (read, status) = match ended {
+                Ok((read, Ok(status))) => (read, status),
+                Ok((_, Err(e))) => return Err(format!("its exit status is unknown ({e})")),
+                Err(_) => {
+                    kill_and_reap(&mut child).await;
+                    return Err(format!(
+                        "it did not exit within {} after its stdin closed, so it was killed",
+                        humanize(EXIT_GRACE)
+                    ));
+                }
+            };
+            if matches!(read, Ok(n) if n > 0) {
+                return Err(format!(
+                    "it wrote on stdout after its last reply: `{}`",
+                    excerpt(&String::from_utf8_lossy(&late))
+                ));
+            }
+            if status.success() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "it ended with {} after its stdin closed (expected exit status 0)",
+                    describe_exit(status)
+                ))
+            }
+        })
+    }
+
+    /// Records the external driver's command line, reported with the backend from now on.
+    pub(crate) fn note_driver(&mut self, command: &[String]) {
+        self.driver = Some(command.join(" "));
+        let backend = self.backend.clone();
+        self.set_backend(backend);
+    }
+
     fn set_backend(&mut self, mut backend: BackendInfo) {
         backend
             .details
             .insert("isolation".into(), "worker process".into());
+        if let Some(driver) = &self.driver {
+            backend.details.insert("driver".into(), driver.clone());
+        }
         self.backend = backend;
     }
 
@@ -251,6 +355,7 @@ impl WorkerEngine {
             ));
         }
         let name = request.name();
+        self.previous = self.current.replace((name, request.reply_name()));
         let handshake = matches!(request, Request::Hello { .. });
         let Some(link) = self.link.as_mut() else {
             // Only reachable if a failure forgot to record itself; say so rather than panic.
@@ -269,7 +374,26 @@ impl WorkerEngine {
             Ok(Ok(reply)) => {
                 self.clock_ms = reply.clock_ms;
                 match reply.body {
-                    Response::Failed { error } => Err(error),
+                    // These are the runner's verdicts about the process; a worker that claims
+                    // them would be taken for dead while it runs on.
+                    Response::Failed { error }
+                        if matches!(
+                            error.kind,
+                            EngineErrorKind::Crashed { .. } | EngineErrorKind::Hung { .. }
+                        ) =>
+                    {
+                        Err(self.fail_protocol(format!(
+                            "during `{name}`: it failed the call with `{}`, a kind only the \
+                             runner gives (\"{}\")",
+                            if matches!(error.kind, EngineErrorKind::Hung { .. }) {
+                                "hung"
+                            } else {
+                                "crashed"
+                            },
+                            excerpt(&error.message)
+                        )))
+                    }
+                    Response::Failed { error } => Err(error.into()),
                     body => Ok(body),
                 }
             }
@@ -315,7 +439,18 @@ impl WorkerEngine {
 
     fn unexpected(&mut self, call: &str, reply: &Response) -> EngineError {
         let line = encode_line(reply);
-        self.fail_protocol(format!("by answering `{call}` with `{}`", excerpt(&line)))
+        let late = match self.previous {
+            Some((previous, answer)) if answer == reply.name() => format!(
+                ": that is the answer to the call before, `{previous}` (did it answer that call \
+                 twice?)"
+            ),
+            _ => String::new(),
+        };
+        self.fail_protocol(format!(
+            "by answering `{call}` with `{}` (`{}`){late}",
+            reply.name(),
+            excerpt(&line)
+        ))
     }
 
     /// Records the failure that ended the worker (with its stderr tail) and returns it.
@@ -461,6 +596,17 @@ impl Engine for WorkerEngine {
 
     fn snapshot(&mut self) -> Result<EngineSnapshot, EngineError> {
         match self.call(Request::Snapshot, self.call_timeout)? {
+            Response::Snapshot { snapshot }
+                if snapshot.ledger.len() > MAX_SNAPSHOT_ENTRIES
+                    || snapshot.metrics.len() > MAX_SNAPSHOT_ENTRIES =>
+            {
+                Err(self.fail_protocol(format!(
+                    "with a snapshot of {} ledger kinds and {} metrics (at most \
+                     {MAX_SNAPSHOT_ENTRIES} of each)",
+                    snapshot.ledger.len(),
+                    snapshot.metrics.len()
+                )))
+            }
             Response::Snapshot { snapshot } => Ok(snapshot),
             other => Err(self.unexpected("snapshot", &other)),
         }
@@ -470,7 +616,7 @@ impl Engine for WorkerEngine {
     /// `Engine::idle` cannot fail, so a worker lost here surfaces at the next call.
     fn idle(&mut self, duration: Duration) {
         let timeout = self.call_timeout.saturating_add(duration);
-        let _ = self.call(Request::Idle { duration }, timeout);
+        let _ = self.call(Request::idle(duration), timeout);
     }
 
     fn simulated_clock_ms(&self) -> Option<f64> {

@@ -10,7 +10,8 @@ use crate::probe::probe_process;
 use crate::scenario::{Fault, FaultKind};
 
 /// A valid handshake answer, for shell workers.
-const HELLO: &str = r#"{"clock_ms":null,"body":{"reply":"hello","version":1,"pid":1,"backend":{"backend":"sh","version":"0","details":{}}}}"#;
+const HELLO: &str =
+    r#"{"reply":"hello","version":2,"pid":1,"backend":{"backend":"sh","version":"0"}}"#;
 
 fn scenario(call_timeout: Duration) -> Scenario {
     let mut scenario = scenario_with_faults(vec![]);
@@ -124,14 +125,8 @@ fn a_silent_worker_is_hung_after_the_timeout_then_killed_and_reaped() {
 
 #[rstest]
 #[case::garbage("echo 'segfault handler says hi'", "segfault handler says hi")]
-#[case::wrong_reply(
-    r#"echo '{"clock_ms":null,"body":{"reply":"done"}}'"#,
-    "answering `load` with"
-)]
-#[case::unknown_reply(
-    r#"echo '{"clock_ms":null,"body":{"reply":"maybe"}}'"#,
-    "unknown variant `maybe`"
-)]
+#[case::wrong_reply(r#"echo '{"reply":"done"}'"#, "answering `load` with")]
+#[case::unknown_reply(r#"echo '{"reply":"maybe"}'"#, "unknown variant `maybe`")]
 fn a_malformed_reply_is_a_protocol_error_and_the_worker_is_killed(
     #[case] reply: &str,
     #[case] quoted: &str,
@@ -334,4 +329,37 @@ fn a_hang_fault_really_blocks_the_worker_until_the_timeout_kills_it() {
         "{err}"
     );
     assert!(is_gone(pid));
+}
+
+#[test]
+fn an_external_driver_gets_the_documented_handshake_not_the_internal_scenario() {
+    let mut exec =
+        crate::scenario::ExecSpec::new(["sh", "-c", "read hello; echo \"got $hello\" >&2; exit 1"]);
+    exec.options
+        .insert("grow_kib".into(), serde_json::json!(64));
+    let scenario = Scenario {
+        seed: 11,
+        ..Scenario::new(
+            "driver",
+            crate::scenario::EngineSpec {
+                call_timeout: Duration::from_secs(10),
+                ..crate::scenario::EngineSpec::exec(exec)
+            },
+            1,
+            vec![],
+        )
+    };
+    let err = WorkerEngine::spawn_driver(&scenario, &[]).unwrap_err();
+    let got = err
+        .message
+        .lines()
+        .find_map(|l| l.strip_prefix("  | got "))
+        .unwrap_or_else(|| panic!("{err}"));
+    let hello: serde_json::Value = serde_json::from_str(got).unwrap();
+    assert_eq!(hello["call"], "hello");
+    assert_eq!(hello["version"], PROTOCOL_VERSION);
+    assert_eq!(hello["engine"]["backend"], "exec");
+    assert_eq!(hello["engine"]["seed"], 11);
+    assert_eq!(hello["engine"]["options"]["grow_kib"], 64);
+    assert!(hello.get("scenario").is_none(), "{hello}");
 }

@@ -3,26 +3,27 @@
 
 The package is a ctypes binding over the same `liblitert-lm.so` that leakloop's `litert-lm`
 backend drives directly, so running one scenario through both shows whether the binding layer
-adds memory of its own. The driver speaks leakloop's worker protocol (docs/protocol.md, version 1):
+adds memory of its own. The driver speaks leakloop's worker protocol (docs/protocol.md, version 2):
 one JSON object per line, a request on stdin, exactly one reply on stdout.
 
 Ledger: every C handle the binding creates or deletes is counted at the ctypes boundary (the
 package's functions are wrapped once, at start), under the kinds the `litert-lm` backend uses
 (`engine`, `conversation`, `response`, ...), so a handle the binding frees late (from a
-finaliser) or never is seen where it happens. The Python wrapper objects are counted too
-(`py_engine`, `py_conversation`): created when built, deleted when Python actually frees them.
+finaliser) or never is seen where it happens.
 
-How the driver lets go of a conversation is chosen on the command line, to reproduce how
-applications use the binding:
+Options (the scenario's `engine.options`, sent in `hello`) reproduce how applications use the
+binding:
 
-  --release close   `close_session` calls `Conversation.close()` (the documented way)
-  --release drop    `close_session` only drops the driver's reference; the C conversation is freed
-                    whenever Python finalises the wrapper (reference count or cyclic GC)
-  --gc off          the cyclic garbage collector is disabled (`gc.disable()`), as some
-                    latency-sensitive applications do
-  --abandon-stream  a `cancel_after_tokens` generation stops reading the stream after K chunks
-                    without calling `cancel_process()` (an application that breaks out of the
-                    iterator), instead of cancelling it
+  release: close      `close_session` calls `Conversation.close()` (the default, documented way)
+  release: drop       `close_session` only drops the driver's reference; the C conversation is
+                      freed whenever Python finalises the wrapper (reference count or cyclic GC)
+  gc: off             the cyclic garbage collector is disabled (`gc.disable()`), as some
+                      latency-sensitive applications do (default `on`)
+  abandon_stream: true  a `cancel_after_tokens` generation stops reading the stream after K
+                      chunks without calling `cancel_process()` (an application that breaks out
+                      of the iterator)
+  count_wrappers: true  also count the Python wrapper objects (`py_engine`, `py_conversation`):
+                      created when built, deleted when Python actually frees them
 
 Whatever the native library prints goes to stderr: file descriptor 1 is moved aside for the
 protocol before the library loads.
@@ -30,20 +31,19 @@ protocol before the library loads.
 
 from __future__ import annotations
 
-import argparse
 import ctypes
+from dataclasses import dataclass
 import gc
 import json
 import os
 import shutil
-import signal
 import sys
 import tempfile
 import threading
 import time
 import weakref
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 BACKEND = "litert-lm-python"
 MAX_LINE_BYTES = 16 << 20
 
@@ -71,6 +71,40 @@ DELETERS = {
     "litert_lm_conversation_optional_args_delete": "optional_args",
     "litert_lm_tokenize_result_delete": "tokenize_result",
 }
+
+
+@dataclass(frozen=True)
+class Options:
+    """The driver's options, from the `options` of the `hello` request's engine."""
+
+    release: str = "close"
+    gc: str = "on"
+    abandon_stream: bool = False
+    count_wrappers: bool = False
+
+    CHOICES = {
+        "release": ("close", "drop"),
+        "gc": ("on", "off"),
+        "abandon_stream": (True, False),
+        "count_wrappers": (True, False),
+    }
+
+    @classmethod
+    def parse(cls, given) -> "Options":
+        """Options from `engine.options`; an unknown name or value is refused (`unavailable`)."""
+        if given is None:
+            return cls()
+        if not isinstance(given, dict):
+            raise DriverError("unavailable", f"engine.options must be a mapping, got {given!r}")
+        for name, value in given.items():
+            choices = cls.CHOICES.get(name)
+            if choices is None:
+                known = ", ".join(cls.CHOICES)
+                raise DriverError("unavailable", f"unknown option `{name}` (this driver knows {known})")
+            if value not in choices or type(value) is not type(choices[0]):
+                allowed = " or ".join(json.dumps(c) for c in choices)
+                raise DriverError("unavailable", f"option `{name}`: {json.dumps(value)} is not {allowed}")
+        return cls(**given)
 
 
 class DriverError(Exception):
@@ -174,17 +208,12 @@ def reply_text(message) -> str:
 class Driver:
     """One engine over `litert_lm`, answering the protocol's calls."""
 
-    def __init__(self, scenario: dict, options: argparse.Namespace, litert_lm):
+    def __init__(self, engine: dict, options: Options, litert_lm):
         self.lm = litert_lm
         self.options = options
-        self.scenario = scenario
-        engine = scenario.get("engine") or {}
         self.model = engine.get("model")
-        self.device = engine.get("device", "cpu")
+        self.device = engine.get("device") or "cpu"
         self.max_tokens = engine.get("max_tokens")
-        self.faults = {
-            (f.get("at_turn"), f.get("kind")) for f in scenario.get("faults") or []
-        }
         self.ledger = Ledger()
         from litert_lm import _ffi  # the package's own loader: one library per process
 
@@ -223,7 +252,7 @@ class Driver:
         if self.engine is not None:
             raise DriverError("load", "the engine is already loaded")
         if not self.model:
-            raise DriverError("unavailable", "the scenario names no engine.model")
+            raise DriverError("unavailable", "no model: the scenario's engine.model is not set")
         if not os.path.isfile(self.model):
             raise DriverError("unavailable", f"model file not found: {self.model}")
         # The engine writes caches next to its model: a private copy keeps the source tree clean.
@@ -273,7 +302,6 @@ class Driver:
 
     def generate(self, session: int, request: dict) -> dict:
         entry = self._session(session, "generate")
-        self._strike_process_faults(entry["turn"])
         conversation = entry["conversation"]
         text = entry["prompt"] or ""
         entry["prompt"] = None
@@ -349,8 +377,8 @@ class Driver:
             metrics["native_heap"] = heap
         return {"reply": "snapshot", "snapshot": {"ledger": self.ledger.snapshot(), "metrics": metrics}}
 
-    def idle(self, duration: dict) -> dict:
-        time.sleep(duration.get("secs", 0) + duration.get("nanos", 0) / 1e9)
+    def idle(self, duration_ms: int) -> dict:
+        time.sleep(duration_ms / 1000)
         return {"reply": "done"}
 
     # --- helpers --------------------------------------------------------------------------
@@ -362,16 +390,10 @@ class Driver:
         return entry
 
     def _track(self, obj, kind: str) -> None:
+        if not self.options.count_wrappers:
+            return
         self.ledger.created(kind)
         weakref.finalize(obj, self.ledger.deleted, kind)
-
-    def _strike_process_faults(self, turn: int) -> None:
-        # As in leakloop's own worker: process faults strike when the faulted turn generates.
-        if (turn, "crash") in self.faults:
-            signal.signal(signal.SIGABRT, signal.SIG_DFL)
-            os.abort()
-        if (turn, "hang") in self.faults:
-            threading.Event().wait()
 
 
 def failed(kind: str, message: str) -> dict:
@@ -380,6 +402,8 @@ def failed(kind: str, message: str) -> dict:
 
 def dispatch(driver: Driver, request: dict) -> dict:
     call = request.get("call")
+    if call == "hello":
+        raise DriverError("protocol", "`hello` may only be the first request")
     if call == "load":
         return driver.load()
     if call == "open_session":
@@ -395,12 +419,12 @@ def dispatch(driver: Driver, request: dict) -> dict:
     if call == "snapshot":
         return driver.snapshot()
     if call == "idle":
-        return driver.idle(request["duration"])
+        return driver.idle(request["duration_ms"])
     raise DriverError("protocol", f"unknown call `{call}`")
 
 
 def answer(out, body: dict) -> None:
-    out.write(json.dumps({"clock_ms": None, "body": body}, separators=(",", ":")) + "\n")
+    out.write(json.dumps(body, separators=(",", ":")) + "\n")
     out.flush()
 
 
@@ -429,7 +453,11 @@ def protocol_stdout():
     return os.fdopen(fd, "w", encoding="utf-8")
 
 
-def serve(stdin, out, options: argparse.Namespace) -> int:
+FATAL = ("unavailable", "protocol")
+
+
+def serve(stdin, out) -> int:
+    """Answers requests until stdin ends (exit status 0) or a fatal failure was sent (1)."""
     try:
         first = read_request(stdin)
     except DriverError as e:
@@ -444,10 +472,17 @@ def serve(stdin, out, options: argparse.Namespace) -> int:
         answer(out, failed("protocol", "protocol version mismatch: the runner speaks "
                            f"{first.get('version')}, this driver speaks {PROTOCOL_VERSION}"))
         return 1
-    scenario = first.get("scenario")
-    if not isinstance(scenario, dict):
-        answer(out, failed("protocol", "no scenario in the hello request"))
+    engine = first.get("engine")
+    if not isinstance(engine, dict):
+        answer(out, failed("protocol", "the hello request has no `engine` object"))
         return 1
+    try:
+        options = Options.parse(engine.get("options"))
+    except DriverError as e:
+        answer(out, failed(e.kind, str(e)))
+        return 1
+    if options.gc == "off":
+        gc.disable()
     try:
         import litert_lm
     except ImportError as e:
@@ -455,7 +490,7 @@ def serve(stdin, out, options: argparse.Namespace) -> int:
                            "install it: python3 -m pip install litert-lm-api==0.18.1"))
         return 1
     try:
-        driver = Driver(scenario, options, litert_lm)
+        driver = Driver(engine, options, litert_lm)
     except Exception as e:  # noqa: BLE001
         answer(out, failed("unavailable", f"cannot load the LiteRT-LM library: {e}"))
         return 1
@@ -476,26 +511,19 @@ def serve(stdin, out, options: argparse.Namespace) -> int:
         except (KeyError, TypeError) as e:
             body = failed("protocol", f"bad `{request.get('call')}` request: {e!r}")
         answer(out, body)
+        if body["reply"] == "failed" and body["error"]["kind"] in FATAL:
+            return 1
 
 
-def parse_args(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--release", choices=["close", "drop"], default="close",
-                        help="how close_session lets go of a conversation (default: close)")
-    parser.add_argument("--gc", choices=["on", "off"], default="on",
-                        help="whether Python's cyclic garbage collector runs (default: on)")
-    parser.add_argument("--abandon-stream", action="store_true",
-                        help="stop reading a stream after K chunks instead of cancel_process()")
-    return parser.parse_args(argv)
-
-
-def main(argv=None) -> int:
-    options = parse_args(sys.argv[1:] if argv is None else argv)
-    if options.gc == "off":
-        gc.disable()
+def main(argv) -> int:
+    if argv:
+        print(__doc__, file=sys.stderr)
+        print("This driver takes no arguments: leakloop starts it and talks to it on stdin/stdout.",
+              file=sys.stderr)
+        return 2
     out = protocol_stdout()
-    return serve(sys.stdin, out, options)
+    return serve(sys.stdin, out)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -41,22 +41,21 @@ def needs_engine(test):
     return unittest.skip(f"SKIPPED: {MISSING}")(test)
 
 
-def scenario(faults=()):
-    return {
-        "name": "driver-test",
-        "engine": {"backend": "exec", "model": MODEL, "device": "cpu", "max_tokens": 1024},
-        "faults": list(faults),
-    }
+def hello(version=2, **options):
+    """A `hello` request for the tiny model with `options` as the scenario's engine.options."""
+    engine = {"backend": "exec", "model": MODEL, "device": "cpu", "max_tokens": 1024,
+              "lib": None, "profile": None, "seed": 0, "options": options}
+    return {"call": "hello", "version": version, "engine": engine}
 
 
 class Driver:
     """The driver as a child process: one request line in, one reply line out."""
 
-    def __init__(self, *args):
+    def __init__(self):
         self.log = tempfile.TemporaryFile(mode="w+")
         self.stderr = ""
         self.process = subprocess.Popen(
-            [sys.executable, DRIVER, *args],
+            [sys.executable, DRIVER],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             # A file, not a pipe: the library logs a lot, and a full pipe would block the driver.
@@ -74,10 +73,7 @@ class Driver:
         reply = self.raw(json.dumps(request) + "\n")
         if reply is None:
             raise ConnectionError(f"the driver ended: {self.finish()}")
-        return reply["body"]
-
-    def hello(self, faults=()):
-        return self.call({"call": "hello", "version": 1, "scenario": scenario(faults)})
+        return reply
 
     def ledger(self):
         return self.call({"call": "snapshot"})["snapshot"]["ledger"]
@@ -131,20 +127,39 @@ class ProtocolTest(unittest.TestCase):
 
     def test_another_protocol_version_is_refused(self):
         driver = Driver()
-        body = driver.call({"call": "hello", "version": 99, "scenario": scenario()})
+        body = driver.call(hello(version=1))
         self.assertEqual(body["error"]["kind"], "protocol")
-        self.assertIn("the runner speaks 99, this driver speaks 1", body["error"]["message"])
+        self.assertIn("the runner speaks 1, this driver speaks 2", body["error"]["message"])
+        self.assertEqual(driver.finish(), 1)
+
+    def test_an_unknown_option_is_refused_with_the_known_ones(self):
+        driver = Driver()
+        body = driver.call(hello(relase="drop"))
+        self.assertEqual(body["error"]["kind"], "unavailable")
+        self.assertIn("unknown option `relase` (this driver knows release, gc,", body["error"]["message"])
+        self.assertEqual(driver.finish(), 1)
+
+    def test_a_bad_option_value_names_the_allowed_ones(self):
+        driver = Driver()
+        body = driver.call(hello(gc=False))
+        self.assertEqual(body["error"]["message"], 'option `gc`: false is not "on" or "off"')
         self.assertEqual(driver.finish(), 1)
 
     def test_a_line_that_is_not_json_is_quoted(self):
         driver = Driver()
-        body = driver.raw("running 1 test\n")["body"]
+        body = driver.raw("running 1 test\n")
         self.assertEqual(body["error"]["kind"], "protocol")
         self.assertIn("`running 1 test`", body["error"]["message"])
         self.assertEqual(driver.finish(), 1)
 
     def test_ending_input_before_hello_is_a_clean_exit(self):
         self.assertEqual(Driver().finish(), 0)
+
+    def test_arguments_are_refused(self):
+        run = subprocess.run([sys.executable, DRIVER, "--release", "drop"], capture_output=True,
+                             text=True, check=False)
+        self.assertEqual(run.returncode, 2)
+        self.assertIn("takes no arguments", run.stderr)
 
 
 class EngineTest(unittest.TestCase):
@@ -158,25 +173,25 @@ class EngineTest(unittest.TestCase):
             self.driver.process.kill()
             self.driver.finish()
 
-    def start(self, *args, faults=()):
-        self.driver = Driver(*args)
-        hello = self.driver.hello(faults)
-        self.assertEqual(hello["reply"], "hello", hello)
+    def start(self, **options):
+        self.driver = Driver()
+        hello_reply = self.driver.call(hello(**options))
+        self.assertEqual(hello_reply["reply"], "hello", hello_reply)
         loaded = self.driver.call({"call": "load"})
         self.assertEqual(loaded["reply"], "loaded", loaded)
-        return hello, loaded
+        return hello_reply, loaded
 
     @needs_engine
     def test_hello_names_the_binding_and_its_version(self):
-        hello, loaded = self.start()
-        self.assertEqual(hello["backend"]["backend"], "litert-lm-python")
-        self.assertEqual(hello["pid"], self.driver.process.pid)
+        hello_reply, loaded = self.start()
+        self.assertEqual(hello_reply["backend"]["backend"], "litert-lm-python")
+        self.assertEqual(hello_reply["pid"], self.driver.process.pid)
         self.assertRegex(loaded["backend"]["version"], r"^\d+\.\d+")
         self.assertTrue(loaded["backend"]["details"]["library"].endswith("liblitert-lm.so"))
 
     @needs_engine
     def test_a_chat_loop_balances_every_handle(self):
-        self.start()
+        self.start(count_wrappers=True)
         for turn in (1, 2, 3):
             _, outcome = self.driver.turn(turn)
             self.assertEqual(outcome["reply"], "generated")
@@ -189,9 +204,36 @@ class EngineTest(unittest.TestCase):
                      "py_conversation"):
             self.assertEqual(counts(ledger, kind), (3, 3), kind)
         self.assertEqual(counts(ledger, "engine"), (1, 0))
+        self.driver.assert_done(self.driver.call({"call": "idle", "duration_ms": 5}))
         self.driver.assert_done(self.driver.call({"call": "unload"}))
         self.assertEqual(counts(self.driver.ledger(), "engine"), (1, 1))
         self.assertEqual(self.driver.finish(), 0)
+
+    @needs_engine
+    def test_wrappers_are_counted_only_when_asked(self):
+        self.start()
+        self.driver.turn(1)
+        self.assertNotIn("py_conversation", self.driver.ledger())
+
+    @needs_engine
+    def test_an_unknown_call_or_a_second_hello_ends_the_session(self):
+        for request in ({"call": "explode"}, hello()):
+            with self.subTest(request["call"]):
+                self.start()
+                body = self.driver.call(request)
+                self.assertEqual(body["error"]["kind"], "protocol", body)
+                self.assertEqual(self.driver.finish(), 1)
+
+    @needs_engine
+    def test_a_missing_model_is_unavailable(self):
+        self.driver = Driver()
+        request = hello()
+        request["engine"]["model"] = "/nonexistent/tiny.litertlm"
+        self.assertEqual(self.driver.call(request)["reply"], "hello")
+        body = self.driver.call({"call": "load"})
+        self.assertEqual(body["error"], {"kind": "unavailable",
+                                         "message": "model file not found: /nonexistent/tiny.litertlm"})
+        self.assertEqual(self.driver.finish(), 1)
 
     @needs_engine
     def test_cancel_after_four_chunks(self):
@@ -205,7 +247,7 @@ class EngineTest(unittest.TestCase):
 
     @needs_engine
     def test_a_dropped_blocking_conversation_is_freed_by_its_reference_count(self):
-        self.start("--release", "drop", "--gc", "off")
+        self.start(release="drop", gc="off")
         for turn in (1, 2, 3):
             self.driver.turn(turn)
         self.assertEqual(counts(self.driver.ledger(), "conversation"), (3, 3))
@@ -215,7 +257,7 @@ class EngineTest(unittest.TestCase):
         # A streamed reply leaves the wrapper in a cycle (conversation -> its stream callback ->
         # the closure over the conversation): the reference count never reaches zero, so without
         # the collector the C conversation is never deleted.
-        self.start("--release", "drop", "--gc", "off")
+        self.start(release="drop", gc="off", count_wrappers=True)
         for turn in (1, 2, 3):
             self.driver.turn(turn, cancel_after=4)
         ledger = self.driver.ledger()
@@ -224,7 +266,7 @@ class EngineTest(unittest.TestCase):
 
     @needs_engine
     def test_a_closed_streamed_conversation_frees_its_handle_but_not_its_wrapper(self):
-        self.start("--release", "close", "--gc", "off")
+        self.start(release="close", gc="off", count_wrappers=True)
         for turn in (1, 2, 3):
             self.driver.turn(turn, cancel_after=4)
         ledger = self.driver.ledger()
@@ -253,14 +295,6 @@ class EngineTest(unittest.TestCase):
             self.driver.call({"call": "close_session", "session": first})
         code = self.driver.process.returncode
         self.assertIn(-code, (signal.SIGABRT, signal.SIGSEGV), f"exit {code}: {self.driver.stderr[-2000:]}")
-
-    @needs_engine
-    def test_a_crash_fault_aborts_the_driver_when_its_turn_generates(self):
-        self.start(faults=[{"at_turn": 2, "kind": "crash"}])
-        self.driver.turn(1)
-        with self.assertRaises(ConnectionError):
-            self.driver.turn(2)
-        self.assertEqual(self.driver.process.returncode, -signal.SIGABRT)
 
 
 if __name__ == "__main__":

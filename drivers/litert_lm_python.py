@@ -456,62 +456,50 @@ def protocol_stdout():
 FATAL = ("unavailable", "protocol")
 
 
-def serve(stdin, out) -> int:
-    """Answers requests until stdin ends (exit status 0) or a fatal failure was sent (1)."""
-    try:
-        first = read_request(stdin)
-    except DriverError as e:
-        answer(out, failed(e.kind, str(e)))
-        return 1
-    if first is None:
-        return 0
+def handshake(first: dict) -> Driver:
+    """Checks the `hello` request and builds the driver; raises `DriverError` (fatal) if it cannot."""
     if first.get("call") != "hello":
-        answer(out, failed("protocol", f"the first request must be `hello`, got `{first.get('call')}`"))
-        return 1
+        raise DriverError("protocol", f"the first request must be `hello`, got `{first.get('call')}`")
     if first.get("version") != PROTOCOL_VERSION:
-        answer(out, failed("protocol", "protocol version mismatch: the runner speaks "
-                           f"{first.get('version')}, this driver speaks {PROTOCOL_VERSION}"))
-        return 1
+        raise DriverError("protocol", "protocol version mismatch: the runner speaks "
+                          f"{first.get('version')}, this driver speaks {PROTOCOL_VERSION}")
     engine = first.get("engine")
     if not isinstance(engine, dict):
-        answer(out, failed("protocol", "the hello request has no `engine` object"))
-        return 1
-    try:
-        options = Options.parse(engine.get("options"))
-    except DriverError as e:
-        answer(out, failed(e.kind, str(e)))
-        return 1
+        raise DriverError("protocol", "the hello request has no `engine` object")
+    options = Options.parse(engine.get("options"))
     if options.gc == "off":
         gc.disable()
     try:
         import litert_lm
     except ImportError as e:
-        answer(out, failed("unavailable", f"cannot import litert_lm ({e}); "
-                           "install it: python3 -m pip install litert-lm-api==0.18.1"))
-        return 1
+        raise DriverError("unavailable", f"cannot import litert_lm ({e}); "
+                          "install it: python3 -m pip install litert-lm-api==0.18.1") from e
     try:
-        driver = Driver(engine, options, litert_lm)
-    except Exception as e:  # noqa: BLE001
-        answer(out, failed("unavailable", f"cannot load the LiteRT-LM library: {e}"))
-        return 1
-    answer(out, {"reply": "hello", "version": PROTOCOL_VERSION, "pid": os.getpid(),
-                 "backend": driver.describe()})
+        return Driver(engine, options, litert_lm)
+    except Exception as e:  # noqa: BLE001 - whatever loading the library raises
+        raise DriverError("unavailable", f"cannot load the LiteRT-LM library: {e}") from e
+
+
+def serve(stdin, out) -> int:
+    """Answers requests until stdin ends (exit status 0) or a fatal failure was sent (1)."""
+    driver = None
     while True:
         try:
             request = read_request(stdin)
-        except DriverError as e:
-            answer(out, failed(e.kind, str(e)))
-            return 1
-        if request is None:
-            return 0
-        try:
-            body = dispatch(driver, request)
+            if request is None:
+                return 0
+            if driver is None:
+                driver = handshake(request)
+                body = {"reply": "hello", "version": PROTOCOL_VERSION, "pid": os.getpid(),
+                        "backend": driver.describe()}
+            else:
+                body = dispatch(driver, request)
         except DriverError as e:
             body = failed(e.kind, str(e))
         except (KeyError, TypeError) as e:
             body = failed("protocol", f"bad `{request.get('call')}` request: {e!r}")
         answer(out, body)
-        if body["reply"] == "failed" and body["error"]["kind"] in FATAL:
+        if body["reply"] == "failed" and (driver is None or body["error"]["kind"] in FATAL):
             return 1
 
 

@@ -370,6 +370,7 @@ mod tests {
                     lib: None,
                     call_timeout: Duration::from_secs(60),
                     isolate: true,
+                    exec: None,
                 },
                 warmup_turns: 0,
                 turns: 3,

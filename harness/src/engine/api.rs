@@ -53,6 +53,7 @@ pub struct BackendInfo {
     /// Version of the engine or library that ran (for the simulator: the crate version and profile).
     pub version: String,
     /// Further facts worth reporting (device, profile, library path, ...).
+    #[serde(default)]
     pub details: BTreeMap<String, String>,
 }
 

@@ -6,7 +6,9 @@
 //! counted per live object. A LiteRT-LM worker gets it when it is built (`LD_PRELOAD`, and a
 //! `libOpenCL.so` shim first on `LD_LIBRARY_PATH`, since the engine opens OpenCL by name), so
 //! any OpenCL the engine uses is counted too; without it the worker runs as before. The shim
-//! folder is private to that worker and removed after it.
+//! folder is private to that worker and removed after it. An external driver (`backend: exec`)
+//! always runs in its own process, and gets the interposer the same way when its scenario sets
+//! `engine.opencl_interposer`.
 
 use std::path::PathBuf;
 
@@ -23,9 +25,13 @@ use crate::scenario::{BackendKind, Scenario};
 /// Builds the engine for `scenario` (its backend, options, faults and seed): in a worker process
 /// (`leakloop worker`) when `engine.isolate` is set, in this process otherwise.
 pub fn build_engine(scenario: &Scenario) -> Result<Box<dyn Engine>, EngineError> {
-    if scenario.engine.isolate {
+    if scenario.engine.isolate || scenario.engine.backend == BackendKind::Exec {
         let (env, shim) = worker_env(scenario)?;
-        let worker = WorkerEngine::spawn(scenario, &env)?;
+        let worker = if scenario.engine.backend == BackendKind::Exec {
+            WorkerEngine::spawn_driver(scenario, &env)?
+        } else {
+            WorkerEngine::spawn(scenario, &env)?
+        };
         return Ok(Box::new(match shim {
             Some(shim) => worker.keeping_until_exit(shim),
             None => worker,
@@ -47,6 +53,11 @@ pub fn build_in_process(scenario: &Scenario) -> Result<Box<dyn Engine>, EngineEr
             EngineErrorKind::Unavailable,
             crate::engine::opencl::NOT_BUILT,
         )),
+        BackendKind::Exec => Err(EngineError::new(
+            EngineErrorKind::Unavailable,
+            "an exec engine is an external program: it runs in its own process, never inside \
+             leakloop",
+        )),
     }
 }
 
@@ -63,6 +74,32 @@ fn worker_env(scenario: &Scenario) -> Result<WorkerEnv, EngineError> {
             let shim = opencl_name_shim(&path)?;
             Ok((path, shim))
         }))),
+        BackendKind::Exec => match &scenario.engine.exec {
+            Some(exec) if exec.opencl_interposer => {
+                exec_driver_env(find_interposer().and_then(|path| {
+                    let shim = opencl_name_shim(&path)?;
+                    Ok((path, shim))
+                }))
+            }
+            _ => Ok((Vec::new(), None)),
+        },
+    }
+}
+
+/// An exec driver's environment when its scenario asks for the interposer
+/// (`opencl_interposer: true`): needed then, so a missing one stops the run.
+fn exec_driver_env(
+    interposer: Result<(PathBuf, OpenClNameShim), String>,
+) -> Result<WorkerEnv, EngineError> {
+    match interposer {
+        Ok((path, shim)) => Ok((preload_env(&path, shim.path()), Some(shim))),
+        Err(why) => Err(EngineError::new(
+            EngineErrorKind::Unavailable,
+            format!(
+                "`engine.opencl_interposer` asks for the OpenCL call interposer: {why} \
+                 (build it with `cargo build -p cl-interposer`)"
+            ),
+        )),
     }
 }
 

@@ -33,6 +33,7 @@ fn scenario(name: &str, profile: &str, warmup_turns: u32, turns: u32) -> Scenari
             lib: None,
             call_timeout: Duration::from_secs(60),
             isolate: false,
+            exec: None,
         },
         warmup_turns,
         turns,

@@ -6,6 +6,7 @@
 //! that names the file, line, column and key path and shows the offending line.
 
 mod error;
+mod exec;
 mod load;
 mod model;
 mod overrides;
@@ -18,6 +19,7 @@ mod validate;
 mod fixture_tests;
 
 pub use error::{Location, ScenarioError, ScenarioErrorKind};
+pub use exec::ExecSpec;
 pub use load::{
     load_scenario, load_scenario_with, parse_scenario, parse_scenario_bytes, MAX_SCENARIO_BYTES,
 };

@@ -118,6 +118,10 @@ pub enum BackendKind {
     LitertLm,
     /// The reference OpenCL workload.
     Opencl,
+    /// An external program speaking the worker protocol (docs/protocol.md); set by scenarios
+    /// only, since it needs `engine.command`.
+    #[value(skip)]
+    Exec,
 }
 
 impl BackendKind {
@@ -127,13 +131,15 @@ impl BackendKind {
             BackendKind::Sim => "sim",
             BackendKind::LitertLm => "litert-lm",
             BackendKind::Opencl => "opencl",
+            BackendKind::Exec => "exec",
         }
     }
 
-    /// Whether this backend's engine reads a prompt's words (LiteRT-LM tokenizes them); the
+    /// Whether this backend's engine reads a prompt's words (LiteRT-LM tokenizes them, an external
+    /// driver may); the
     /// simulator and the OpenCL workload use only its length, so their prompts carry no text.
     pub fn reads_prompt_text(&self) -> bool {
-        matches!(self, BackendKind::LitertLm)
+        matches!(self, BackendKind::LitertLm | BackendKind::Exec)
     }
 }
 
@@ -180,6 +186,9 @@ pub struct EngineSpec {
     /// Run the engine in an isolated worker process (always for real engines by default; opt-in
     /// for the simulator, where it makes `crash` faults real process deaths).
     pub isolate: bool,
+    /// The driver to start, for `backend: exec` (and only then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exec: Option<crate::scenario::ExecSpec>,
 }
 
 impl EngineSpec {
@@ -198,6 +207,15 @@ impl EngineSpec {
             lib: None,
             call_timeout: crate::scenario::DEFAULT_CALL_TIMEOUT,
             isolate: backend != BackendKind::Sim,
+            exec: None,
+        }
+    }
+
+    /// An external driver started as `exec.command`, in a worker process.
+    pub fn exec(exec: crate::scenario::ExecSpec) -> Self {
+        Self {
+            exec: Some(exec),
+            ..Self::new(BackendKind::Exec)
         }
     }
 

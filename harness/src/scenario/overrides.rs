@@ -11,7 +11,8 @@ use crate::scenario::raw::RawScenario;
 /// Values that replace the scenario's own; `None` keeps the scenario's.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Overrides {
-    /// `engine.backend`. A different backend also drops the scenario's `profile` (it belongs
+    /// `engine.backend`. A different backend also drops the scenario's `profile` and an exec
+    /// driver's keys (they belong
     /// to the scenario's own backend) and `isolate` (the new backend's default applies).
     pub backend: Option<BackendKind>,
     /// `engine.profile`.
@@ -46,6 +47,12 @@ impl Overrides {
                 engine.backend = backend;
                 engine.profile = None;
                 engine.isolate = None;
+                // An exec driver's keys belong to it too (`--backend` never selects exec).
+                engine.command = None;
+                engine.env = None;
+                engine.cwd = None;
+                engine.options = None;
+                engine.opencl_interposer = None;
             }
         }
         if let Some(profile) = &self.profile {

@@ -64,6 +64,16 @@ pub(crate) struct RawEngine {
     pub call_timeout: Option<UnitText>,
     #[serde(default)]
     pub isolate: Option<bool>,
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+    #[serde(default)]
+    pub env: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub options: Option<BTreeMap<String, serde_json::Value>>,
+    #[serde(default)]
+    pub opencl_interposer: Option<bool>,
 }
 
 /// One item of `turn:`: a map with exactly one key naming the step.

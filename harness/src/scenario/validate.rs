@@ -215,7 +215,7 @@ fn check_inline_profiles(
 }
 
 fn validate_engine(
-    raw: RawEngine,
+    mut raw: RawEngine,
     inline_profiles: BTreeMap<String, sim_backend::ProfileSpec>,
     cx: &Context<'_>,
 ) -> Result<EngineSpec, ScenarioError> {
@@ -264,6 +264,7 @@ fn validate_engine(
         ));
     }
     let folder = cx.file.parent().unwrap_or(Path::new(""));
+    let exec = exec::validate_exec(&mut raw, folder, cx)?;
     let resolve = |p: &str| {
         let p = Path::new(p);
         if p.is_absolute() {
@@ -302,6 +303,7 @@ fn validate_engine(
         lib: raw.lib.as_deref().map(resolve),
         call_timeout,
         isolate: raw.isolate.unwrap_or(backend != BackendKind::Sim),
+        exec,
     })
 }
 
@@ -675,6 +677,15 @@ fn fault_refusal(kind: FaultKind, engine: &EngineSpec) -> Option<String> {
     match kind {
         FaultKind::SkipClose => None,
         _ if engine.backend == BackendKind::Sim => None,
+        FaultKind::Crash | FaultKind::Hang | FaultKind::GenerateError
+            if engine.backend == BackendKind::Exec =>
+        {
+            Some(format!(
+                "`{}` cannot be injected into an external driver (leakloop does not run its \
+                 code); make the driver fail on its own, or use `skip_close`",
+                fault_name(kind)
+            ))
+        }
         FaultKind::Crash | FaultKind::Hang if engine.isolate => None,
         FaultKind::Crash | FaultKind::Hang => Some(format!(
             "`{}` is struck by the worker process, and this `{backend}` engine runs in-process: \
@@ -798,3 +809,5 @@ fn check_samples_for_expectations(
 
 #[cfg(test)]
 mod tests;
+
+mod exec;

@@ -72,7 +72,8 @@ fn prepare(tmp: &Path) {
     assert!(made.success());
 }
 
-const HELLO: &str = "{\"call\":\"hello\",\"version\":1,\"scenario\":null}\n";
+const HELLO: &str = "{\"call\":\"hello\",\"version\":2,\"engine\":{\"backend\":\"litert-lm\",\
+    \"model\":null,\"device\":\"cpu\",\"max_tokens\":512,\"lib\":null,\"profile\":null,\"seed\":0}}\n";
 const LEAK: &str = "fixtures/scenarios/flutter-gemma-opencl-leak.yaml";
 const FLAT: &str = "fixtures/scenarios/flutter-gemma-cpu-flat.yaml";
 const LITERT: &str = "fixtures/scenarios/litert-cpu-chat.yaml";

@@ -102,15 +102,12 @@ fn raw_worker(args: &[&str], input: &str) -> (String, Option<i32>, String) {
 fn the_worker_refuses_another_protocol_version() {
     let (line, code, _) = raw_worker(
         &[],
-        "{\"call\":\"hello\",\"version\":999,\"scenario\":null}\n",
+        "{\"call\":\"hello\",\"version\":999,\"shape\":\"of another version\"}\n",
     );
     let reply: serde_json::Value = serde_json::from_str(&line).unwrap();
-    assert_eq!(reply["body"]["reply"], "failed", "{reply}");
-    assert_eq!(
-        reply["body"]["error"]["kind"]["kind"], "protocol",
-        "{reply}"
-    );
-    let message = reply["body"]["error"]["message"].as_str().unwrap();
+    assert_eq!(reply["reply"], "failed", "{reply}");
+    assert_eq!(reply["error"]["kind"], "protocol", "{reply}");
+    let message = reply["error"]["message"].as_str().unwrap();
     assert!(message.contains("version mismatch"), "{message}");
     assert_eq!(code, Some(2));
 }
@@ -119,10 +116,7 @@ fn the_worker_refuses_another_protocol_version() {
 fn the_worker_answers_garbage_with_a_protocol_error() {
     let (line, code, stderr) = raw_worker(&[], "hello?\n");
     let reply: serde_json::Value = serde_json::from_str(&line).unwrap();
-    assert_eq!(
-        reply["body"]["error"]["kind"]["kind"], "protocol",
-        "{reply}"
-    );
+    assert_eq!(reply["error"]["kind"], "protocol", "{reply}");
     assert!(
         stderr.contains("malformed protocol line `hello?`"),
         "{stderr}"

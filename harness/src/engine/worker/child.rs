@@ -11,7 +11,8 @@ use std::io::{BufRead, Read, Write};
 use std::time::Duration;
 
 use crate::engine::worker::protocol::{
-    decode_line, encode_line, Reply, Request, Response, MAX_LINE_BYTES, PROTOCOL_VERSION,
+    decode_line, encode_line, hello_version, Reply, Request, Response, MAX_LINE_BYTES,
+    PROTOCOL_VERSION,
 };
 use crate::engine::{Engine, EngineError, EngineErrorKind, SessionId};
 use crate::probe::native_heap_bytes;
@@ -141,7 +142,10 @@ pub(crate) fn serve(
 
 /// Checks the handshake and settles which scenario to build.
 fn handshake(first: Request, given: Option<Scenario>) -> Result<Scenario, WorkerError> {
-    let Request::Hello { version, scenario } = first else {
+    let Request::Hello {
+        version, scenario, ..
+    } = first
+    else {
         return Err(WorkerError::NoHello(first.name()));
     };
     if version != PROTOCOL_VERSION {
@@ -190,6 +194,18 @@ fn read_request(
     let text = String::from_utf8_lossy(&line);
     match decode_line::<Request>(&text) {
         Ok(request) => Ok(Some(request)),
+        Err(_) if hello_version(&text).is_some_and(|v| v != PROTOCOL_VERSION) => {
+            let err = WorkerError::Version {
+                runner: hello_version(&text).unwrap_or_default(),
+                worker: PROTOCOL_VERSION,
+            };
+            answer(
+                output,
+                None,
+                failed(EngineErrorKind::Protocol, err.to_string()),
+            )?;
+            Err(err)
+        }
         Err(err) => {
             answer(
                 output,
@@ -208,7 +224,7 @@ fn answer(output: &mut impl Write, clock_ms: Option<f64>, body: Response) -> std
 
 fn failed(kind: EngineErrorKind, message: impl Into<String>) -> Response {
     Response::Failed {
-        error: EngineError::new(kind, message),
+        error: EngineError::new(kind, message).into(),
     }
 }
 
@@ -288,7 +304,9 @@ impl Server<'_> {
     fn call(&mut self, request: Request) -> Response {
         match self.dispatch(request) {
             Ok(response) => response,
-            Err(error) => Response::Failed { error },
+            Err(error) => Response::Failed {
+                error: error.into(),
+            },
         }
     }
 
@@ -347,8 +365,8 @@ impl Server<'_> {
                 }
                 Response::Snapshot { snapshot }
             }
-            Request::Idle { duration } => {
-                self.engine.idle(duration);
+            Request::Idle { duration_ms } => {
+                self.engine.idle(Duration::from_millis(duration_ms));
                 Response::Done
             }
         })
@@ -360,6 +378,7 @@ mod tests {
     use std::io::Cursor;
 
     use super::*;
+    use crate::engine::worker::protocol::EngineConfig;
     use crate::engine::worker::test_engine::{scenario_with_faults, TinyEngine};
     use crate::engine::{GenerateRequest, Prompt};
     use crate::scenario::{Fault, SessionOptions};
@@ -386,8 +405,10 @@ mod tests {
     }
 
     fn hello(scenario: Option<Scenario>) -> Request {
+        let config = EngineConfig::of(&scenario_with_faults(vec![]));
         Request::Hello {
             version: PROTOCOL_VERSION,
+            engine: Box::new(config),
             scenario: scenario.map(Box::new),
         }
     }
@@ -461,23 +482,24 @@ mod tests {
             panic!("{:?}", replies[2]);
         };
         assert_eq!(error.kind, EngineErrorKind::Close);
-        assert!(error.message.contains("77"), "{error}");
+        assert!(error.message.contains("77"), "{error:?}");
         assert!(matches!(replies[3].body, Response::Snapshot { .. }));
     }
 
     #[test]
     fn a_version_mismatch_is_refused_in_the_handshake() {
-        let requests = [Request::Hello {
-            version: PROTOCOL_VERSION + 1,
-            scenario: Some(Box::new(scenario_with_faults(vec![]))),
-        }];
+        let mut mismatched = hello(Some(scenario_with_faults(vec![])));
+        if let Request::Hello { version, .. } = &mut mismatched {
+            *version = PROTOCOL_VERSION + 1;
+        }
+        let requests = [mismatched];
         let (replies, result) = exchange(&requests, None, Box::new(tiny));
         assert!(matches!(result, Err(WorkerError::Version { .. })));
         let Response::Failed { error } = &replies[0].body else {
             panic!("{:?}", replies[0]);
         };
         assert_eq!(error.kind, EngineErrorKind::Protocol);
-        assert!(error.message.contains("version mismatch"), "{error}");
+        assert!(error.message.contains("version mismatch"), "{error:?}");
     }
 
     #[test]

@@ -2,12 +2,16 @@
 //! runner drives over a line-based JSON protocol and probes from outside, so that a native crash
 //! or a hang ends the run with a verdict instead of taking the runner down.
 //!
-//! [`protocol`] is the wire format, [`child`] the worker's serving loop, [`parent`] the
-//! supervising [`WorkerEngine`].
+//! [`protocol`] is the wire format (docs/protocol.md), [`child`] the built-in worker's serving
+//! loop, [`parent`] the supervising [`WorkerEngine`], [`exec`] how an external driver
+//! (`backend: exec`) is started under it.
 
 mod child;
+mod exec;
 mod parent;
 mod protocol;
+#[cfg(test)]
+mod spec_tests;
 #[cfg(test)]
 mod test_engine;
 

@@ -22,7 +22,8 @@ use tokio::task::JoinHandle;
 
 use crate::engine::opencl::OpenClNameShim;
 use crate::engine::worker::protocol::{
-    decode_line, encode_line, excerpt, Reply, Request, Response, MAX_LINE_BYTES, PROTOCOL_VERSION,
+    decode_line, encode_line, excerpt, EngineConfig, Reply, Request, Response, MAX_LINE_BYTES,
+    MAX_SNAPSHOT_ENTRIES, PROTOCOL_VERSION,
 };
 use crate::engine::{
     BackendInfo, Engine, EngineError, EngineErrorKind, EngineSnapshot, GenerateOutcome,
@@ -67,6 +68,8 @@ pub struct WorkerEngine {
     /// A folder the worker loads libraries from, removed only after the worker is gone (fields
     /// drop after `Drop::drop` has waited for it).
     shim: Option<OpenClNameShim>,
+    /// The external driver's command line (`backend: exec`), reported with the backend.
+    driver: Option<String>,
 }
 
 #[derive(Debug)]
@@ -134,14 +137,16 @@ impl WorkerEngine {
         scenario: &Scenario,
         env: &[(String, String)],
     ) -> Result<Self, EngineError> {
-        Self::launch(program, &[OsString::from("worker")], env, scenario)
+        Self::launch(program, &[OsString::from("worker")], env, None, scenario)
     }
 
-    /// Starts `program args...` as a worker speaking the protocol and performs the handshake.
+    /// Starts `program args...` (in `cwd`, or this process's folder) as a worker speaking the
+    /// protocol and performs the handshake.
     pub(crate) fn launch(
         program: &Path,
         args: &[OsString],
         env: &[(String, String)],
+        cwd: Option<&Path>,
         scenario: &Scenario,
     ) -> Result<Self, EngineError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -163,6 +168,9 @@ impl WorkerEngine {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        if let Some(cwd) = cwd {
+            command.current_dir(cwd);
+        }
         die_with_parent(&mut command);
         let mut child = {
             let _context = runtime.enter();
@@ -199,10 +207,18 @@ impl WorkerEngine {
             ended: None,
             stderr,
             shim: None,
+            driver: None,
         };
         let hello = Request::Hello {
             version: PROTOCOL_VERSION,
-            scenario: Some(Box::new(scenario.clone())),
+            engine: Box::new(EngineConfig::of(scenario)),
+            // leakloop's own scenario is for the built-in worker only: an external driver gets
+            // the documented configuration above.
+            scenario: scenario
+                .engine
+                .exec
+                .is_none()
+                .then(|| Box::new(scenario.clone())),
         };
         match worker.call(hello, worker.call_timeout)? {
             Response::Hello {
@@ -232,10 +248,20 @@ impl WorkerEngine {
         self.stderr.lines()
     }
 
+    /// Records the external driver's command line, reported with the backend from now on.
+    pub(crate) fn note_driver(&mut self, command: &[String]) {
+        self.driver = Some(command.join(" "));
+        let backend = self.backend.clone();
+        self.set_backend(backend);
+    }
+
     fn set_backend(&mut self, mut backend: BackendInfo) {
         backend
             .details
             .insert("isolation".into(), "worker process".into());
+        if let Some(driver) = &self.driver {
+            backend.details.insert("driver".into(), driver.clone());
+        }
         self.backend = backend;
     }
 
@@ -266,7 +292,7 @@ impl WorkerEngine {
             Ok(Ok(reply)) => {
                 self.clock_ms = reply.clock_ms;
                 match reply.body {
-                    Response::Failed { error } => Err(error),
+                    Response::Failed { error } => Err(error.into()),
                     body => Ok(body),
                 }
             }
@@ -312,7 +338,11 @@ impl WorkerEngine {
 
     fn unexpected(&mut self, call: &str, reply: &Response) -> EngineError {
         let line = encode_line(reply);
-        self.fail_protocol(format!("by answering `{call}` with `{}`", excerpt(&line)))
+        self.fail_protocol(format!(
+            "by answering `{call}` with `{}` (`{}`)",
+            reply.name(),
+            excerpt(&line)
+        ))
     }
 
     /// Records the failure that ended the worker (with its stderr tail) and returns it.
@@ -458,6 +488,17 @@ impl Engine for WorkerEngine {
 
     fn snapshot(&mut self) -> Result<EngineSnapshot, EngineError> {
         match self.call(Request::Snapshot, self.call_timeout)? {
+            Response::Snapshot { snapshot }
+                if snapshot.ledger.len() > MAX_SNAPSHOT_ENTRIES
+                    || snapshot.metrics.len() > MAX_SNAPSHOT_ENTRIES =>
+            {
+                Err(self.fail_protocol(format!(
+                    "with a snapshot of {} ledger kinds and {} metrics (at most \
+                     {MAX_SNAPSHOT_ENTRIES} of each)",
+                    snapshot.ledger.len(),
+                    snapshot.metrics.len()
+                )))
+            }
             Response::Snapshot { snapshot } => Ok(snapshot),
             other => Err(self.unexpected("snapshot", &other)),
         }
@@ -467,7 +508,7 @@ impl Engine for WorkerEngine {
     /// `Engine::idle` cannot fail, so a worker lost here surfaces at the next call.
     fn idle(&mut self, duration: Duration) {
         let timeout = self.call_timeout.saturating_add(duration);
-        let _ = self.call(Request::Idle { duration }, timeout);
+        let _ = self.call(Request::idle(duration), timeout);
     }
 
     fn simulated_clock_ms(&self) -> Option<f64> {

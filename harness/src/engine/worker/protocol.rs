@@ -1,27 +1,81 @@
-//! The pipe protocol between the runner and a worker process: one JSON object per line, requests
-//! on the worker's stdin, replies on its stdout, strictly one reply per request.
+//! The pipe protocol between the runner and a worker process (the built-in `leakloop worker` or
+//! an external engine driver): one JSON object per line, requests on the worker's stdin, replies
+//! on its stdout, strictly one reply per request. docs/protocol.md is its specification; the tests
+//! here and in `spec_tests` pin the two together.
 //!
-//! The first request is always [`Request::Hello`], which carries the protocol version (and,
-//! unless the worker was given a scenario file, the scenario itself). The worker answers
-//! [`Response::Hello`] once its engine is built, or [`Response::Failed`] and exits. Every reply
-//! also carries the engine's simulated clock, so the parent can answer
-//! `Engine::simulated_clock_ms` without a round trip.
+//! The first request is always [`Request::Hello`], which carries the protocol version and the
+//! engine's configuration in a documented shape ([`EngineConfig`]); the built-in worker also gets
+//! leakloop's own scenario in it (unless it was given a scenario file). The worker answers
+//! [`Response::Hello`] once its engine is built, or [`Response::Failed`] and exits. A reply may
+//! carry the engine's simulated clock, so the parent can answer `Engine::simulated_clock_ms`
+//! without a round trip.
 
-use std::time::Duration;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{
-    BackendInfo, EngineError, EngineSnapshot, GenerateOutcome, GenerateRequest, Prompt, SessionId,
+    BackendInfo, EngineError, EngineErrorKind, EngineSnapshot, GenerateOutcome, GenerateRequest,
+    Prompt, SessionId,
 };
-use crate::scenario::{Scenario, SessionOptions};
+use crate::scenario::{Device, Scenario, SessionOptions};
 
-/// Version of this protocol; parent and worker must agree on it exactly.
-pub(crate) const PROTOCOL_VERSION: u32 = 1;
+/// Version of this protocol; parent and worker must agree on it exactly (docs/protocol.md,
+/// "Versions"). 2: `hello` carries [`EngineConfig`], replies are flat objects with an optional
+/// `clock_ms`, `idle` takes `duration_ms`.
+pub(crate) const PROTOCOL_VERSION: u32 = 2;
 
 /// Longest line either side accepts, so a runaway peer cannot exhaust memory.
 pub(crate) const MAX_LINE_BYTES: u64 = 16 << 20;
+
+/// Most ledger kinds or metrics one snapshot may carry, so that a runaway driver cannot fill the
+/// runner's name tables.
+pub(crate) const MAX_SNAPSHOT_ENTRIES: usize = 256;
+
+/// What a worker is asked to build, in a shape any driver can read (docs/protocol.md, "hello").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct EngineConfig {
+    /// The scenario's `engine.backend` (`sim`, `litert-lm`, `opencl`, `exec`).
+    pub(crate) backend: String,
+    /// The model file, absolute or relative to the worker's working directory.
+    pub(crate) model: Option<PathBuf>,
+    /// The compute device (`cpu`, `gpu`).
+    pub(crate) device: Device,
+    /// Context size in tokens.
+    pub(crate) max_tokens: u32,
+    /// An engine library to use instead of the one the driver would find.
+    pub(crate) lib: Option<PathBuf>,
+    /// A profile name (simulator and OpenCL workload).
+    pub(crate) profile: Option<String>,
+    /// The scenario's seed.
+    pub(crate) seed: u64,
+    /// Backend options, passed through as written under `engine.options`.
+    #[serde(default)]
+    pub(crate) options: BTreeMap<String, serde_json::Value>,
+}
+
+impl EngineConfig {
+    /// The configuration of `scenario`'s engine.
+    pub(crate) fn of(scenario: &Scenario) -> Self {
+        let engine = &scenario.engine;
+        Self {
+            backend: engine.backend.as_str().to_owned(),
+            model: engine.model.clone(),
+            device: engine.device,
+            max_tokens: engine.max_tokens,
+            lib: engine.lib.clone(),
+            profile: engine.profile.clone(),
+            seed: scenario.seed,
+            options: engine
+                .exec
+                .as_ref()
+                .map(|exec| exec.options.clone())
+                .unwrap_or_default(),
+        }
+    }
+}
 
 /// A call from the runner to the worker: one per `Engine` method.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -31,7 +85,11 @@ pub(crate) enum Request {
     Hello {
         /// The parent's [`PROTOCOL_VERSION`].
         version: u32,
-        /// The scenario to build the engine for; `None` when the worker was given a file.
+        /// What to build.
+        engine: Box<EngineConfig>,
+        /// leakloop's own scenario, for the built-in worker only (external drivers never get
+        /// it); `None` when the worker was given a file.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         scenario: Option<Box<Scenario>>,
     },
     /// `Engine::load`.
@@ -68,12 +126,46 @@ pub(crate) enum Request {
     Snapshot,
     /// `Engine::idle`.
     Idle {
-        /// How long to wait.
-        duration: Duration,
+        /// How long to wait, in milliseconds.
+        duration_ms: u64,
     },
 }
 
+/// Every call's name, in the order docs/protocol.md lists them.
+#[cfg(test)]
+pub(crate) const CALL_NAMES: [&str; 9] = [
+    "hello",
+    "load",
+    "open_session",
+    "send",
+    "generate",
+    "close_session",
+    "unload",
+    "snapshot",
+    "idle",
+];
+
+/// Every reply's name, in the order docs/protocol.md lists them.
+#[cfg(test)]
+pub(crate) const REPLY_NAMES: [&str; 7] = [
+    "hello",
+    "loaded",
+    "opened",
+    "done",
+    "generated",
+    "snapshot",
+    "failed",
+];
+
 impl Request {
+    /// An idle request for `duration`, rounded up to whole milliseconds.
+    pub(crate) fn idle(duration: std::time::Duration) -> Self {
+        let ms = duration.as_nanos().div_ceil(1_000_000);
+        Request::Idle {
+            duration_ms: u64::try_from(ms).unwrap_or(u64::MAX),
+        }
+    }
+
     /// The call's name, for error messages.
     pub(crate) fn name(&self) -> &'static str {
         match self {
@@ -128,16 +220,60 @@ pub(crate) enum Response {
     /// The call failed inside the engine (or the request made no sense).
     Failed {
         /// The engine's error.
-        error: EngineError,
+        error: WireError,
     },
 }
 
-/// One line from the worker: a response and the engine's clock after it.
+/// An [`EngineError`] as the protocol writes it: one flat object,
+/// `{"kind":"generate","message":"context full"}` (`crashed` adds `how`, `hung` `waited_ms`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct WireError {
+    /// What kind of failure this is.
+    #[serde(flatten)]
+    pub(crate) kind: EngineErrorKind,
+    /// The cause.
+    pub(crate) message: String,
+}
+
+impl From<EngineError> for WireError {
+    fn from(error: EngineError) -> Self {
+        Self {
+            kind: error.kind,
+            message: error.message,
+        }
+    }
+}
+
+impl From<WireError> for EngineError {
+    fn from(error: WireError) -> Self {
+        EngineError::new(error.kind, error.message)
+    }
+}
+
+impl Response {
+    /// The reply's name, for error messages.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Response::Hello { .. } => "hello",
+            Response::Loaded { .. } => "loaded",
+            Response::Opened { .. } => "opened",
+            Response::Done => "done",
+            Response::Generated { .. } => "generated",
+            Response::Snapshot { .. } => "snapshot",
+            Response::Failed { .. } => "failed",
+        }
+    }
+}
+
+/// One line from the worker: a response and, for a simulated engine, its clock after it. On the
+/// wire this is one flat object: `{"reply":"done","clock_ms":12.5}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Reply {
-    /// `Engine::simulated_clock_ms` after the call.
+    /// `Engine::simulated_clock_ms` after the call; absent (or null) for real time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) clock_ms: Option<f64>,
     /// The answer.
+    #[serde(flatten)]
     pub(crate) body: Response,
 }
 
@@ -168,6 +304,18 @@ pub(crate) fn decode_line<T: DeserializeOwned>(line: &str) -> Result<T, Protocol
     })
 }
 
+/// The version a `hello` line asks for, read leniently: another version may shape the rest of
+/// the message differently, and must still be refused as a version mismatch.
+pub(crate) fn hello_version(line: &str) -> Option<u32> {
+    #[derive(Deserialize)]
+    struct AnyHello {
+        call: String,
+        version: u32,
+    }
+    let hello: AnyHello = serde_json::from_str(line.trim_end_matches(['\n', '\r'])).ok()?;
+    (hello.call == "hello").then_some(hello.version)
+}
+
 /// The first 120 characters of a line, for error messages.
 pub(crate) fn excerpt(line: &str) -> String {
     let line = line.trim_end();
@@ -179,12 +327,25 @@ pub(crate) fn excerpt(line: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
+    use std::time::Duration;
 
     use rstest::rstest;
 
     use super::*;
-    use crate::engine::{EngineErrorKind, KindCounts};
+    use crate::engine::KindCounts;
+
+    fn config() -> EngineConfig {
+        EngineConfig {
+            backend: "exec".into(),
+            model: Some("/models/tiny.litertlm".into()),
+            device: Device::Cpu,
+            max_tokens: 512,
+            lib: None,
+            profile: None,
+            seed: 7,
+            options: BTreeMap::from([("threads".into(), serde_json::json!(2))]),
+        }
+    }
 
     fn round_trip<T>(message: T)
     where
@@ -202,7 +363,11 @@ mod tests {
     }
 
     #[rstest]
-    #[case::hello_without_scenario(Request::Hello { version: PROTOCOL_VERSION, scenario: None })]
+    #[case::hello_without_scenario(Request::Hello {
+        version: PROTOCOL_VERSION,
+        engine: Box::new(config()),
+        scenario: None,
+    })]
     #[case::load(Request::Load)]
     #[case::open(Request::OpenSession {
         turn: 3,
@@ -219,7 +384,7 @@ mod tests {
     #[case::close(Request::CloseSession { session: SessionId(4) })]
     #[case::unload(Request::Unload)]
     #[case::snapshot(Request::Snapshot)]
-    #[case::idle(Request::Idle { duration: Duration::from_millis(1500) })]
+    #[case::idle(Request::Idle { duration_ms: 1500 })]
     fn requests_round_trip(#[case] request: Request) {
         round_trip(request);
     }
@@ -246,10 +411,10 @@ mod tests {
         },
     })]
     #[case::failed_generate(Response::Failed {
-        error: EngineError::new(EngineErrorKind::Generate, "context full"),
+        error: EngineError::new(EngineErrorKind::Generate, "context full").into(),
     })]
     #[case::failed_crash(Response::Failed {
-        error: EngineError::new(EngineErrorKind::Crashed { how: "signal 6 (SIGABRT)".into() }, "x"),
+        error: EngineError::new(EngineErrorKind::Crashed { how: "signal 6 (SIGABRT)".into() }, "x").into(),
     })]
     fn replies_round_trip(#[case] body: Response) {
         round_trip(Reply {
@@ -271,8 +436,60 @@ mod tests {
                 clock_ms: None,
                 body: Response::Done
             }),
-            "{\"clock_ms\":null,\"body\":{\"reply\":\"done\"}}\n"
+            "{\"reply\":\"done\"}\n"
         );
+        assert_eq!(
+            encode_line(&Reply {
+                clock_ms: Some(1.5),
+                body: Response::Done
+            }),
+            "{\"clock_ms\":1.5,\"reply\":\"done\"}\n"
+        );
+        assert_eq!(
+            encode_line(&Request::idle(Duration::from_micros(1))),
+            "{\"call\":\"idle\",\"duration_ms\":1}\n"
+        );
+    }
+
+    #[test]
+    fn names_cover_every_message() {
+        let requests = [
+            Request::Hello {
+                version: 2,
+                engine: Box::new(config()),
+                scenario: None,
+            },
+            Request::Load,
+            Request::OpenSession {
+                turn: 1,
+                options: SessionOptions::default(),
+            },
+            Request::Send {
+                session: SessionId(1),
+                prompt: Prompt {
+                    text: String::new(),
+                    tokens: 0,
+                },
+            },
+            Request::Generate {
+                session: SessionId(1),
+                request: GenerateRequest {
+                    max_output_tokens: 1,
+                    cancel_after_tokens: None,
+                },
+            },
+            Request::CloseSession {
+                session: SessionId(1),
+            },
+            Request::Unload,
+            Request::Snapshot,
+            Request::Idle { duration_ms: 0 },
+        ];
+        let names: Vec<_> = requests.iter().map(Request::name).collect();
+        assert_eq!(names, CALL_NAMES);
+        for (request, name) in requests.iter().zip(CALL_NAMES) {
+            assert!(encode_line(request).starts_with(&format!("{{\"call\":\"{name}\"")));
+        }
     }
 
     #[rstest]
@@ -283,6 +500,16 @@ mod tests {
         let err = decode_line::<Request>(line).unwrap_err();
         assert!(err.cause.contains(cause), "{err}");
         assert!(err.to_string().contains(line), "{err}");
+    }
+
+    #[test]
+    fn the_version_of_any_hello_can_be_read() {
+        assert_eq!(
+            hello_version("{\"call\":\"hello\",\"version\":9,\"new\":[]}\n"),
+            Some(9)
+        );
+        assert_eq!(hello_version("{\"call\":\"load\",\"version\":9}"), None);
+        assert_eq!(hello_version("hello?"), None);
     }
 
     #[test]

@@ -10,7 +10,8 @@ use crate::probe::probe_process;
 use crate::scenario::{Fault, FaultKind};
 
 /// A valid handshake answer, for shell workers.
-const HELLO: &str = r#"{"clock_ms":null,"body":{"reply":"hello","version":1,"pid":1,"backend":{"backend":"sh","version":"0","details":{}}}}"#;
+const HELLO: &str =
+    r#"{"reply":"hello","version":2,"pid":1,"backend":{"backend":"sh","version":"0"}}"#;
 
 fn scenario(call_timeout: Duration) -> Scenario {
     let mut scenario = scenario_with_faults(vec![]);
@@ -24,6 +25,7 @@ fn shell_worker(script: &str, call_timeout: Duration) -> Result<WorkerEngine, En
         Path::new("sh"),
         &["-c".into(), format!("ulimit -c 0; {script}").into()],
         &[("HELLO".into(), HELLO.into())],
+        None,
         &scenario(call_timeout),
     )
 }
@@ -35,6 +37,7 @@ fn tiny_worker(scenario: &Scenario) -> WorkerEngine {
         &exe,
         &test_worker_args(),
         &[(TEST_WORKER_ENV.into(), "1".into())],
+        None,
         scenario,
     )
     .unwrap()
@@ -124,14 +127,8 @@ fn a_silent_worker_is_hung_after_the_timeout_then_killed_and_reaped() {
 
 #[rstest]
 #[case::garbage("echo 'segfault handler says hi'", "segfault handler says hi")]
-#[case::wrong_reply(
-    r#"echo '{"clock_ms":null,"body":{"reply":"done"}}'"#,
-    "answering `load` with"
-)]
-#[case::unknown_reply(
-    r#"echo '{"clock_ms":null,"body":{"reply":"maybe"}}'"#,
-    "unknown variant `maybe`"
-)]
+#[case::wrong_reply(r#"echo '{"reply":"done"}'"#, "answering `load` with")]
+#[case::unknown_reply(r#"echo '{"reply":"maybe"}'"#, "unknown variant `maybe`")]
 fn a_malformed_reply_is_a_protocol_error_and_the_worker_is_killed(
     #[case] reply: &str,
     #[case] quoted: &str,
@@ -199,6 +196,7 @@ fn the_environment_given_reaches_the_worker() {
             "read hello; echo \"preload=$LD_PRELOAD_TEST\" >&2; exit 1".into(),
         ],
         &[("LD_PRELOAD_TEST".into(), "/opt/libcount.so".into())],
+        None,
         &scenario(Duration::from_secs(10)),
     )
     .unwrap_err();

@@ -22,6 +22,10 @@ binding:
   abandon_stream: true  a `cancel_after_tokens` generation stops reading the stream after K
                       chunks without calling `cancel_process()` (an application that breaks out
                       of the iterator)
+  at_unload: keep     conversations still open when the engine is unloaded stay as they are (the
+                      default: the binding's Engine.close() deletes the engine under them)
+  at_unload: close    ...and are then closed, engine first, conversations after
+  at_unload: drop     ...and are then dropped, left to the garbage collector
   count_wrappers: true  also count the Python wrapper objects (`py_engine`, `py_conversation`):
                       created when built, deleted when Python actually frees them
 
@@ -80,12 +84,14 @@ class Options:
     release: str = "close"
     gc: str = "on"
     abandon_stream: bool = False
+    at_unload: str = "keep"
     count_wrappers: bool = False
 
     CHOICES = {
         "release": ("close", "drop"),
         "gc": ("on", "off"),
         "abandon_stream": (True, False),
+        "at_unload": ("keep", "close", "drop"),
         "count_wrappers": (True, False),
     }
 
@@ -241,6 +247,7 @@ class Driver:
             "release": self.options.release,
             "gc": self.options.gc,
             "cancel": "abandon" if self.options.abandon_stream else "cancel_process",
+            "at_unload": self.options.at_unload,
         }
         if self.max_tokens is not None:
             details["max_tokens"] = str(self.max_tokens)
@@ -363,8 +370,15 @@ class Driver:
         except Exception as e:  # noqa: BLE001
             raise DriverError("unload", f"Engine.close: {e}") from e
         del engine
-        # Conversations the runner left open (a `skip_close` fault) stay in the table: the
-        # binding has just deleted the engine under them, which is what this measures.
+        # Conversations the runner left open (a `skip_close` fault) outlive their engine: the
+        # binding has just deleted it under them. What the application does with them next:
+        if self.options.at_unload != "keep":
+            orphans = [entry.pop("conversation") for entry in self.sessions.values()]
+            self.sessions.clear()
+            if self.options.at_unload == "close":
+                for conversation in orphans:
+                    conversation.close()
+            del orphans
         if self.workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir = None

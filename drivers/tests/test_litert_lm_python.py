@@ -297,5 +297,16 @@ class EngineTest(unittest.TestCase):
         self.assertIn(-code, (signal.SIGABRT, signal.SIGSEGV), f"exit {code}: {self.driver.stderr[-2000:]}")
 
 
+    @needs_engine
+    def test_leftovers_closed_after_unload_kill_the_driver_during_unload(self):
+        self.start(at_unload="close")
+        self.driver.turn(1, close=False)
+        self.driver.turn(2, close=False)
+        with self.assertRaises(ConnectionError):
+            self.driver.call({"call": "unload"})
+        code = self.driver.process.returncode
+        self.assertIn(-code, (signal.SIGABRT, signal.SIGSEGV), f"exit {code}: {self.driver.stderr[-2000:]}")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -25,12 +25,13 @@ pub(crate) const EXIT_CODES_HELP: &str = "\
 Exit codes (every command):
   0  pass: every expectation held (check: every file is valid, and with --lib the library
      runs it; analyze: no metric grows; bench: done; bisect: the table is printed)
-  1  an expectation failed: a leak, an unbalanced create/delete (analyze: a metric grows)
+  1  an expectation failed: a leak, an unbalanced create/delete (analyze: a metric grows;
+     driver-check: the driver broke the protocol)
   2  bad input or usage: a malformed scenario, trace or report, a missing or unreadable input
      file, a bad flag or override, a library that cannot run a step of the scenario (check
      --lib, run, compare, bisect), builds that bisect cannot name
   3  the engine failed: crash, hang, load error, a missing engine library, unscripted engine
-     errors; bisect: no build measured the figure
+     errors; bisect: no build measured the figure; driver-check: the driver cannot be started
   4  output could not be written before there was a verdict: the --out folder, or stdout of a
      command without a verdict (bench, bisect)
   130  run: interrupted by SIGINT; the partial report is written, marked interrupted

@@ -5,6 +5,7 @@ mod bench;
 mod bisect;
 mod check;
 mod compare;
+mod driver_check;
 mod error;
 mod interrupt;
 mod output;
@@ -49,6 +50,9 @@ enum Command {
     Compare(compare::CompareArgs),
     /// Run one scenario across a series of engine builds and find where a figure changed.
     Bisect(bisect::BisectArgs),
+    /// Check an engine driver against the worker protocol (docs/protocol.md) with a short
+    /// scripted session: `leakloop driver-check -- python3 my_driver.py`.
+    DriverCheck(driver_check::DriverCheckArgs),
 }
 
 /// Entry point of the `leakloop` binary.
@@ -86,5 +90,6 @@ fn run_command(command: Command) -> Result<Outcome, CliError> {
         Command::Worker(args) => worker::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Bisect(args) => bisect::run(args),
+        Command::DriverCheck(args) => driver_check::run(args),
     }
 }

@@ -21,5 +21,8 @@ pub use litert_lm::LitertLmEngine;
 pub use opencl::OpenClEngine;
 pub use sim::SimEngine;
 pub use skip::skip_or_require;
+pub use worker::{
+    check_driver, CheckStep, DriverCheckPlan, DriverCheckReport, StepResult, WorkerEngine,
+    WORKER_BIN_ENV,
+};
 pub(crate) use worker::{serve_stdio, WorkerError};
-pub use worker::{WorkerEngine, WORKER_BIN_ENV};

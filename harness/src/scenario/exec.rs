@@ -15,7 +15,9 @@ pub struct ExecSpec {
     pub command: Vec<String>,
     /// Variables added to the driver's environment (on top of the runner's).
     pub env: BTreeMap<String, String>,
-    /// The driver's working directory; `None`: the runner's.
+    /// The driver's working directory. A scenario read from a file defaults to the file's folder
+    /// (so relative arguments are relative to the scenario, as every path in it); `None`: the
+    /// runner's.
     pub cwd: Option<PathBuf>,
     /// Backend options passed through to the driver in the handshake, as written.
     pub options: BTreeMap<String, serde_json::Value>,

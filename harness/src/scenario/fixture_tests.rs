@@ -56,6 +56,8 @@ fn redact(text: &str) -> String {
 #[case::unknown_opencl_profile("unknown-opencl-profile", Kind::Invalid, Some("engine.profile"))]
 #[case::missing_profile("missing-profile", Kind::Invalid, Some("engine.profile"))]
 #[case::missing_model("missing-model", Kind::Invalid, Some("engine.model"))]
+#[case::exec_without_command("exec-without-command", Kind::Invalid, Some("engine.command"))]
+#[case::exec_command_on_sim("exec-command-on-sim", Kind::Invalid, Some("engine.command"))]
 #[case::missing_turns("missing-turns", Kind::Shape, Some("turns"))]
 #[case::unknown_step("unknown-step", Kind::Shape, Some("turn[0]"))]
 #[case::two_keys_in_step("two-keys-in-step", Kind::Shape, Some("turn[0]"))]

@@ -150,6 +150,16 @@ const BUILDS: &str = "fixtures/scenarios/bisect-sim-builds.yaml";
 #[case::bisect_bad_scenario(&["bisect", "fixtures/bad/unknown-key.yaml", "--versions", "a..b"], Stdout::Open, "", 2)]
 #[case::bisect_missing_library(&["bisect", LITERT, "--versions", "{tmp}/a.so"], Stdout::Open, "", 3)]
 #[case::bisect_out_folder_cannot_be_made(&["bisect", BUILDS, "--versions", "build-4..build-5", "--runs", "1", "--turns", "3", "--out", "/dev/null/out"], Stdout::Open, "", 4)]
+// driver-check: 0 the driver conforms, 1 a protocol violation (both verdicts: a failed stdout is
+// a warning), 2 bad usage, 3 the driver cannot be started.
+#[case::driver_check_conforms(&["driver-check", "--", "sh", "fixtures/drivers/faulty.sh"], Stdout::Open, "", 0)]
+#[case::driver_check_conforms_full_stdout(&["driver-check", "--", "sh", "fixtures/drivers/faulty.sh"], Stdout::Full, "", 0)]
+#[case::driver_check_conforms_closed_stdout(&["driver-check", "--", "sh", "fixtures/drivers/faulty.sh"], Stdout::Closed, "", 0)]
+#[case::driver_check_violation(&["driver-check", "--", "sh", "fixtures/drivers/faulty.sh", "wrong-reply"], Stdout::Open, "", 1)]
+#[case::driver_check_violation_full_stdout(&["driver-check", "--", "sh", "fixtures/drivers/faulty.sh", "missing-field"], Stdout::Full, "", 1)]
+#[case::driver_check_no_command(&["driver-check"], Stdout::Open, "", 2)]
+#[case::driver_check_bad_timeout(&["driver-check", "--call-timeout", "soon", "--", "true"], Stdout::Open, "", 2)]
+#[case::driver_check_cannot_start(&["driver-check", "--", "{tmp}/no-such-driver"], Stdout::Open, "", 3)]
 // worker (started by the runner): 0 when the runner hangs up, 2 for a bad scenario or protocol,
 // 3 when its engine cannot be built.
 #[case::worker_runner_hangs_up(&["worker"], Stdout::Open, "", 0)]

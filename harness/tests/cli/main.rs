@@ -5,6 +5,7 @@ mod bench;
 mod bisect;
 mod check;
 mod compare;
+mod drivers;
 mod exit_codes;
 mod fixtures;
 mod interrupted;

@@ -221,7 +221,12 @@ fn every_fixture_scenario_validates() {
     let dir = workspace().join("fixtures/scenarios");
     let mut checked = 0;
     let mut failures = Vec::new();
-    for entry in std::fs::read_dir(&dir).expect("fixtures/scenarios exists") {
+    // The external-driver scenarios (`backend: exec`) live apart, since their engine is a program.
+    let exec = workspace().join("fixtures/exec");
+    let entries = std::fs::read_dir(&dir)
+        .expect("fixtures/scenarios exists")
+        .chain(std::fs::read_dir(&exec).expect("fixtures/exec exists"));
+    for entry in entries {
         let path = entry.expect("readable entry").path();
         if path.extension().is_none_or(|e| e != "yaml") {
             continue;
@@ -251,6 +256,8 @@ const SCHEMA_REJECTS: &[(&str, &str, &str)] = &[
     ("expect-without-close-sample", "/sample/after", "contains"),
     ("expectation-without-limit", "/expect/gpu", "minProperties"),
     ("missing-model", "/engine", "required"),
+    ("exec-without-command", "/engine", "required"),
+    ("exec-command-on-sim", "/engine/command", "falseSchema"),
     ("missing-profile", "/engine", "required"),
     ("missing-turns", "", "required"),
     ("negative-reload-every", "/reload_every", "minimum"),

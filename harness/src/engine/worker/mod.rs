@@ -4,9 +4,10 @@
 //!
 //! [`protocol`] is the wire format (docs/protocol.md), [`child`] the built-in worker's serving
 //! loop, [`parent`] the supervising [`WorkerEngine`], [`exec`] how an external driver
-//! (`backend: exec`) is started under it.
+//! (`backend: exec`) is started under it, [`conformance`] `leakloop driver-check`.
 
 mod child;
+mod conformance;
 mod exec;
 mod parent;
 mod protocol;
@@ -16,4 +17,5 @@ mod spec_tests;
 mod test_engine;
 
 pub(crate) use child::{serve_stdio, WorkerError};
+pub use conformance::{check_driver, CheckStep, DriverCheckPlan, DriverCheckReport, StepResult};
 pub use parent::{WorkerEngine, WORKER_BIN_ENV};

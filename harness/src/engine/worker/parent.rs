@@ -70,6 +70,12 @@ pub struct WorkerEngine {
     shim: Option<OpenClNameShim>,
     /// The external driver's command line (`backend: exec`), reported with the backend.
     driver: Option<String>,
+    /// The process id the worker gave in its handshake (the one it says holds the engine).
+    reported_pid: u32,
+    /// The call before the current one and the reply that answers it, to name a reply that
+    /// came one call late.
+    previous: Option<(&'static str, &'static str)>,
+    current: Option<(&'static str, &'static str)>,
 }
 
 #[derive(Debug)]
@@ -208,6 +214,9 @@ impl WorkerEngine {
             stderr,
             shim: None,
             driver: None,
+            reported_pid: 0,
+            previous: None,
+            current: None,
         };
         let hello = Request::Hello {
             version: PROTOCOL_VERSION,
@@ -223,9 +232,10 @@ impl WorkerEngine {
         match worker.call(hello, worker.call_timeout)? {
             Response::Hello {
                 version: PROTOCOL_VERSION,
-                pid: _,
+                pid,
                 backend,
             } => {
+                worker.reported_pid = pid;
                 worker.set_backend(backend);
                 Ok(worker)
             }
@@ -246,6 +256,65 @@ impl WorkerEngine {
     /// The worker's last stderr lines (at most 64), oldest first.
     pub fn stderr_tail(&self) -> Vec<String> {
         self.stderr.lines()
+    }
+
+    /// The process id the worker reported in its handshake; the process started is
+    /// [`Engine::process_id`]. They differ when a wrapper forked the engine instead of `exec`ing
+    /// it, and then the runner would sample the wrong process.
+    pub(crate) fn reported_pid(&self) -> u32 {
+        self.reported_pid
+    }
+
+    /// Ends the session as a runner does (closes the worker's stdin) and says how the worker
+    /// ended: `Ok` if it exited with status 0 within the grace time and wrote nothing more on
+    /// stdout, else what went wrong.
+    pub(crate) fn finish(mut self) -> Result<(), String> {
+        let Some(link) = self.link.take() else {
+            return Err("it was already gone".into());
+        };
+        let Link {
+            mut child,
+            stdin,
+            mut stdout,
+            stderr_task,
+        } = link;
+        self.runtime.block_on(async {
+            drop(stdin);
+            let mut late = Vec::new();
+            // One grace time for both: reading what is left on stdout until it closes, then
+            // the exit.
+            let ended = tokio::time::timeout(EXIT_GRACE, async {
+                let read = (&mut stdout).take(4096).read_to_end(&mut late).await;
+                (read, child.wait().await)
+            })
+            .await;
+            finish_stderr(stderr_task).await;
+            let (read, status) = match ended {
+                Ok((read, Ok(status))) => (read, status),
+                Ok((_, Err(e))) => return Err(format!("its exit status is unknown ({e})")),
+                Err(_) => {
+                    kill_and_reap(&mut child).await;
+                    return Err(format!(
+                        "it did not exit within {} after its stdin closed, so it was killed",
+                        humanize(EXIT_GRACE)
+                    ));
+                }
+            };
+            if matches!(read, Ok(n) if n > 0) {
+                return Err(format!(
+                    "it wrote on stdout after its last reply: `{}`",
+                    excerpt(&String::from_utf8_lossy(&late))
+                ));
+            }
+            if status.success() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "it ended with {} after its stdin closed (expected exit status 0)",
+                    describe_exit(status)
+                ))
+            }
+        })
     }
 
     /// Records the external driver's command line, reported with the backend from now on.
@@ -274,6 +343,7 @@ impl WorkerEngine {
             ));
         }
         let name = request.name();
+        self.previous = self.current.replace((name, request.reply_name()));
         let handshake = matches!(request, Request::Hello { .. });
         let Some(link) = self.link.as_mut() else {
             // Only reachable if a failure forgot to record itself; say so rather than panic.
@@ -292,6 +362,25 @@ impl WorkerEngine {
             Ok(Ok(reply)) => {
                 self.clock_ms = reply.clock_ms;
                 match reply.body {
+                    // These are the runner's verdicts about the process; a worker that claims
+                    // them would be taken for dead while it runs on.
+                    Response::Failed { error }
+                        if matches!(
+                            error.kind,
+                            EngineErrorKind::Crashed { .. } | EngineErrorKind::Hung { .. }
+                        ) =>
+                    {
+                        Err(self.fail_protocol(format!(
+                            "during `{name}`: it failed the call with `{}`, a kind only the \
+                             runner gives (\"{}\")",
+                            if matches!(error.kind, EngineErrorKind::Hung { .. }) {
+                                "hung"
+                            } else {
+                                "crashed"
+                            },
+                            excerpt(&error.message)
+                        )))
+                    }
                     Response::Failed { error } => Err(error.into()),
                     body => Ok(body),
                 }
@@ -338,8 +427,15 @@ impl WorkerEngine {
 
     fn unexpected(&mut self, call: &str, reply: &Response) -> EngineError {
         let line = encode_line(reply);
+        let late = match self.previous {
+            Some((previous, answer)) if answer == reply.name() => format!(
+                ": that is the answer to the call before, `{previous}` (did it answer that call \
+                 twice?)"
+            ),
+            _ => String::new(),
+        };
         self.fail_protocol(format!(
-            "by answering `{call}` with `{}` (`{}`)",
+            "by answering `{call}` with `{}` (`{}`){late}",
             reply.name(),
             excerpt(&line)
         ))

@@ -166,6 +166,21 @@ impl Request {
         }
     }
 
+    /// The name of the reply that answers this call when it succeeds.
+    pub(crate) fn reply_name(&self) -> &'static str {
+        match self {
+            Request::Hello { .. } => "hello",
+            Request::Load => "loaded",
+            Request::OpenSession { .. } => "opened",
+            Request::Generate { .. } => "generated",
+            Request::Snapshot => "snapshot",
+            Request::Send { .. }
+            | Request::CloseSession { .. }
+            | Request::Unload
+            | Request::Idle { .. } => "done",
+        }
+    }
+
     /// The call's name, for error messages.
     pub(crate) fn name(&self) -> &'static str {
         match self {

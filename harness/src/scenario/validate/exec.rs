@@ -105,7 +105,9 @@ pub(super) fn validate_exec(
             return Err(cx.invalid("engine.cwd", "`cwd` contains a NUL character"))
         }
         Some(dir) => Some(resolve(dir)),
-        None => None,
+        // Like every relative path in a scenario, the driver's arguments are relative to the
+        // scenario's folder.
+        None => (!folder.as_os_str().is_empty()).then(|| folder.to_owned()),
     };
     // A relative program path with a `/` would otherwise resolve against whichever folder the
     // platform picks (the runner's or the driver's); pin it to the scenario's folder, as `cwd`.
@@ -153,7 +155,10 @@ mod tests {
     #[test]
     fn a_bare_program_name_is_left_to_path() {
         let s = parse("{backend: exec, command: [python3, drivers/x.py]}").unwrap();
-        assert_eq!(s.engine.exec.unwrap().command, ["python3", "drivers/x.py"]);
+        let exec = s.engine.exec.unwrap();
+        assert_eq!(exec.command, ["python3", "drivers/x.py"]);
+        // It runs in the scenario's folder, so its relative arguments are the scenario's.
+        assert_eq!(exec.cwd, Some(PathBuf::from("/scenarios")));
     }
 
     #[rstest]

@@ -1,0 +1,256 @@
+//! External engine drivers (docs/protocol.md): `backend: exec` scenarios and
+//! `leakloop driver-check`, against real programs: the reference driver
+//! (`drivers/reference_sim.py`, needs `python3`; `LEAKLOOP_REQUIRE_PYTHON=1` turns its absence into
+//! a failure) and `fixtures/drivers/faulty.sh`, a shell driver with one deliberate fault each.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use leakloop::engine::skip_or_require;
+use leakloop::report::{read_report, ReportFile};
+use leakloop::runner::RunOutcome;
+use rstest::rstest;
+
+use crate::fixtures::{expected_exit, run};
+
+/// A path in the repository.
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path)
+}
+
+fn faulty() -> String {
+    repo("fixtures/drivers/faulty.sh").display().to_string()
+}
+
+/// Whether `python3` runs; says SKIPPED (or fails, where required) when it does not.
+fn have_python() -> bool {
+    let found = Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        skip_or_require(
+            "LEAKLOOP_REQUIRE_PYTHON",
+            "python3 not found, so the reference driver cannot run (install Python 3)",
+        );
+    }
+    found
+}
+
+fn driver_check(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_leakloop"))
+        .arg("driver-check")
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("leakloop runs")
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[rstest]
+#[case::conforming("none", 0, &["ok    exit", "conforming: 12 steps"])]
+#[case::wrong_reply("wrong-reply", 1, &["FAIL  open_session", "answering `open_session` with `done`"])]
+#[case::missing_field("missing-field", 1, &["FAIL  open_session", "missing field `session`"])]
+#[case::reply_to_the_wrong_call("extra-reply", 1, &["FAIL  open_session", "the answer to the call before, `load`"])]
+#[case::slow_handshake("slow-hello", 1, &["FAIL  hello", "slow handshake", "within 1s"])]
+#[case::garbage_on_stdout("stdout-garbage", 1, &["FAIL  snapshot", "malformed protocol line `loading model...`"])]
+#[case::exit_mid_session("exit-mid-session", 1, &["FAIL  open_session", "exit status 3", "| faulty driver: giving up"])]
+#[case::hang("hang", 1, &["FAIL  generate", "did not answer `generate` within 1s"])]
+#[case::old_version("old-version", 1, &["FAIL  hello", "speaking version 1 (this runner speaks 2)"])]
+#[case::counts_go_down("counts-go-down", 1, &["FAIL  snapshot", "`conversation` went down from 5 created"])]
+#[case::reserved_kind("reserved-kind", 1, &["FAIL  generate", "a kind only the runner gives"])]
+#[case::lingers("lingers", 1, &["FAIL  exit", "did not exit within 2s"])]
+fn driver_check_names_each_violation_plainly(
+    #[case] fault: &str,
+    #[case] code: i32,
+    #[case] says: &[&str],
+) {
+    let output = driver_check(&["--call-timeout", "1s", "--", "sh", &faulty(), fault]);
+    let shown = text(&output);
+    assert_eq!(output.status.code(), Some(code), "{shown}");
+    for line in says {
+        assert!(shown.contains(line), "`{line}` missing from:\n{shown}");
+    }
+    if code == 1 {
+        assert!(shown.contains("1 protocol violation\n"), "{shown}");
+    }
+}
+
+#[test]
+fn the_reference_driver_conforms() {
+    if !have_python() {
+        return;
+    }
+    let driver = repo("drivers/reference_sim.py").display().to_string();
+    let output = driver_check(&["--option", "session_kib=64", "--", "python3", &driver]);
+    let shown = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{shown}");
+    assert!(
+        shown.contains("reference-sim 1.0, protocol version 2"),
+        "{shown}"
+    );
+    assert!(shown.contains("conversation 1/1"), "{shown}");
+}
+
+#[rstest]
+#[case::no_such_program(&["--", "/nonexistent/driver"], 3, "could not start the driver")]
+#[case::engine_unavailable(&["--option", "bogus=1", "--", "sh", "-c", "read l; echo '{\"reply\":\"failed\",\"error\":{\"kind\":\"unavailable\",\"message\":\"unknown option bogus\"}}'"], 3, "unknown option bogus")]
+#[case::no_command(&[], 2, "COMMAND")]
+#[case::bad_timeout(&["--call-timeout", "0s", "--", "true"], 2, "more than 0")]
+fn driver_check_without_a_session_exits_as_documented(
+    #[case] args: &[&str],
+    #[case] code: i32,
+    #[case] says: &str,
+) {
+    let output = driver_check(args);
+    let shown = text(&output);
+    assert_eq!(output.status.code(), Some(code), "{shown}");
+    assert!(shown.contains(says), "{shown}");
+}
+
+fn report(out: &Path) -> ReportFile {
+    read_report(&out.join("report.json")).unwrap()
+}
+
+#[rstest]
+fn exec_fixture_exits_as_stated(#[files("../fixtures/exec/*.yaml")] path: PathBuf) {
+    if !have_python() {
+        return;
+    }
+    let text = std::fs::read_to_string(&path).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let output = run(&path, out.path());
+    assert_eq!(
+        output.status.code(),
+        Some(expected_exit(&text, &path)),
+        "{}\n{}",
+        path.display(),
+        String::from_utf8_lossy(&output.stdout)
+    );
+    let report = report(out.path());
+    assert_eq!(report.record.backend.backend, "reference-sim");
+    assert!(report.record.backend.details["driver"].ends_with("reference_sim.py"));
+    // The driver's own counts sit next to the runner's.
+    let totals = &report.record.ledger.totals;
+    let runner = totals["runner/session"];
+    let driver = totals["reference-sim/conversation"];
+    assert_eq!(driver.created, runner.created, "{totals:?}");
+    let leaks_sessions = text.contains("skip_release: true");
+    assert_eq!(driver.live() > 0, leaks_sessions, "{totals:?}");
+    // Memory was sampled from the driver's process, from outside.
+    assert!(report
+        .record
+        .samples
+        .iter()
+        .any(|s| s.metrics.get("anon_rss").is_some_and(|v| *v > 1 << 20)));
+}
+
+/// A scenario running `faulty.sh FAULT` as its engine, written into `dir`.
+fn faulty_scenario(dir: &Path, fault: &str, extra: &str) -> PathBuf {
+    let path = dir.join("driver.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "name: faulty-{fault}\nengine:\n  backend: exec\n  command: [sh, {}, {fault}]\n  \
+             call_timeout: 1s\n{extra}turns: 3\nturn:\n  - open: {{}}\n  - generate: \
+             {{max_output_tokens: 4}}\n  - close: {{}}\n",
+            faulty()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+#[rstest]
+#[case::crash("exit-mid-session", "open", "exit status 3")]
+#[case::hang("hang", "generate", "did not answer `generate` within 1s")]
+#[case::protocol("wrong-reply", "open", "answering `open_session` with `done`")]
+fn a_failing_driver_ends_the_run_as_an_engine_failure_with_its_reports(
+    #[case] fault: &str,
+    #[case] step: &str,
+    #[case] says: &str,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = faulty_scenario(dir.path(), fault, "");
+    let out = dir.path().join("out");
+    let output = run(&path, &out);
+    assert_eq!(output.status.code(), Some(3), "{}", text(&output));
+    let RunOutcome::EngineFailed {
+        turn,
+        step: failed_step,
+        error,
+    } = report(&out).record.outcome
+    else {
+        panic!("not an engine failure: {}", text(&output));
+    };
+    assert_eq!((turn, failed_step.as_str()), (1, step));
+    assert!(error.message.contains(says), "{error}");
+}
+
+#[test]
+fn env_and_cwd_reach_the_driver() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("work")).unwrap();
+    let path = faulty_scenario(
+        dir.path(),
+        "env-cwd",
+        "  env: {LEAKLOOP_TEST_VALUE: from-the-scenario}\n  cwd: work\n",
+    );
+    let out = dir.path().join("out");
+    let output = run(&path, &out);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let details = report(&out).record.backend.details;
+    assert_eq!(details["value"], "from-the-scenario");
+    assert_eq!(
+        Path::new(&details["cwd"]).canonicalize().unwrap(),
+        dir.path().join("work").canonicalize().unwrap()
+    );
+}
+
+#[test]
+fn the_opencl_interposer_is_preloaded_into_a_driver_that_asks_for_it() {
+    if !have_python() {
+        return;
+    }
+    if let Err(why) = leakloop::engine::opencl::find_interposer() {
+        skip_or_require(
+            "LEAKLOOP_REQUIRE_OPENCL",
+            &format!("{why} (build it with `cargo build -p cl-interposer`)"),
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("interposed.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "name: interposed\nengine:\n  backend: exec\n  command: [python3, {}]\n  \
+             opencl_interposer: true\nturns: 2\nturn:\n  - open: {{}}\n  - close: {{}}\n",
+            repo("drivers/reference_sim.py").display()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let output = run(&path, &out);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let report = report(&out);
+    assert_eq!(report.record.backend.details["opencl_interposer"], "loaded");
+    // The driver read the interposer's counts and reported them as its own ledger kinds.
+    assert!(
+        report
+            .record
+            .ledger
+            .totals
+            .keys()
+            .any(|k| k.starts_with("reference-sim/cl_")),
+        "{:?}",
+        report.record.ledger.totals
+    );
+}

@@ -227,3 +227,27 @@ fn compare_sets_the_c_api_against_the_binding() {
         assert_eq!(report.verdict.status, VerdictStatus::Pass, "side {side}");
     }
 }
+
+#[test]
+fn the_driver_conforms_to_the_protocol() {
+    let test = "the_driver_conforms_to_the_protocol";
+    if !have_binding(test) {
+        return;
+    }
+    let output = Command::new(LEAKLOOP)
+        .args([
+            "driver-check",
+            "--model",
+            "fixtures/models/tiny-qwen2-f32.litertlm",
+            "--",
+        ])
+        .arg("drivers/litert_lm_python.py")
+        .current_dir(repo_root())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("leakloop runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("conforming:"), "{stdout}{stderr}");
+}

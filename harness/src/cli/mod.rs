@@ -50,8 +50,8 @@ enum Command {
     Compare(compare::CompareArgs),
     /// Run one scenario across a series of engine builds and find where a figure changed.
     Bisect(bisect::BisectArgs),
-    /// Check an engine driver against the worker protocol (docs/protocol.md) with a short
-    /// scripted session: `leakloop driver-check -- python3 my_driver.py`.
+    /// Check an engine driver against the protocol of docs/protocol.md with a short scripted
+    /// session: `leakloop driver-check -- python3 my_driver.py`.
     DriverCheck(driver_check::DriverCheckArgs),
 }
 

@@ -58,37 +58,31 @@ fn every_example_is_a_message_the_code_reads_whole() {
     }
 }
 
+/// Each of `names` has a `#### \`name\`` heading in `section` and an example line that starts
+/// with `{"<field>":"<name>"`.
+fn each_has_a_section_and_an_example(section: &str, names: &[&str], field: &str) {
+    let examples = example_lines();
+    for name in names {
+        assert!(
+            section
+                .lines()
+                .any(|l| l.starts_with("#### ") && l.contains(&format!("`{name}`"))),
+            "no section for the {field} `{name}`"
+        );
+        let tag = format!("{{\"{field}\":\"{name}\"");
+        assert!(
+            examples.iter().any(|l| l.starts_with(&tag)),
+            "no example of the {field} `{name}`"
+        );
+    }
+}
+
 #[test]
 fn every_call_and_reply_has_its_section_and_an_example() {
     let calls = &SPEC[SPEC.find("### Calls").unwrap()..SPEC.find("### Replies").unwrap()];
     let replies = &SPEC[SPEC.find("### Replies").unwrap()..SPEC.find("## Errors").unwrap()];
-    let examples = example_lines();
-    for call in CALL_NAMES {
-        assert!(
-            calls
-                .lines()
-                .any(|l| l.starts_with("#### ") && l.contains(&format!("`{call}`"))),
-            "no section for the call `{call}`"
-        );
-        let tag = format!("{{\"call\":\"{call}\"");
-        assert!(
-            examples.iter().any(|l| l.starts_with(&tag)),
-            "no example of `{call}`"
-        );
-    }
-    for reply in REPLY_NAMES {
-        assert!(
-            replies
-                .lines()
-                .any(|l| l.starts_with("#### ") && l.contains(&format!("`{reply}`"))),
-            "no section for the reply `{reply}`"
-        );
-        let tag = format!("{{\"reply\":\"{reply}\"");
-        assert!(
-            examples.iter().any(|l| l.starts_with(&tag)),
-            "no example of `{reply}`"
-        );
-    }
+    each_has_a_section_and_an_example(calls, &CALL_NAMES, "call");
+    each_has_a_section_and_an_example(replies, &REPLY_NAMES, "reply");
 }
 
 #[test]

@@ -333,3 +333,36 @@ fn a_hang_fault_really_blocks_the_worker_until_the_timeout_kills_it() {
     );
     assert!(is_gone(pid));
 }
+
+#[test]
+fn an_external_driver_gets_the_documented_handshake_not_the_internal_scenario() {
+    let mut exec =
+        crate::scenario::ExecSpec::new(["sh", "-c", "read hello; echo \"got $hello\" >&2; exit 1"]);
+    exec.options
+        .insert("grow_kib".into(), serde_json::json!(64));
+    let scenario = Scenario {
+        seed: 11,
+        ..Scenario::new(
+            "driver",
+            crate::scenario::EngineSpec {
+                call_timeout: Duration::from_secs(10),
+                ..crate::scenario::EngineSpec::exec(exec)
+            },
+            1,
+            vec![],
+        )
+    };
+    let err = WorkerEngine::spawn_driver(&scenario, &[]).unwrap_err();
+    let got = err
+        .message
+        .lines()
+        .find_map(|l| l.strip_prefix("  | got "))
+        .unwrap_or_else(|| panic!("{err}"));
+    let hello: serde_json::Value = serde_json::from_str(got).unwrap();
+    assert_eq!(hello["call"], "hello");
+    assert_eq!(hello["version"], PROTOCOL_VERSION);
+    assert_eq!(hello["engine"]["backend"], "exec");
+    assert_eq!(hello["engine"]["seed"], 11);
+    assert_eq!(hello["engine"]["options"]["grow_kib"], 64);
+    assert!(hello.get("scenario").is_none(), "{hello}");
+}

@@ -94,6 +94,12 @@ fn have_binding(test: &str) -> bool {
     imports
 }
 
+/// A committed file, as an absolute path: an exec driver runs in its scenario's folder, and
+/// paths resolved against a relative folder would not survive that change of directory.
+fn committed(path: &str) -> String {
+    repo_root().join(path).display().to_string()
+}
+
 /// `leakloop ARGS --quiet --out DIR` from the repository root.
 fn leakloop(args: &[&str], out: &Path) -> Output {
     Command::new(LEAKLOOP)
@@ -115,7 +121,7 @@ fn run_scenario(file: &str, code: i32) -> Option<ReportFile> {
     }
     let _lock = memory_lock();
     let dir = tempfile::tempdir().unwrap();
-    let path = format!("fixtures/scenarios/{file}");
+    let path = committed(&format!("fixtures/scenarios/{file}"));
     let output = leakloop(&["run", &path], dir.path());
     let text = format!(
         "{}{}",
@@ -202,9 +208,9 @@ fn compare_sets_the_c_api_against_the_binding() {
     let output = leakloop(
         &[
             "compare",
-            "fixtures/scenarios/litert-cpu-chat.yaml",
+            &committed("fixtures/scenarios/litert-cpu-chat.yaml"),
             "--engine",
-            "fixtures/engines/litert-lm-python.yaml",
+            &committed("fixtures/engines/litert-lm-python.yaml"),
         ],
         dir.path(),
     );

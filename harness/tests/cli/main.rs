@@ -14,6 +14,7 @@ mod interrupted;
 mod library;
 mod opencl;
 mod out_dir;
+mod python_driver;
 mod real_traces;
 mod report;
 mod schema;

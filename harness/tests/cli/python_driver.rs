@@ -7,15 +7,52 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use device_tests::{memory_lock, repo_root, require_litert, REQUIRE_ENV};
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
+
 use leakloop::analyze::VerdictStatus;
+use leakloop::engine::litert_lm::discover_library;
 use leakloop::engine::{skip_or_require, EngineErrorKind, WORKER_BIN_ENV};
 use leakloop::report::{read_report, ReportFile};
 use leakloop::runner::RunOutcome;
 
 const INSTALL: &str = "python3 -m pip install litert-lm-api==0.18.1";
-/// This package's build of the `leakloop` command line (see `src/bin/leakloop-device.rs`).
-const LEAKLOOP: &str = env!("CARGO_BIN_EXE_leakloop-device");
+/// The `leakloop` command line under test.
+const LEAKLOOP: &str = env!("CARGO_BIN_EXE_leakloop");
+/// Set in CI, where python3, the `litert_lm` package and the C library must all be there.
+const REQUIRE_ENV: &str = "LEAKLOOP_REQUIRE_ENGINE";
+
+/// The repository root (the workspace folder).
+fn repo_root() -> PathBuf {
+    crate::compare::workspace()
+}
+
+/// One real-engine run at a time in this test binary: two would measure each other's load.
+fn memory_lock() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether the LiteRT-LM C library and the tiny model `model_file` are here; reports the skip
+/// when they are not.
+fn require_litert(test: &str, model_file: &str) -> Option<()> {
+    if let Err(e) = discover_library(None) {
+        skip_or_require(
+            REQUIRE_ENV,
+            &format!("{test}: {e} (run ci/fetch-litert-lm.sh)"),
+        );
+        return None;
+    }
+    let model = repo_root().join("fixtures/models").join(model_file);
+    if !model.is_file() {
+        skip_or_require(
+            REQUIRE_ENV,
+            &format!("{test}: the model {} is missing", model.display()),
+        );
+        return None;
+    }
+    Some(())
+}
 
 #[test]
 fn the_driver_passes_its_own_tests() {

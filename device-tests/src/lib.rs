@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
+use leakloop::analyze::{classify, ClassifyOptions, GrowthPerTurn, MetricSeries};
 use leakloop::engine::litert_lm::{discover_library, LibraryLocation};
 use leakloop::engine::skip_or_require;
 use leakloop::scenario::{BackendKind, EngineSpec, PromptSpec, Scenario, SessionOptions, Step};
@@ -98,21 +99,14 @@ pub fn chat_scenario(name: &str, model: &Path, turns: u32, cancel_after: Option<
     )
 }
 
-/// Least-squares slope of `(x, y)` points, in y units per x.
-pub fn slope(points: &[(f64, f64)]) -> f64 {
-    let n = points.len() as f64;
-    if n < 2.0 {
-        return 0.0;
-    }
-    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
-    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
-    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
-    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
-    if sxx == 0.0 {
-        0.0
-    } else {
-        sxy / sxx
-    }
+/// The growth per turn of a series measured by hand (`(turn, bytes)`, turn 0 after load), as
+/// the analyzer fits it after `warmup_turns`.
+pub fn growth(points: &[(u64, u64)], warmup_turns: u64) -> GrowthPerTurn {
+    let options = ClassifyOptions {
+        warmup_turns,
+        ..ClassifyOptions::default()
+    };
+    GrowthPerTurn::of(&classify(&MetricSeries::from_points(points), &options))
 }
 
 #[cfg(test)]
@@ -120,9 +114,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn slope_of_a_line_is_its_gradient() {
-        let pts: Vec<_> = (0..10).map(|x| (x as f64, 3.0 * x as f64 + 7.0)).collect();
-        assert!((slope(&pts) - 3.0).abs() < 1e-9);
-        assert_eq!(slope(&[(1.0, 5.0)]), 0.0);
+    fn growth_of_a_rising_series_is_its_rise_per_turn() {
+        let points: Vec<(u64, u64)> = (0..30).map(|t| (t, (64 << 20) + t * 3000)).collect();
+        let growth = growth(&points, 5);
+        assert!((growth.bytes_per_turn - 3000.0).abs() < 1.0, "{growth:?}");
+        let flat: Vec<(u64, u64)> = (0..30).map(|t| (t, 64 << 20)).collect();
+        assert_eq!(super::growth(&flat, 5).bytes_per_turn, 0.0);
     }
 }

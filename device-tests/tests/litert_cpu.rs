@@ -6,7 +6,7 @@
 //! them it prints `SKIPPED: ...`, and fails when `LEAKLOOP_REQUIRE_ENGINE=1`. Tests that measure
 //! this process's memory take [`memory_lock`] so that they run one at a time.
 
-use device_tests::{chat_scenario, memory_lock, require_litert, slope};
+use device_tests::{chat_scenario, growth, memory_lock, require_litert};
 use leakloop::engine::LitertLmEngine;
 use leakloop::engine::{Engine, GenerateRequest, Prompt};
 use leakloop::probe::probe_process;
@@ -70,16 +70,15 @@ fn run_chat(engine: &mut LitertLmEngine, cancel_after: Option<u32>, keep_open: b
 }
 
 fn report(label: &str, series: &[u64]) -> f64 {
-    let tail: Vec<(f64, f64)> = series
+    let points: Vec<(u64, u64)> = series
         .iter()
         .enumerate()
-        .skip(5)
-        .map(|(t, v)| (t as f64, *v as f64))
+        .map(|(t, v)| (t as u64, *v))
         .collect();
-    let per_turn = slope(&tail);
+    let per_turn = growth(&points, 5).bytes_per_turn;
     eprintln!(
         "{label}: rss after load {} KiB, after turn 1 {} KiB, after turn {TURNS} {} KiB, \
-         slope over turns 5..={TURNS}: {:.0} B/turn",
+         growth after turn 5: {:.0} B/turn",
         series[0] / 1024,
         series[1] / 1024,
         series[TURNS as usize] / 1024,
@@ -93,61 +92,25 @@ fn report(label: &str, series: &[u64]) -> f64 {
 /// in this process, its C heap and RSS must now stay flat per turn.
 #[test]
 fn in_process_runs_do_not_count_the_harness_records_as_engine_growth() {
-    use leakloop::runner::{run_scenario, NoObserver, RunOutcome};
+    use leakloop::testing::ScenarioTest;
     let test = "in_process_runs_do_not_count_the_harness_records_as_engine_growth";
     let Some((_, model)) = require_litert(test, MODEL) else {
         return;
     };
     let _lock = memory_lock();
-    let mut scenario = chat_scenario("in-process", &model, 200, None);
-    scenario.watch = vec!["native_heap".into(), "rss".into(), "anon_rss".into()];
-    let mut engine = LitertLmEngine::from_scenario(&scenario).expect("engine");
-    let record = run_scenario(&scenario, &mut engine, &mut NoObserver);
-    assert_eq!(record.outcome, RunOutcome::Completed);
+    let run = ScenarioTest::new(chat_scenario("in-process", &model, 180, None))
+        .warmup_turns(20)
+        .configure(|s| s.watch = vec!["native_heap".into(), "rss".into(), "anon_rss".into()])
+        .run();
+    assert_eq!(
+        run.record().outcome,
+        leakloop::runner::RunOutcome::Completed
+    );
     for metric in ["native_heap", "rss", "anon_rss"] {
-        let pts: Vec<(f64, f64)> = record
-            .post_close_series(metric)
-            .into_iter()
-            .filter(|(t, _)| *t > 20)
-            .map(|(t, v)| (f64::from(t), v as f64))
-            .collect();
-        let per_turn = slope(&pts);
+        let per_turn = run.growth(metric).expect(metric).bytes_per_turn;
         eprintln!("in process, {metric}: {per_turn:+.1} B/turn over turns 21..200");
         assert!(per_turn.abs() < 256.0, "{metric}: {per_turn:+.1} B/turn");
     }
-}
-
-/// `leakloop bench overhead` runs the bare C loop and leakloop side by side and prints a ratio.
-#[test]
-fn bench_overhead_prints_leakloop_next_to_the_bare_loop() {
-    let test = "bench_overhead_prints_leakloop_next_to_the_bare_loop";
-    let Some((library, model)) = require_litert(test, MODEL) else {
-        return;
-    };
-    let _lock = memory_lock();
-    let device_leakloop = env!("CARGO_BIN_EXE_leakloop-device");
-    let output = std::process::Command::new(device_leakloop)
-        .env(leakloop::engine::WORKER_BIN_ENV, device_leakloop)
-        .args([
-            "bench", "overhead", "--turns", "5", "--warmup", "1", "--rounds", "1",
-        ])
-        .arg("--lib")
-        .arg(&library.path)
-        .arg("--model")
-        .arg(&model)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
-    for row in [
-        "| bare C loop |",
-        "| leakloop (worker) |",
-        "| leakloop (in-process) |",
-    ] {
-        assert!(stdout.contains(row), "{row} in {stdout}\n{stderr}");
-    }
-    assert!(stdout.contains("x |"), "{stdout}");
 }
 
 #[test]
@@ -276,140 +239,100 @@ fn reload_releases_the_engine_each_time() {
         "reload: rss after each load (KiB): {:?}",
         after_load.iter().map(|b| b / 1024).collect::<Vec<_>>()
     );
-    let pts: Vec<(f64, f64)> = after_load
-        .iter()
-        .enumerate()
-        .skip(1)
-        .map(|(i, v)| (i as f64, *v as f64))
-        .collect();
+    // From the second load on (the first one settles the allocator), each reload may keep
+    // less than 1 MiB more than the one before.
+    let kept = after_load[4].saturating_sub(after_load[1]);
     assert!(
-        slope(&pts) < 1024.0 * 1024.0,
-        "each reload keeps > 1 MiB: {after_load:?}"
+        kept < 3 * 1024 * 1024,
+        "three reloads kept {kept} B more (1 MiB or more each): {after_load:?}"
     );
 }
 
 /// The committed scenarios the way `leakloop run` runs them: parsed, run in a worker process that
-/// serves the engine (sampled from outside), and judged by the analyzer.
+/// serves the engine (sampled from outside), and judged by the analyzer. The worker is this test
+/// binary itself (`leakloop::testing`).
 mod scenarios {
     use super::*;
-    use std::path::Path;
-    use std::process::Command;
 
     use device_tests::repo_root;
-    use leakloop::analyze::{analyze_run, Verdict, VerdictStatus};
-    use leakloop::engine::{EngineErrorKind, WorkerEngine, WORKER_BIN_ENV};
-    use leakloop::report::{read_report, read_samples};
-    use leakloop::runner::{run_scenario, NoObserver, Phase, RunOutcome, RunRecord, Sample};
-    use leakloop::scenario::load_scenario;
-
-    /// This package's build of the `leakloop` command line (see `src/bin/leakloop-device.rs`).
-    const LEAKLOOP: &str = env!("CARGO_BIN_EXE_leakloop-device");
+    use leakloop::analyze::VerdictStatus;
+    use leakloop::engine::EngineErrorKind;
+    use leakloop::report::{read_report, read_samples, SAMPLES_JSONL};
+    use leakloop::runner::{Phase, RunOutcome, Sample};
+    use leakloop::testing::{ScenarioTest, TestRun};
 
     fn scenario_path(file: &str) -> std::path::PathBuf {
         repo_root().join("fixtures/scenarios").join(file)
     }
 
-    fn run(file: &str) -> Option<(RunRecord, Verdict)> {
-        require_litert(file, MODEL)?;
-        let _lock = memory_lock();
-        let scenario = load_scenario(&scenario_path(file)).unwrap_or_else(|e| panic!("{e}"));
+    fn scenario(file: &str) -> ScenarioTest {
+        let test = ScenarioTest::from_file(scenario_path(file)).unwrap_or_else(|e| panic!("{e}"));
         assert!(
-            scenario.engine.isolate,
+            test.scenario().engine.isolate,
             "{file}: a real engine runs in a worker process by default"
         );
-        let mut engine = WorkerEngine::spawn_program(Path::new(LEAKLOOP), &scenario, &[])
-            .unwrap_or_else(|e| panic!("{file}: {e}"));
-        let record = run_scenario(&scenario, &mut engine, &mut NoObserver);
-        drop(engine);
-        assert_eq!(record.outcome, RunOutcome::Completed, "{file}");
-        let verdict = analyze_run(&record);
+        test
+    }
+
+    fn run(file: &str) -> Option<TestRun> {
+        require_litert(file, MODEL)?;
+        let _lock = memory_lock();
+        let run = scenario(file).run();
+        assert_eq!(run.record().outcome, RunOutcome::Completed, "{file}");
         eprintln!(
-            "{file} on LiteRT-LM {}: {:?}",
-            record.backend.version, verdict.status
+            "{file} on LiteRT-LM {}:\n{}",
+            run.record().backend.version,
+            run.table()
         );
-        for e in &verdict.expectations {
-            eprintln!(
-                "  [{}] {}: expected {}, measured {}",
-                if e.passed { "ok" } else { "FAIL" },
-                e.name,
-                e.expected,
-                e.measured
-            );
-        }
-        Some((record, verdict))
+        Some(run)
     }
 
-    /// Names of the expectations the verdict failed.
-    fn failed(verdict: &Verdict) -> Vec<&str> {
-        verdict
-            .expectations
-            .iter()
-            .filter(|e| !e.passed)
-            .map(|e| e.name.as_str())
-            .collect()
-    }
-
-    /// Slope of the post-close RSS after the warm-up turns, in bytes per turn.
-    fn rss_slope(record: &RunRecord) -> f64 {
-        let warmup = record.scenario.warmup_turns;
-        let pts: Vec<(f64, f64)> = record
-            .post_close_series("rss")
-            .into_iter()
-            .filter(|(t, _)| *t > warmup)
-            .map(|(t, v)| (t as f64, v as f64))
-            .collect();
-        slope(&pts)
+    /// Growth per turn of the post-close RSS after warm-up, as the analyzer fitted it.
+    fn rss_growth(run: &TestRun) -> f64 {
+        run.growth("rss").expect("rss analysed").bytes_per_turn
     }
 
     #[test]
     fn chat_scenario_is_balanced_and_flat() {
-        let Some((record, verdict)) = run("litert-cpu-chat.yaml") else {
+        let Some(run) = run("litert-cpu-chat.yaml") else {
             return;
         };
-        assert!(
-            record.ledger.imbalances().is_empty(),
-            "{:?}",
-            record.ledger.imbalances()
-        );
-        assert!(record.ledger.totals.contains_key("litert-lm/conversation"));
-        assert!(rss_slope(&record) < 64.0 * 1024.0);
-        assert_eq!(
-            verdict.status,
-            VerdictStatus::Pass,
-            "failed: {:?}",
-            failed(&verdict)
-        );
+        let ledger = &run.record().ledger;
+        assert!(ledger.imbalances().is_empty(), "{:?}", ledger.imbalances());
+        assert!(ledger.totals.contains_key("litert-lm/conversation"));
+        assert!(rss_growth(&run) < 64.0 * 1024.0);
+        run.assert_pass();
         for metric in ["rss", "anon_rss", "native_heap"] {
-            assert!(
-                verdict.metrics.contains_key(metric),
-                "{metric} not analysed"
-            );
+            assert!(run.growth(metric).is_some(), "{metric} not analysed");
         }
     }
 
     #[test]
     fn skip_close_scenario_fails_on_the_ledger_and_on_growth() {
-        let Some((record, verdict)) = run("litert-cpu-skip-close.yaml") else {
+        let Some(run) = run("litert-cpu-skip-close.yaml") else {
             return;
         };
-        let imbalances = record.ledger.imbalances();
+        let imbalances = run.record().ledger.imbalances();
         let conv = imbalances
             .iter()
             .find(|i| i.kind == "litert-lm/conversation")
             .unwrap_or_else(|| panic!("no conversation imbalance: {imbalances:?}"));
         assert_eq!(conv.first_turn, Some(3), "{conv:?}");
-        assert!(rss_slope(&record) > 64.0 * 1024.0);
+        assert!(rss_growth(&run) > 64.0 * 1024.0);
 
-        assert_eq!(verdict.status, VerdictStatus::Fail);
-        let failed = failed(&verdict);
+        run.assert_fail();
         for name in [
             "balanced.litert-lm/conversation",
             "balanced.runner/session",
             "rss.max_growth_per_turn",
             "native_heap.max_growth_per_turn",
         ] {
-            assert!(failed.contains(&name), "{name} did not fail: {failed:?}");
+            run.assert_check_failed(name);
         }
+        // The growth limit is judged on the interval's upper bound, which lies beyond it.
+        let check = run.check("rss.max_growth_per_turn").unwrap();
+        let (_, high) = check.growth.unwrap().interval.unwrap();
+        assert!(high > check.limit.unwrap(), "{check:?}");
     }
 
     /// The value of `metric` in a sample.
@@ -422,9 +345,10 @@ mod scenarios {
 
     #[test]
     fn reload_scenario_returns_memory_at_each_reload() {
-        let Some((record, verdict)) = run("litert-cpu-reload.yaml") else {
+        let Some(run) = run("litert-cpu-reload.yaml") else {
             return;
         };
+        let record = run.record();
         assert!(
             record.ledger.imbalances().is_empty(),
             "{:?}",
@@ -433,12 +357,7 @@ mod scenarios {
         assert!(record.ledger.totals["litert-lm/engine"].created >= 6);
         // The verdict judges growth per epoch (between reloads), which is what matters here: a
         // slope over the whole run would count the allocator's one-time settling as growth.
-        assert_eq!(
-            verdict.status,
-            VerdictStatus::Pass,
-            "failed: {:?}",
-            failed(&verdict)
-        );
+        run.assert_pass();
 
         let baseline = record
             .samples
@@ -497,8 +416,8 @@ mod scenarios {
     /// How far apart the RSS after the last half of the reloads may be.
     const RSS_SETTLED_SPREAD: i64 = 1 << 20;
 
-    /// A crash of the worker that serves the engine ends `leakloop run` as an engine failure
-    /// (exit 3) that keeps every sample taken before it on disk.
+    /// A crash of the worker that serves the engine is an engine failure that keeps every
+    /// sample taken before it on disk.
     #[test]
     fn worker_crash_is_an_engine_failure_with_a_kept_record() {
         if require_litert(
@@ -509,23 +428,17 @@ mod scenarios {
         {
             return;
         }
+        // In the worker, serve before making a folder that its exit would leave behind.
+        leakloop::testing::serve_worker_if_requested();
         let out = tempfile::tempdir().unwrap();
-        let output = Command::new(LEAKLOOP)
-            .arg("run")
-            .arg(scenario_path("litert-cpu-crash.yaml"))
-            .args(["--quiet", "--out"])
-            .arg(out.path())
-            .env(WORKER_BIN_ENV, LEAKLOOP)
-            .env("NO_COLOR", "1")
-            .output()
-            .expect("leakloop runs");
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        eprintln!("{stdout}{stderr}");
-        assert_eq!(output.status.code(), Some(3), "{stdout}{stderr}");
+        let run = scenario("litert-cpu-crash.yaml")
+            .reports_in(out.path())
+            .run();
+        eprintln!("{}", run.table());
+        run.assert_status(VerdictStatus::EngineFailed);
 
         // Streamed while the run went: the load and turns 1-2, nothing of turn 3.
-        let streamed = read_samples(&out.path().join("samples.jsonl")).unwrap();
+        let streamed = read_samples(&out.path().join(SAMPLES_JSONL)).unwrap();
         assert!(!streamed.torn_last_line);
         let streamed = streamed.samples;
         let turns = |samples: &[Sample]| {

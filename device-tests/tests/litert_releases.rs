@@ -13,13 +13,12 @@
 use std::path::{Path, PathBuf};
 
 use device_tests::{chat_scenario, model_path, repo_root, skip, REQUIRE_ENV};
-use leakloop::analyze::analyze_run;
 use leakloop::engine::litert_lm::{library_capabilities, Capability};
 use leakloop::engine::{skip_or_require, Engine, GenerateRequest, Prompt, WorkerEngine};
-use leakloop::runner::{run_scenario, NoObserver, RunOutcome};
-use leakloop::scenario::SessionOptions;
+use leakloop::runner::RunOutcome;
+use leakloop::scenario::{Scenario, SessionOptions};
+use leakloop::testing::{serve_worker_if_requested, this_test_worker, ScenarioTest};
 
-const LEAKLOOP: &str = env!("CARGO_BIN_EXE_leakloop-device");
 const MODEL: &str = "tiny-qwen2-f32.litertlm";
 const REQUIRE_RELEASES_ENV: &str = "LEAKLOOP_REQUIRE_RELEASES";
 
@@ -48,6 +47,14 @@ fn required() -> Vec<String> {
         .split_whitespace()
         .map(str::to_owned)
         .collect()
+}
+
+/// A worker serving `scenario`'s engine: this test binary, started again (see
+/// [`serve_worker_if_requested`], which the test calls first).
+fn worker(scenario: &Scenario) -> Result<WorkerEngine, String> {
+    let command = this_test_worker()?;
+    WorkerEngine::launch(&command.program, &command.args, &command.env, scenario)
+        .map_err(|e| e.to_string())
 }
 
 /// What one release measured, as a row of docs/litert-lm.md's table.
@@ -95,8 +102,7 @@ fn after_cancel(version: &str, lib: &Path) -> String {
     scenario.engine.isolate = true;
     scenario.engine.call_timeout = std::time::Duration::from_secs(15);
     let probe = || -> Result<String, String> {
-        let mut engine = WorkerEngine::spawn_program(Path::new(LEAKLOOP), &scenario, &[])
-            .map_err(|e| e.to_string())?;
+        let mut engine = worker(&scenario)?;
         engine.load().map_err(|e| e.message.clone())?;
         let session = engine
             .open_session(1, &SessionOptions::default())
@@ -115,8 +121,7 @@ fn exercise(version: &str, lib: &Path) -> Result<(), String> {
     let mut scenario = chat_scenario(version, &model_path(MODEL), 2, Some(4));
     scenario.engine.lib = Some(lib.to_path_buf());
     scenario.engine.isolate = true;
-    let mut engine = WorkerEngine::spawn_program(Path::new(LEAKLOOP), &scenario, &[])
-        .map_err(|e| e.to_string())?;
+    let mut engine = worker(&scenario)?;
     engine.load().map_err(|e| e.message.clone())?;
     let options = SessionOptions::default();
     let session = engine
@@ -160,16 +165,15 @@ fn measure(version: &str, lib: &Path) -> Result<Row, String> {
     scenario.engine.lib = Some(lib.to_path_buf());
     scenario.engine.isolate = true;
     scenario.watch = vec!["rss".into(), "native_heap".into()];
-    let mut engine = WorkerEngine::spawn_program(Path::new(LEAKLOOP), &scenario, &[])
+    let run = ScenarioTest::new(scenario)
+        .try_run()
         .map_err(|e| e.to_string())?;
-    let record = run_scenario(&scenario, &mut engine, &mut NoObserver);
-    drop(engine);
+    let record = run.record();
     if let RunOutcome::EngineFailed { error, .. } = &record.outcome {
         return Err(error.message.clone());
     }
     assert!(record.ledger.imbalances().is_empty(), "{version}");
-    let verdict = analyze_run(&record);
-    let rss = &verdict.metrics["rss"];
+    let rss = &run.verdict().metrics["rss"];
     let details = &record.backend.details;
     Ok(Row {
         version: version.to_owned(),
@@ -194,6 +198,8 @@ fn mib(bytes: f64) -> String {
 
 #[test]
 fn every_fetched_release_runs_the_chat_scenario_through_the_one_ffi() {
+    // The workers below are this test started again: there, serve and exit.
+    serve_worker_if_requested();
     if !model_path(MODEL).is_file() {
         return skip("litert_releases", &format!("model {MODEL} is missing"));
     }

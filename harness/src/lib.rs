@@ -5,6 +5,10 @@
 //! create/delete pair in a call ledger and sampling memory through [`probe`]s. The [`analyze`]
 //! module separates one-time steps and plateaus from per-turn growth and checks the scenario's
 //! expectations; [`report`] renders the result for people and CI.
+//!
+//! Features: `cli` (default) is the `leakloop` command line; `test-support` adds
+//! `leakloop::testing`, which runs scenarios from a crate's own `#[test]` functions and asserts
+//! on their verdicts (see docs/testing-in-your-crate.md).
 #![warn(missing_docs)]
 
 pub mod analyze;
@@ -16,6 +20,14 @@ pub mod report;
 pub mod runner;
 pub mod scenario;
 
+/// The one registry of metrics (name, unit, meaning, providing probes, machine dependence).
+pub use leakloop_metrics as registry;
+
+#[cfg(feature = "test-support")]
+pub mod testing;
+
+/// The `leakloop` command line (feature `cli`, on by default); not a library API.
+#[cfg(feature = "cli")]
 #[doc(hidden)]
 pub mod cli;
 

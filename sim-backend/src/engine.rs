@@ -15,16 +15,14 @@ use crate::faults::{FaultSchedule, SimFaultKind};
 use crate::noise::{apply, Jitter, Noise};
 use crate::profile::{Place, Profile};
 use crate::real_alloc::RealHeap;
+use leakloop_metrics::names::{GPU, NATIVE_HEAP, POOL_ALLOCATED, POOL_RESERVED, PSS, RSS};
+use leakloop_metrics::ProbeKind;
 
-/// Names of the metrics [`SimEngine::metrics`] reports, in bytes.
-pub const METRICS: &[&str] = &[
-    "gpu",
-    "native_heap",
-    "pool_allocated",
-    "pool_reserved",
-    "pss",
-    "rss",
-];
+/// Names of the metrics [`SimEngine::metrics`] reports, in bytes: the registry's metrics the
+/// simulator provides.
+pub fn metric_names() -> impl Iterator<Item = &'static str> {
+    leakloop_metrics::provided_by(ProbeKind::Simulator).map(|m| m.name)
+}
 
 /// A session (the binding layer's chat, over one engine conversation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -328,7 +326,7 @@ impl SimEngine {
         self.clock.now().as_secs_f64() * 1000.0
     }
 
-    /// A measurement of every metric in [`METRICS`], in bytes, with this sample's seeded noise.
+    /// A measurement of every metric in [`metric_names`], in bytes, with this sample's seeded noise.
     pub fn metrics(&mut self) -> BTreeMap<String, u64> {
         let jitter = self.noise.draw();
         self.metrics_with(jitter)
@@ -352,12 +350,12 @@ impl SimEngine {
         let rss = pss.saturating_add(spec.shared_pages.as_u64());
         let pool_allocated = self.sessions.values().map(|s| s.pool_in_use).sum();
         BTreeMap::from([
-            ("gpu".to_owned(), gpu),
-            ("native_heap".to_owned(), native),
-            ("pool_allocated".to_owned(), pool_allocated),
-            ("pool_reserved".to_owned(), self.memory.pool_reserved()),
-            ("pss".to_owned(), pss),
-            ("rss".to_owned(), rss),
+            (GPU.to_owned(), gpu),
+            (NATIVE_HEAP.to_owned(), native),
+            (POOL_ALLOCATED.to_owned(), pool_allocated),
+            (POOL_RESERVED.to_owned(), self.memory.pool_reserved()),
+            (PSS.to_owned(), pss),
+            (RSS.to_owned(), rss),
         ])
     }
 

@@ -29,6 +29,16 @@ fn open_close(engine: &mut SimEngine, n: u32) {
 }
 
 #[test]
+fn reports_exactly_the_registry_metrics_the_simulator_provides() {
+    let mut e = engine("android-opencl-leak", SimConfig::default());
+    e.load().unwrap();
+    let reported: Vec<String> = e.metrics().into_keys().collect();
+    let mut registered: Vec<String> = metric_names().map(str::to_owned).collect();
+    registered.sort();
+    assert_eq!(reported, registered);
+}
+
+#[test]
 fn android_load_matches_the_field_report() {
     let mut e = engine("android-opencl-leak", SimConfig::default());
     e.load().unwrap();

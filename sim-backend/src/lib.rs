@@ -37,7 +37,7 @@ mod real_alloc;
 
 pub use builtin::BUILTIN_PROFILES;
 pub use config::SimConfig;
-pub use engine::{Counts, Generation, SessionId, SimEngine, METRICS};
+pub use engine::{metric_names, Counts, Generation, SessionId, SimEngine};
 pub use error::SimError;
 pub use faults::{SimFault, SimFaultKind};
 pub use profile::{

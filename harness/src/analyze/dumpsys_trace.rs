@@ -8,7 +8,7 @@
 //! k is turn k.
 //!
 //! Metrics, in bytes (the parser converts the printed KB once):
-//! [`METRIC_ROWS`] says which row each metric comes from. A package's dump may hold several
+//! [`dumpsys::METRIC_ROWS`] says which row each metric comes from. A package's dump may hold several
 //! processes: then `--process NAME|PID` must select one (no guess is made); the error names them.
 
 use std::collections::BTreeMap;
@@ -25,30 +25,6 @@ pub const MAX_DUMP_FILES: usize = 100_000;
 
 /// How many process names an error lists at most.
 const LISTED_PROCESSES: usize = 8;
-
-/// Each metric and where it is read: the App Summary row (PSS column) or total, else the detailed
-/// table's row (Pss Total, or Rss Total for `rss`).
-pub const METRIC_ROWS: &[(&str, &str)] = &[
-    (
-        "native_heap",
-        "Native Heap (App Summary, else the table's Native Heap Pss Total)",
-    ),
-    ("gpu", "Graphics (App Summary)"),
-    ("java_heap", "Java Heap (App Summary)"),
-    ("code", "Code (App Summary)"),
-    ("stack", "Stack (App Summary)"),
-    ("private_other", "Private Other (App Summary)"),
-    ("system", "System (App Summary)"),
-    (
-        "pss",
-        "TOTAL PSS (App Summary, else the table's TOTAL Pss Total)",
-    ),
-    (
-        "rss",
-        "TOTAL RSS (App Summary, else the table's TOTAL Rss Total)",
-    ),
-    ("swap_pss", "TOTAL SWAP PSS (App Summary)"),
-];
 
 /// Which process of a multi-process dump to read.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -14,6 +14,7 @@
 use crate::engine::Ledger;
 use crate::scenario::MetricExpectation;
 
+use super::checks::ExpectationKind;
 use super::series::MetricSeries;
 use super::units::{bytes, confidence_percent, signed_bytes};
 use super::verdict::{ExpectationResult, MetricAnalysis};
@@ -27,17 +28,20 @@ pub(crate) fn check_metric(
 ) -> Vec<ExpectationResult> {
     let mut results = Vec::new();
     let Some(analysis) = analysis.filter(|_| !series.is_empty()) else {
-        for (key, present) in [
-            ("tolerance", expectation.tolerance.is_some()),
-            ("warmup_budget", expectation.warmup_budget.is_some()),
+        for (kind, present) in [
+            (ExpectationKind::Tolerance, expectation.tolerance.is_some()),
             (
-                "max_growth_per_turn",
+                ExpectationKind::WarmupBudget,
+                expectation.warmup_budget.is_some(),
+            ),
+            (
+                ExpectationKind::MaxGrowthPerTurn,
                 expectation.max_growth_per_turn.is_some(),
             ),
         ] {
             if present {
                 results.push(ExpectationResult {
-                    name: format!("{metric}.{key}"),
+                    name: kind.name_for(metric),
                     passed: false,
                     expected: format!("samples of `{metric}`"),
                     measured: "no samples of this metric were taken".to_owned(),
@@ -60,7 +64,7 @@ pub(crate) fn check_metric(
             String::new()
         };
         results.push(ExpectationResult {
-            name: format!("{metric}.tolerance"),
+            name: ExpectationKind::Tolerance.name_for(metric),
             passed,
             expected: format!(
                 "at most baseline {} + tolerance {}{budget_text} = {}",
@@ -87,7 +91,7 @@ pub(crate) fn check_metric(
         };
         let passed = rise <= budget as f64;
         results.push(ExpectationResult {
-            name: format!("{metric}.warmup_budget"),
+            name: ExpectationKind::WarmupBudget.name_for(metric),
             passed,
             expected: format!("one-time rise of at most {}", bytes(budget as f64)),
             measured: format!("rose {} by turn {}", signed_bytes(rise), turn.unwrap_or(0)),
@@ -115,7 +119,7 @@ pub(crate) fn check_metric(
             ),
         };
         results.push(ExpectationResult {
-            name: format!("{metric}.max_growth_per_turn"),
+            name: ExpectationKind::MaxGrowthPerTurn.name_for(metric),
             passed,
             expected: format!(
                 "at most {} per turn (upper {level} bound)",
@@ -150,7 +154,7 @@ pub(crate) fn check_balanced(ledger: &Ledger) -> Vec<ExpectationResult> {
     let imbalances = ledger.imbalances();
     if imbalances.is_empty() {
         return vec![ExpectationResult {
-            name: "balanced".to_owned(),
+            name: ExpectationKind::Balanced.name_for(""),
             passed: true,
             expected: "every create has its delete".to_owned(),
             measured: format!("{} kinds balanced", ledger.totals.len()),
@@ -160,7 +164,7 @@ pub(crate) fn check_balanced(ledger: &Ledger) -> Vec<ExpectationResult> {
     imbalances
         .into_iter()
         .map(|i| ExpectationResult {
-            name: format!("balanced.{}", i.kind),
+            name: ExpectationKind::Balanced.name_for(&i.kind),
             passed: false,
             expected: format!("as many deletes of `{}` as creates", i.kind),
             measured: format!(

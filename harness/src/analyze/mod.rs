@@ -6,6 +6,7 @@
 //! [`StopWhenDecided`] looks at a run while it goes and ends it once every metric is decided
 //! (`stop: decided`, alpha spending in `sequential.rs`).
 
+mod checks;
 mod classify;
 mod dumpsys_trace;
 mod expectations;
@@ -20,17 +21,19 @@ mod verdict;
 #[cfg(test)]
 pub(crate) mod test_support;
 
+pub use crate::probe::dumpsys::METRIC_ROWS;
+pub use checks::{Check, ExpectationKind, GrowthPerTurn};
 pub use classify::{
     classify, ClassifyOptions, CONFIDENCE, DEFAULT_HORIZON_TURNS, DEFAULT_TOLERANCE_FLOOR,
     DEFAULT_TOLERANCE_PERCENT, MIN_RANK_INTERVAL_POINTS, MIN_RATCHET_EPOCHS, MIN_STEADY_POINTS,
     PERSISTENCE_ALPHA, PERSISTENCE_SLOPE_FRACTION, PLATEAU_DRIFT_FRACTION, SPIKE_SIGMAS,
     TREND_ALPHA,
 };
-pub use dumpsys_trace::{ProcessSelector, MAX_DUMP_FILES, METRIC_ROWS};
+pub use dumpsys_trace::{ProcessSelector, MAX_DUMP_FILES};
 pub use run::{analyze_run, analyze_run_with, derive_status, ENGINE_ERRORS};
 pub use sequential::{
-    final_levels, look_levels, look_schedule, spent, undecided, Levels, StopWhenDecided,
-    FIRST_LOOK, LOOK_GROWTH, MIN_LOOK_STEP,
+    final_levels, look_levels, look_schedule, spent, stop_rule_for, undecided, Levels,
+    StopWhenDecided, FIRST_LOOK, LOOK_GROWTH, MIN_LOOK_STEP,
 };
 pub use series::{Epoch, MetricSeries};
 pub use trace::{

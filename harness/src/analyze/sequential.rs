@@ -59,8 +59,8 @@
 //! analyse it never stops early. Deciding `clean` thus needs the slope bounded tightly enough for
 //! the remaining turns, so the longer the maximum, the later a clean run stops.
 
-use crate::runner::{RunRecord, StopRule};
-use crate::scenario::{MetricExpectation, Scenario};
+use crate::runner::{RunAllTurns, RunRecord, StopRule};
+use crate::scenario::{MetricExpectation, Scenario, StopMode};
 
 use super::classify::{ClassifyOptions, CONFIDENCE, TREND_ALPHA};
 use super::run::analyze_run_with;
@@ -218,6 +218,14 @@ pub fn undecided(
         }
     }
     None
+}
+
+/// The [`StopRule`] that `scenario.stop` names: every turn, or [`StopWhenDecided`].
+pub fn stop_rule_for(scenario: &Scenario) -> Box<dyn StopRule> {
+    match scenario.stop {
+        StopMode::Turns => Box::new(RunAllTurns),
+        StopMode::Decided => Box::new(StopWhenDecided::new(scenario)),
+    }
 }
 
 /// The [`StopRule`] of `stop: decided`: looks on [`look_schedule`], analyses at

@@ -132,6 +132,18 @@ pub enum VerdictStatus {
     Interrupted,
 }
 
+impl VerdictStatus {
+    /// The word used in report.json (`pass`, `fail`, `engine_failed`, `interrupted`).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            VerdictStatus::Pass => "pass",
+            VerdictStatus::Fail => "fail",
+            VerdictStatus::EngineFailed => "engine_failed",
+            VerdictStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
 /// The analyzer's result for a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {

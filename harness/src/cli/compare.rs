@@ -1,6 +1,11 @@
 //! `leakloop compare SCENARIO --lib A --lib B`: the same scenario against two builds of an engine
 //! library (e.g. LiteRT-LM 0.18.1 and a nightly), side by side with the difference in growth per
 //! turn. This is how a contributor shows that an upstream change fixed (or introduced) a leak.
+//!
+//! `leakloop compare SCENARIO --engine B.yaml` (or `--engine A.yaml --engine B.yaml`) swaps the
+//! whole engine instead: the scenario's turn loop on two engine specs, e.g. LiteRT-LM's C API
+//! against its Python binding driven through an `exec` driver, so that one table shows whether a
+//! layer adds growth that the layer below does not.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -15,18 +20,22 @@ use crate::cli::run::{claim_out, run_and_analyze, write_out, Format};
 use crate::cli::table::aligned;
 use crate::cli::Outcome;
 use crate::cli::{CliError, Exit};
-use crate::engine::litert_lm::{check_library, discover_library, LibraryLocation};
+use crate::engine::litert_lm::{check_library, discover_library};
 use crate::runner::{RunOutcome, RunRecord};
-use crate::scenario::{load_scenario, BackendKind, Scenario};
+use crate::scenario::{load_scenario, parse_scenario, BackendKind, EngineSpec, Scenario};
 
 /// Arguments of `leakloop compare`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct CompareArgs {
-    /// The scenario to run against both libraries.
+    /// The scenario to run on both sides.
     pub scenario: PathBuf,
     /// An engine library (a `liblitert-lm.so` or a folder holding one); give it twice, A then B.
-    #[arg(long = "lib", value_name = "PATH", required = true)]
+    #[arg(long = "lib", value_name = "PATH", conflicts_with = "engines")]
     pub libs: Vec<PathBuf>,
+    /// A YAML file holding one `engine:` mapping (as in a scenario) to run the scenario on. Once:
+    /// A is the scenario's own engine and B this one; twice: A then B.
+    #[arg(long = "engine", value_name = "FILE")]
+    pub engines: Vec<PathBuf>,
     /// Write each side's reports (report.json, samples.jsonl, ...) to DIR/a and DIR/b.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -35,35 +44,25 @@ pub(crate) struct CompareArgs {
     pub quiet: bool,
 }
 
-pub(crate) fn run(args: CompareArgs) -> Result<Outcome, CliError> {
-    let [a, b] = args.libs.as_slice() else {
-        return Err(CliError::bad_input(format!(
-            "compare needs exactly two --lib (A and B), got {}",
-            args.libs.len()
-        )));
-    };
-    let scenario = load_scenario(&args.scenario)?;
-    if scenario.engine.backend != BackendKind::LitertLm {
-        return Err(CliError::bad_input(format!(
-            "compare swaps the engine library, which only the litert-lm backend loads; {} uses `{}`",
-            args.scenario.display(),
-            scenario.engine.backend.as_str()
-        )));
-    }
-    // Both libraries are checked before anything runs, so a typo in B does not cost a run of A.
-    let find = |label: &'static str, lib: &PathBuf| {
-        discover_library(Some(lib))
-            .map_err(|e| CliError::from(e).context(format!("--lib for side {label}")))
-    };
-    let (lib_a, lib_b) = (find("A", a)?, find("B", b)?);
-    for (label, lib) in [("A", &lib_a), ("B", &lib_b)] {
-        check_library(&scenario, Some(&lib.path))
-            .map_err(|why| CliError::from(why).context(format!("--lib for side {label}")))?;
-    }
+/// One side of a comparison: the scenario as it runs there, and how to name it.
+struct Side {
+    label: &'static str,
+    scenario: Scenario,
+    /// What runs, for the line printed before the side starts.
+    what: String,
+}
 
+pub(crate) fn run(args: CompareArgs) -> Result<Outcome, CliError> {
+    let scenario = load_scenario(&args.scenario)?;
+    let sides = if args.engines.is_empty() {
+        lib_sides(&args, &scenario)?
+    } else {
+        engine_sides(&args, &scenario)?
+    };
+    let [a, b] = sides;
     let out = |folder: &str| args.out.as_ref().map(|dir| dir.join(folder));
-    let (ra, va) = run_side(&scenario, "A", &lib_a, out("a").as_deref(), args.quiet)?;
-    let (rb, vb) = run_side(&scenario, "B", &lib_b, out("b").as_deref(), args.quiet)?;
+    let (ra, va) = run_side(a, out("a").as_deref(), args.quiet)?;
+    let (rb, vb) = run_side(b, out("b").as_deref(), args.quiet)?;
     output::print(&compare_runs((&ra, &va), (&rb, &vb)));
     if let Some(dir) = &args.out {
         output::println(&format!("reports: {} (a/, b/)", dir.display()));
@@ -71,30 +70,131 @@ pub(crate) fn run(args: CompareArgs) -> Result<Outcome, CliError> {
     Ok(Outcome::Verdict(compare_exit(&va, &vb)))
 }
 
-/// Runs `scenario` on one library and analyses it; errors say which side failed.
-fn run_side(
-    scenario: &Scenario,
-    label: &str,
-    library: &LibraryLocation,
-    out: Option<&Path>,
-    quiet: bool,
-) -> Result<(RunRecord, Verdict), CliError> {
-    let mut scenario = scenario.clone();
-    // Absolute, so that the worker process finds it whatever its working directory.
-    let path = std::path::absolute(&library.path).unwrap_or_else(|_| library.path.clone());
-    scenario.engine.lib = Some(path.clone());
+/// `--lib A --lib B`: the scenario on two builds of the LiteRT-LM library.
+fn lib_sides(args: &CompareArgs, scenario: &Scenario) -> Result<[Side; 2], CliError> {
+    let [a, b] = args.libs.as_slice() else {
+        return Err(CliError::bad_input(format!(
+            "compare needs exactly two --lib (A and B) or one or two --engine, got {} --lib",
+            args.libs.len()
+        )));
+    };
+    if scenario.engine.backend != BackendKind::LitertLm {
+        return Err(CliError::bad_input(format!(
+            "compare swaps the engine library, which only the litert-lm backend loads; {} uses `{}` \
+             (--engine FILE swaps the whole engine)",
+            args.scenario.display(),
+            scenario.engine.backend.as_str()
+        )));
+    }
+    // Both libraries are checked before anything runs, so a typo in B does not cost a run of A.
+    let side = |label: &'static str, lib: &PathBuf| -> Result<Side, CliError> {
+        let context = || format!("--lib for side {label}");
+        let library =
+            discover_library(Some(lib)).map_err(|e| CliError::from(e).context(context()))?;
+        check_library(scenario, Some(&library.path))
+            .map_err(|why| CliError::from(why).context(context()))?;
+        let mut scenario = scenario.clone();
+        // Absolute, so that the worker process finds it whatever its working directory.
+        let path = std::path::absolute(&library.path).unwrap_or_else(|_| library.path.clone());
+        scenario.engine.lib = Some(path.clone());
+        let what = format!("LiteRT-LM {} ({})", library.version, path.display());
+        Ok(Side {
+            label,
+            scenario,
+            what,
+        })
+    };
+    Ok([side("A", a)?, side("B", b)?])
+}
+
+/// `--engine [A.yaml] B.yaml`: the scenario on two engine specs.
+fn engine_sides(args: &CompareArgs, scenario: &Scenario) -> Result<[Side; 2], CliError> {
+    let from_file = |label: &'static str, file: &PathBuf| -> Result<Side, CliError> {
+        let engine =
+            load_engine_file(file).map_err(|e| e.context(format!("--engine for side {label}")))?;
+        let side = Side {
+            label,
+            what: format!("{} from {}", engine.backend.as_str(), file.display()),
+            scenario: Scenario {
+                engine,
+                ..scenario.clone()
+            },
+        };
+        check_side(&side)?;
+        Ok(side)
+    };
+    // Both sides are loaded and checked before anything runs.
+    match args.engines.as_slice() {
+        [b] => {
+            let a = Side {
+                label: "A",
+                what: format!("{} from {}", scenario.engine.backend.as_str(), args.scenario.display()),
+                scenario: scenario.clone(),
+            };
+            check_side(&a)?;
+            Ok([a, from_file("B", b)?])
+        }
+        [a, b] => Ok([from_file("A", a)?, from_file("B", b)?]),
+        more => Err(CliError::bad_input(format!(
+            "compare takes one --engine (B, against the scenario's own engine) or two (A and B), got {}",
+            more.len()
+        ))),
+    }
+}
+
+/// A side that loads LiteRT-LM's library must find one that can run the scenario (other backends
+/// pass).
+fn check_side(side: &Side) -> Result<(), CliError> {
+    check_library(&side.scenario, None)
+        .map(|_| ())
+        .map_err(|why| CliError::from(why).context(format!("side {}", side.label)))
+}
+
+/// Reads an engine file: a YAML mapping whose only key is `engine`, written as in a scenario
+/// (relative paths resolve against the file's folder). It is validated by the scenario loader,
+/// with a one-turn loop appended, so its errors point at its own lines.
+pub(crate) fn load_engine_file(file: &Path) -> Result<EngineSpec, CliError> {
+    let text = std::fs::read_to_string(file).map_err(|e| {
+        CliError::bad_input(format!("cannot read engine file {}: {e}", file.display()))
+    })?;
+    let keys: serde_yaml::Mapping = serde_yaml::from_str(&text).map_err(|e| {
+        CliError::bad_input(format!(
+            "{}: an engine file is a YAML mapping with one key, `engine`: {e}",
+            file.display()
+        ))
+    })?;
+    if let Some(other) = keys.keys().find(|k| k.as_str() != Some("engine")) {
+        return Err(CliError::bad_input(format!(
+            "{}: an engine file holds only `engine:`, found `{}`",
+            file.display(),
+            serde_yaml::to_string(other).unwrap_or_default().trim()
+        )));
+    }
+    let name = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let loop_text = format!(
+        "{text}\nname: {}\nturns: 1\nturn: [{{open: {{}}}}, {{close: {{}}}}]\n",
+        serde_json::to_string(&name).unwrap_or_default()
+    );
+    Ok(parse_scenario(&loop_text, file)?.engine)
+}
+
+/// Runs one side's scenario and analyses it; errors say which side failed.
+fn run_side(side: Side, out: Option<&Path>, quiet: bool) -> Result<(RunRecord, Verdict), CliError> {
+    let Side {
+        label,
+        scenario,
+        what,
+    } = side;
     if !quiet {
-        output::note(&format!(
-            "{label}: {} on LiteRT-LM {} ({})",
-            scenario.name,
-            library.version,
-            path.display()
-        ));
+        output::note(&format!("{label}: {} on {what}", scenario.name));
     }
     let out = out.map(claim_out).transpose()?;
     let (record, verdict, out) =
         run_and_analyze(&scenario, out, quiet, &InFlight::default(), Format::Text)
-            .map_err(|e| e.context(format!("side {label} ({})", path.display())))?;
+            .map_err(|e| e.context(format!("side {label} ({what})")))?;
     write_out(out, &record, &verdict);
     Ok((record, verdict))
 }
@@ -127,12 +227,14 @@ fn bytes(value: u64) -> String {
     ByteSize::b(value).display().iec().to_string()
 }
 
+/// The backend, its version and what tells two sides of one backend apart: the library, else the
+/// simulator's profile.
 fn side_label(record: &RunRecord) -> String {
-    let lib = record
-        .backend
-        .details
+    let details = &record.backend.details;
+    let lib = details
         .get("library")
         .map(|l| format!(" ({l})"))
+        .or_else(|| details.get("profile").map(|p| format!(" (profile {p})")))
         .unwrap_or_default();
     format!("{} {}{lib}", record.backend.backend, record.backend.version)
 }
@@ -268,6 +370,7 @@ mod tests {
                     lib: None,
                     call_timeout: Duration::from_secs(60),
                     isolate: true,
+                    attach: None,
                     exec: None,
                 },
                 warmup_turns: 0,
@@ -285,6 +388,7 @@ mod tests {
                 seed: 0,
                 stop: crate::scenario::StopMode::Turns,
                 target: crate::scenario::Target::Local,
+                concurrency: None,
             },
             backend: BackendInfo {
                 backend: "litert-lm".into(),

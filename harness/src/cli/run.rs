@@ -8,9 +8,10 @@ use std::sync::Arc;
 
 use anyhow::anyhow;
 
-use crate::analyze::{analyze_run, StopWhenDecided, Verdict};
+use crate::analyze::{analyze_run, stop_rule_for, Verdict};
 use crate::cli::interrupt::{self, InFlight, Pending};
 use crate::cli::output;
+use crate::cli::suite::{self, Partition};
 use crate::cli::{CliError, Exit, Outcome};
 use crate::engine::build_on_target;
 use crate::engine::litert_lm::check_library;
@@ -18,14 +19,16 @@ use crate::report::{
     print_terminal, render_report_json, write_reports, Fanout, OutDir, ProgressObserver,
     SampleStream,
 };
-use crate::runner::{run_scenario_until, RunAllTurns, RunRecord, StopRule};
+use crate::runner::{run_scenario_until, RunRecord};
 use crate::scenario::{load_scenario_with, BackendKind, Device, Overrides, Scenario, StopMode};
 
 /// Arguments of `leakloop run`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct RunArgs {
-    /// The scenario file (YAML).
-    pub scenario: PathBuf,
+    /// The scenario file (YAML); several files, folders (searched for *.yaml and *.yml) or
+    /// glob patterns run a suite.
+    #[arg(required = true, value_name = "SCENARIO")]
+    pub scenarios: Vec<PathBuf>,
     /// Run on another backend than the scenario names.
     #[arg(long, value_enum)]
     pub backend: Option<BackendKind>,
@@ -63,6 +66,14 @@ pub(crate) struct RunArgs {
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Suites: how many scenarios run at once (default: the cores); scenarios of a real engine
+    /// run one at a time per device unless they say `concurrency: shared`.
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub jobs: Option<u32>,
+    /// Suites: run only share K of N of the scenarios (by a hash of each one's path relative
+    /// to the suite root); `leakloop merge` joins the shares' --out folders.
+    #[arg(long, value_name = "K/N")]
+    pub partition: Option<Partition>,
 }
 
 /// What `leakloop run` prints on stdout.
@@ -76,7 +87,7 @@ pub(crate) enum Format {
 
 impl RunArgs {
     /// The scenario values this command line replaces.
-    fn overrides(&self) -> Overrides {
+    pub(crate) fn overrides(&self) -> Overrides {
         Overrides {
             backend: self.backend,
             profile: self.profile.clone(),
@@ -92,13 +103,16 @@ impl RunArgs {
 }
 
 pub(crate) fn run(args: RunArgs) -> Result<Outcome, CliError> {
+    if suite::is_suite(&args) {
+        return suite::run_suite(&args);
+    }
     let in_flight = Arc::new(InFlight::default());
     interrupt::install(Arc::clone(&in_flight))
         .map_err(|e| CliError::Engine(anyhow!("cannot watch for SIGINT and SIGTERM: {e}")))?;
     // Claimed before anything can fail: from here on the folder shows no earlier run's verdict,
     // whatever stops this one.
     let out = args.out.as_deref().map(claim_out).transpose()?;
-    let scenario = match load_scenario_with(&args.scenario, &args.overrides()) {
+    let scenario = match load_scenario_with(&args.scenarios[0], &args.overrides()) {
         Ok(scenario) => scenario,
         Err(e) => {
             release(out);
@@ -258,16 +272,8 @@ pub(crate) fn run_and_analyze_timed(
     let record = {
         let mut observer = in_flight.observer();
         let mut fanout = Fanout::new(vec![&mut progress, &mut observer]);
-        let mut run_all = RunAllTurns;
-        let mut decided;
-        let stop: &mut dyn StopRule = match scenario.stop {
-            StopMode::Turns => &mut run_all,
-            StopMode::Decided => {
-                decided = StopWhenDecided::new(scenario);
-                &mut decided
-            }
-        };
-        run_scenario_until(scenario, engine.as_mut(), &mut fanout, stop)
+        let mut stop = stop_rule_for(scenario);
+        run_scenario_until(scenario, engine.as_mut(), &mut fanout, stop.as_mut())
     };
     drop(engine);
     progress.finish();

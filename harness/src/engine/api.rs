@@ -110,6 +110,27 @@ pub trait Engine {
     fn process_id(&self) -> Option<u32> {
         None
     }
+    /// The turn boundaries the process marks itself, for an engine that runs its own turn loop
+    /// (`backend: attach`); `None` when the runner drives the turns.
+    fn turn_marks(&mut self) -> Option<&mut dyn TurnMarks> {
+        None
+    }
+}
+
+/// Turn boundaries marked by the measured process (marker lines), for the runner's marker clock.
+/// Turn numbers are the process's own; they rise with every marker.
+pub trait TurnMarks {
+    /// Waits until the process marks a turn after `after` closed (any turn when `None`) and
+    /// returns the latest marked turn. Fails with [`EngineErrorKind::Hung`] when no marker
+    /// comes in time, [`EngineErrorKind::Crashed`] when the process ends first,
+    /// [`EngineErrorKind::Protocol`] for a repeated or falling turn number, and
+    /// [`EngineErrorKind::Unavailable`] when the marker source itself ends.
+    fn wait_turn_closed(&mut self, after: Option<u64>) -> Result<u64, EngineError>;
+    /// The latest turn marked closed, taken for a sample (after the settle time, markers may
+    /// have moved on past the one waited for).
+    fn take_latest_turn(&mut self) -> Option<u64>;
+    /// The first turn marked since attaching: the runner's turn 1.
+    fn first_turn(&self) -> Option<u64>;
 }
 
 impl fmt::Debug for dyn Engine + '_ {

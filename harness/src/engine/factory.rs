@@ -21,7 +21,8 @@ use crate::engine::transport::{
 #[cfg(not(target_os = "android"))]
 use crate::engine::OpenClEngine;
 use crate::engine::{
-    Engine, EngineError, EngineErrorKind, LitertLmEngine, SimEngine, WorkerEngine,
+    AttachEngine, Engine, EngineError, EngineErrorKind, LitertLmEngine, SimEngine, WorkerCommand,
+    WorkerEngine,
 };
 use crate::scenario::{AdbProcess, BackendKind, Scenario, Target};
 
@@ -29,17 +30,34 @@ use crate::scenario::{AdbProcess, BackendKind, Scenario, Target};
 /// (`leakloop worker`) when `engine.isolate` is set, in this process otherwise, and on the
 /// scenario's target ([`build_on_target`]; a target failure becomes an `Unavailable` engine).
 pub fn build_engine(scenario: &Scenario) -> Result<Box<dyn Engine>, EngineError> {
-    build_on_target(scenario).map_err(EngineError::from)
+    build_engine_with(scenario, None)
+}
+
+/// [`build_engine`], with a local worker started as `worker` says instead of `leakloop worker`
+/// (a test binary serving as its own worker) when the scenario runs isolated. An exec engine is
+/// always its own driver program, whatever `worker` says, and a remote target starts its own.
+pub fn build_engine_with(
+    scenario: &Scenario,
+    worker: Option<&WorkerCommand>,
+) -> Result<Box<dyn Engine>, EngineError> {
+    build_on_target_with(scenario, worker).map_err(EngineError::from)
 }
 
 /// Builds the engine for `scenario` where its `target` says: a worker started on an ssh host or
 /// an Android device, or this machine's engine sampled with `dumpsys meminfo` of a device's
 /// app; telling a target failure (bad input, or a transport that failed) from an engine's.
 pub fn build_on_target(scenario: &Scenario) -> Result<Box<dyn Engine>, BuildError> {
+    build_on_target_with(scenario, None)
+}
+
+fn build_on_target_with(
+    scenario: &Scenario,
+    worker: Option<&WorkerCommand>,
+) -> Result<Box<dyn Engine>, BuildError> {
     if let Some((transport, worker)) = remote_parts(scenario) {
         return Ok(Box::new(RemoteEngine::launch(transport, worker, scenario)?));
     }
-    let engine = build_here(scenario)?;
+    let engine = build_here(scenario, worker)?;
     match &scenario.target {
         Target::Adb(adb) => {
             let subject = match &adb.process {
@@ -55,14 +73,25 @@ pub fn build_on_target(scenario: &Scenario) -> Result<Box<dyn Engine>, BuildErro
     }
 }
 
-/// The engine on this machine: in a worker process or in this one.
-fn build_here(scenario: &Scenario) -> Result<Box<dyn Engine>, EngineError> {
-    if scenario.engine.isolate || scenario.engine.backend == BackendKind::Exec {
+/// The engine on this machine: in a worker process (`worker`, or `leakloop worker`) or in this
+/// one.
+fn build_here(
+    scenario: &Scenario,
+    worker: Option<&WorkerCommand>,
+) -> Result<Box<dyn Engine>, EngineError> {
+    if scenario.engine.backend == BackendKind::Exec
+        || (scenario.engine.isolate && scenario.engine.backend != BackendKind::Attach)
+    {
         let (env, shim) = worker_env(scenario)?;
-        let worker = if scenario.engine.backend == BackendKind::Exec {
-            WorkerEngine::spawn_driver(scenario, &env)?
-        } else {
-            WorkerEngine::spawn(scenario, &env)?
+        let worker = match worker {
+            _ if scenario.engine.backend == BackendKind::Exec => {
+                WorkerEngine::spawn_driver(scenario, &env)?
+            }
+            Some(command) => {
+                let env: Vec<_> = command.env.iter().chain(&env).cloned().collect();
+                WorkerEngine::launch(&command.program, &command.args, &env, scenario)?
+            }
+            None => WorkerEngine::spawn(scenario, &env)?,
         };
         return Ok(Box::new(match shim {
             Some(shim) => worker.keeping_until_exit(shim),
@@ -85,6 +114,7 @@ pub fn build_in_process(scenario: &Scenario) -> Result<Box<dyn Engine>, EngineEr
             EngineErrorKind::Unavailable,
             crate::engine::opencl::NOT_BUILT,
         )),
+        BackendKind::Attach => Ok(Box::new(AttachEngine::from_scenario(scenario)?)),
         BackendKind::Exec => Err(EngineError::new(
             EngineErrorKind::Unavailable,
             "an exec engine is an external program: it runs in its own process, never inside \
@@ -100,7 +130,7 @@ type WorkerEnv = (Vec<(String, String)>, Option<OpenClNameShim>);
 /// Extra environment of the worker process for this scenario's backend.
 fn worker_env(scenario: &Scenario) -> Result<WorkerEnv, EngineError> {
     match scenario.engine.backend {
-        BackendKind::Sim => Ok((Vec::new(), None)),
+        BackendKind::Sim | BackendKind::Attach => Ok((Vec::new(), None)),
         BackendKind::Opencl => Ok((opencl_worker_env(find_interposer())?, None)),
         BackendKind::LitertLm => Ok(litert_lm_worker_env(find_interposer().and_then(|path| {
             let shim = opencl_name_shim(&path)?;

@@ -2,6 +2,7 @@
 //! create/delete pairs, and one module per backend.
 
 mod api;
+mod attach;
 mod factory;
 mod ledger;
 pub mod litert_lm;
@@ -13,9 +14,10 @@ mod worker;
 
 pub use api::{
     BackendInfo, Engine, EngineError, EngineErrorKind, EngineSnapshot, GenerateOutcome,
-    GenerateRequest, Prompt, SessionId,
+    GenerateRequest, Prompt, SessionId, TurnMarks,
 };
-pub use factory::{build_engine, build_in_process, build_on_target};
+pub use attach::AttachEngine;
+pub use factory::{build_engine, build_engine_with, build_in_process, build_on_target};
 pub use ledger::{KindCounts, Ledger, LedgerImbalance, LedgerRun, TurnLedger};
 pub use litert_lm::LitertLmEngine;
 #[cfg(not(target_os = "android"))]
@@ -23,7 +25,8 @@ pub use opencl::OpenClEngine;
 pub use sim::SimEngine;
 pub use skip::skip_or_require;
 pub use worker::{
-    check_driver, CheckStep, DriverCheckPlan, DriverCheckReport, StepResult, WorkerEngine,
-    WORKER_BIN_ENV,
+    check_driver, serve_worker, CheckStep, DriverCheckPlan, DriverCheckReport, ServeError,
+    StepResult, WorkerCommand, WorkerEngine, WORKER_BIN_ENV,
 };
+#[cfg(feature = "cli")]
 pub(crate) use worker::{serve_stdio, WorkerError};

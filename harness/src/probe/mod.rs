@@ -1,8 +1,13 @@
-//! Memory probes: read a process's memory from the OS, one file per source.
+//! Memory probes: read a process's memory from outside it, one module per source, chosen by
+//! where the process lives ([`Target`], [`ProbeSet`]) from the metric registry.
 
 pub mod dumpsys;
 mod native_heap;
 mod process;
+mod target;
+#[cfg(target_os = "macos")]
+pub mod task_info;
 
 pub use native_heap::native_heap_bytes;
-pub use process::{peak_rss_bytes, probe_process, ProbeError, ProcessProbe, PROCESS_METRICS};
+pub use process::{peak_rss_bytes, probe_process, ProbeError, ProcessProbe};
+pub use target::{LocalTarget, Probe, ProbeSet, Target};

@@ -1,8 +1,12 @@
 //! Process memory read from outside the process: on Linux and Android from
 //! `/proc/<pid>/smaps_rollup` and `/proc/<pid>/status` (RSS, PSS, anonymous RSS and swap, since
-//! leaked pages can hide in swap); elsewhere the resident size through `sysinfo`.
+//! leaked pages can hide in swap); elsewhere the resident size through `sysinfo` (macOS has its
+//! own probe, `task_info`, for the sampling; [`probe_process`] stays generic).
 
 use std::collections::BTreeMap;
+
+use leakloop_metrics::names::{ANON_RSS, PSS, RSS, SWAP};
+use leakloop_metrics::ProbeKind;
 
 /// A process whose memory could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -30,9 +34,6 @@ pub fn peak_rss_bytes() -> Option<u64> {
     imp::peak_rss()
 }
 
-/// The metrics this probe can read.
-pub const PROCESS_METRICS: &[&str] = &["rss", "pss", "anon_rss", "swap"];
-
 /// A process probe that reads only the sources its metrics need, cheapest first:
 /// `/proc/<pid>/status` (RSS, anonymous RSS and swap; microseconds) unless PSS is wanted, and
 /// `/proc/<pid>/smaps_rollup` only for PSS (it walks every mapping: ~10 µs per MiB resident).
@@ -53,7 +54,7 @@ pub struct ProcessProbe {
 impl ProcessProbe {
     /// A probe reading every source.
     pub fn all() -> Self {
-        Self::for_metrics(PROCESS_METRICS)
+        Self::for_metrics(&leakloop_metrics::NAMES)
     }
 
     /// A probe for the given metric names (others are ignored): `None` when none of them is a
@@ -65,9 +66,9 @@ impl ProcessProbe {
 
     fn for_metrics<S: AsRef<str>>(watched: &[S]) -> Self {
         let wants = |name: &str| watched.iter().any(|w| w.as_ref() == name);
-        let rollup = wants("pss");
+        let rollup = wants(PSS);
         Self {
-            status: !rollup && (wants("rss") || wants("anon_rss") || wants("swap")),
+            status: !rollup && (wants(RSS) || wants(ANON_RSS) || wants(SWAP)),
             rollup,
             buffer: String::new(),
         }
@@ -85,6 +86,20 @@ impl ProcessProbe {
         out: &mut dyn FnMut(&'static str, u64),
     ) -> Result<(), ProbeError> {
         imp::probe(self, pid, out)
+    }
+}
+
+impl super::Probe for ProcessProbe {
+    fn kind(&self) -> ProbeKind {
+        if cfg!(any(target_os = "linux", target_os = "android")) {
+            ProbeKind::Proc
+        } else {
+            ProbeKind::Sysinfo
+        }
+    }
+
+    fn read(&mut self, pid: u32, out: &mut dyn FnMut(&'static str, u64)) -> Result<(), ProbeError> {
+        ProcessProbe::read(self, pid, out)
     }
 }
 
@@ -114,13 +129,13 @@ mod imp {
         // smaps_rollup is missing on old kernels; status alone still gives RSS and swap.
         if probe.rollup && read_into(&mut probe.buffer, pid, "smaps_rollup").is_ok() {
             for (key, name) in [
-                ("Rss", "rss"),
-                ("Pss", "pss"),
-                ("Anonymous", "anon_rss"),
-                ("Swap", "swap"),
+                ("Rss", RSS),
+                ("Pss", PSS),
+                ("Anonymous", ANON_RSS),
+                ("Swap", SWAP),
             ] {
                 if let Some(kib) = field_kib(&probe.buffer, key) {
-                    if let Some(i) = ["rss", "anon_rss", "swap"].iter().position(|n| *n == name) {
+                    if let Some(i) = [RSS, ANON_RSS, SWAP].iter().position(|n| *n == name) {
                         found[i] = true;
                     }
                     any = true;
@@ -130,13 +145,9 @@ mod imp {
         }
         if probe.status || (probe.rollup && found.contains(&false)) {
             read_into(&mut probe.buffer, pid, "status")?;
-            for (i, (key, name)) in [
-                ("VmRSS", "rss"),
-                ("RssAnon", "anon_rss"),
-                ("VmSwap", "swap"),
-            ]
-            .into_iter()
-            .enumerate()
+            for (i, (key, name)) in [("VmRSS", RSS), ("RssAnon", ANON_RSS), ("VmSwap", SWAP)]
+                .into_iter()
+                .enumerate()
             {
                 if found[i] {
                     continue;
@@ -191,7 +202,7 @@ mod imp {
             pid,
             cause: "no such process".into(),
         })?;
-        out("rss", process.memory());
+        out(RSS, process.memory());
         Ok(())
     }
 

@@ -33,6 +33,7 @@ fn scenario(name: &str, profile: &str, warmup_turns: u32, turns: u32) -> Scenari
             lib: None,
             call_timeout: Duration::from_secs(60),
             isolate: false,
+            attach: None,
             exec: None,
         },
         warmup_turns,
@@ -61,6 +62,7 @@ fn scenario(name: &str, profile: &str, warmup_turns: u32, turns: u32) -> Scenari
         seed: 7,
         target: crate::scenario::Target::Local,
         stop: crate::scenario::StopMode::Turns,
+        concurrency: None,
     }
 }
 

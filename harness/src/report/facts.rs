@@ -143,6 +143,10 @@ pub(crate) fn verdict_line(record: &RunRecord, verdict: &Verdict) -> (VerdictSta
 pub(crate) fn empty_ledger_text(record: &RunRecord) -> &'static str {
     match record.outcome {
         RunOutcome::Interrupted { .. } => "not recorded (the run was interrupted)",
+        // Nobody but the process itself can count what it creates (docs/attach.md).
+        _ if record.scenario.engine.attach.is_some() => {
+            "not known: the attached process wrote no LEDGER marker lines"
+        }
         _ => "nothing was counted",
     }
 }

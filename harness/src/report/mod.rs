@@ -21,6 +21,7 @@ mod plot;
 mod progress;
 mod redact;
 mod samples;
+mod suite;
 mod summary_md;
 mod table;
 mod terminal;
@@ -39,13 +40,19 @@ pub use json::{
     LEAKLOOP_VERSION,
 };
 pub use junit::{junit_suite, render_junit, render_junit_suites};
+#[cfg(feature = "cli")]
 pub(crate) use out_dir::remove_if_present;
 pub use out_dir::{inspect_out_dir, FolderView, OutDir, RunState, LOCK_FILE};
 pub use partial::{interrupted_record, render_partial};
 pub use plot::render_plot_svg;
 pub use progress::ProgressObserver;
-pub use redact::{Redactor, PROBE, PROCESS_PROBE_METRICS};
+pub use redact::{Redactor, PROBE};
 pub use samples::{read_samples, SampleStream, StreamedSamples};
+pub use suite::{
+    read_suite_report, render_suite_junit, render_suite_summary_md, render_suite_text,
+    write_suite_reports, EntryStatus, SuiteEntry, SuiteIdentity, SuitePartition, SuiteReport,
+    WorstMetric, MAX_SUITE_REPORT_BYTES, SUITE_FORMAT_VERSION, SUITE_KIND,
+};
 pub use summary_md::render_summary_md;
 pub use terminal::{print_terminal, render_terminal};
 pub use trend::{render_trend_svg, Trend, TrendPoint};

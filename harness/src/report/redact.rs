@@ -17,9 +17,6 @@ use crate::engine::EngineErrorKind;
 use crate::report::json::LEAKLOOP_VERSION;
 use crate::runner::{RunOutcome, RunRecord};
 
-/// Metrics read from the operating system about a real process: machine-dependent on every backend.
-pub const PROCESS_PROBE_METRICS: &[&str] = crate::probe::PROCESS_METRICS;
-
 /// The placeholder for a machine-dependent measurement.
 pub const PROBE: &str = "[probe]";
 const VERSION: &str = "[version]";
@@ -43,15 +40,19 @@ pub struct Redactor {
 }
 
 impl Redactor {
-    /// A redactor for `record`: on the simulator only the process probes are machine-dependent;
-    /// on a real engine every metric is.
+    /// A redactor for `record`: the metric registry says which metrics depend on the machine (on
+    /// the simulator only what the operating system measures; on a real engine every metric, as
+    /// is any metric the registry does not know).
     pub fn for_record(record: &RunRecord) -> Self {
-        let real_engine = record.backend.backend != "sim";
+        let simulated = record.backend.backend == "sim";
         let probe_metrics: BTreeSet<String> = record
             .metric_names()
             .into_iter()
             .chain(record.scenario.watched_metrics())
-            .filter(|m| real_engine || PROCESS_PROBE_METRICS.contains(&m.as_str()))
+            .filter(|m| {
+                leakloop_metrics::metric(m)
+                    .map_or(!simulated, |m| m.is_machine_dependent(simulated))
+            })
             .collect();
         let probe_line = (!probe_metrics.is_empty()).then(|| {
             let names: Vec<String> = probe_metrics.iter().map(|m| regex::escape(m)).collect();

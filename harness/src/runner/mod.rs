@@ -2,6 +2,7 @@
 //! every create/delete in the ledger and samples memory at the scenario's sampling points; with
 //! `stop: decided` a [`StopRule`] may end it once the verdict is decided.
 
+mod clock;
 mod metrics;
 mod prompt;
 mod record;
@@ -13,5 +14,5 @@ pub use record::{
     FormatVersion, Phase, RunOutcome, RunRecord, Sample, OLDEST_REPORT_FORMAT_VERSION,
     REPORT_FORMAT_VERSION,
 };
-pub use run_loop::{run_scenario, run_scenario_until, NoObserver, RunObserver};
+pub use run_loop::{run_scenario, run_scenario_on, run_scenario_until, NoObserver, RunObserver};
 pub use stop::{EarlyStop, RunAllTurns, StopRule};

@@ -9,7 +9,8 @@
 use std::time::Instant;
 
 use crate::engine::{Engine, EngineError, GenerateRequest, Ledger, SessionId};
-use crate::probe::ProcessProbe;
+use crate::probe::{LocalTarget, ProbeSet, Target};
+use crate::runner::clock::Clock;
 use crate::runner::prompt::prompt_for_turn;
 use crate::runner::{
     EarlyStop, Metrics, Phase, RunAllTurns, RunOutcome, RunRecord, Sample, StopRule,
@@ -53,10 +54,24 @@ pub fn run_scenario_until(
     observer: &mut dyn RunObserver,
     stop: &mut dyn StopRule,
 ) -> RunRecord {
+    run_scenario_on(&LocalTarget, scenario, engine, observer, stop)
+}
+
+/// As [`run_scenario_until`], with the engine's process living on `target`: the target's probes
+/// (chosen from the metric registry for the watched metrics only) sample it.
+pub fn run_scenario_on(
+    target: &dyn Target,
+    scenario: &Scenario,
+    engine: &mut dyn Engine,
+    observer: &mut dyn RunObserver,
+    stop: &mut dyn StopRule,
+) -> RunRecord {
     let source = engine.describe().backend;
-    let probe = ProcessProbe::for_watched(&scenario.watched_metrics());
+    let probe = ProbeSet::for_watched(target, &scenario.watched_metrics());
     let samples = preallocated_samples(scenario, engine.process_id());
+    let clock = Clock::for_engine(engine.turn_marks().is_some());
     let mut run = Run {
+        clock,
         scenario,
         engine,
         observer,
@@ -97,17 +112,23 @@ pub fn run_scenario_until(
 fn expected_samples(scenario: &Scenario) -> usize {
     let turns = scenario.total_turns() as usize;
     let points = &scenario.sample.after;
-    let per_turn = scenario
-        .turn
-        .iter()
-        .filter(|step| match step {
-            Step::Open(_) => points.contains(&SamplePoint::Open),
-            Step::Generate { .. } | Step::Cancel { .. } => points.contains(&SamplePoint::Generate),
-            Step::Close => points.contains(&SamplePoint::Close),
-            Step::Idle(_) => points.contains(&SamplePoint::Idle),
-            Step::Send(_) => false,
-        })
-        .count();
+    // An attached process has no steps: its one sampling point is its turn marker.
+    let marked =
+        usize::from(scenario.engine.attach.is_some() && points.contains(&SamplePoint::Close));
+    let per_turn = marked
+        + scenario
+            .turn
+            .iter()
+            .filter(|step| match step {
+                Step::Open(_) => points.contains(&SamplePoint::Open),
+                Step::Generate { .. } | Step::Cancel { .. } => {
+                    points.contains(&SamplePoint::Generate)
+                }
+                Step::Close => points.contains(&SamplePoint::Close),
+                Step::Idle(_) => points.contains(&SamplePoint::Idle),
+                Step::Send(_) => false,
+            })
+            .count();
     let reloads = match scenario.reload_every {
         0 => 0,
         k => turns.saturating_sub(1) / k as usize,
@@ -144,12 +165,14 @@ enum Recovery {
 }
 
 struct Run<'a> {
+    /// What marks the end of each turn.
+    clock: Clock,
     scenario: &'a Scenario,
     engine: &'a mut dyn Engine,
     observer: &'a mut dyn RunObserver,
     source: String,
-    /// The process probe for the watched process metrics; `None` when none is watched.
-    probe: Option<ProcessProbe>,
+    /// The target's probes for the watched metrics the runner reads itself (empty when none).
+    probe: ProbeSet,
     started: Instant,
     ledger: Ledger,
     samples: Vec<Sample>,
@@ -170,9 +193,10 @@ impl Run<'_> {
         let total = self.scenario.total_turns();
         let reload_every = self.scenario.reload_every;
         let mut last = total;
-        for turn in 1..=total {
-            self.run_turn(turn)?;
-            self.turns_completed = turn;
+        let mut turn = 0;
+        while turn < total {
+            turn = self.next_turn(turn)?;
+            self.turns_completed = turn.min(total);
             let stopping = turn < total && stop.wants_look(turn) && self.look(turn, stop);
             if reload_every > 0 && turn % reload_every == 0 && turn < total && !stopping {
                 self.reload(turn)?;
@@ -185,13 +209,50 @@ impl Run<'_> {
             }
         }
         self.ledger_current = false;
+        let last = last.min(turn);
         self.engine.unload().map_err(|error| Failure {
             turn: last,
             step: "unload",
             error,
         })?;
-        self.ledger.record_delete(last, RUNNER_ENGINE);
-        self.absorb_ledger(last)
+        if self.clock.is_driven() {
+            self.ledger.record_delete(last, RUNNER_ENGINE);
+            self.absorb_ledger(last)?;
+        }
+        Ok(())
+    }
+
+    /// Runs or waits for the turn after `turn`; returns the turn that ended (past `turn + 1`
+    /// when a process marked several turns while one was sampled).
+    fn next_turn(&mut self, turn: u32) -> Result<u32, Failure> {
+        let Clock::Marked(clock) = &mut self.clock else {
+            self.run_turn(turn + 1)?;
+            return Ok(turn + 1);
+        };
+        let failure = |error| Failure {
+            turn: turn + 1,
+            step: "marker",
+            error,
+        };
+        let marks = self
+            .engine
+            .turn_marks()
+            .expect("a marked clock is chosen only for an engine with turn marks");
+        clock.wait(marks).map_err(failure)?;
+        if !self.scenario.sample.after.contains(&SamplePoint::Close) {
+            return Ok(clock.sampled_turn(marks));
+        }
+        // Not `self.settle()`: the clock stays borrowed.
+        if !self.scenario.sample.settle.is_zero() {
+            self.engine.idle(self.scenario.sample.settle);
+        }
+        let marks = self
+            .engine
+            .turn_marks()
+            .expect("a marked clock is chosen only for an engine with turn marks");
+        let ended = clock.sampled_turn(marks);
+        self.take_sample(ended, Phase::Close)?;
+        Ok(ended)
     }
 
     /// Shows `stop` the run so far; true (and the reason recorded) when it ends the run. A look
@@ -238,7 +299,9 @@ impl Run<'_> {
         self.engine
             .load()
             .map_err(|error| Failure { turn, step, error })?;
-        self.ledger.record_create(turn, RUNNER_ENGINE);
+        if self.clock.is_driven() {
+            self.ledger.record_create(turn, RUNNER_ENGINE);
+        }
         self.epoch += 1;
         Ok(())
     }
@@ -400,11 +463,21 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// Settles, then records every metric the engine and the process probe can see.
+    /// Settles, then records every metric the engine and the target's probes can see.
     fn sample(&mut self, turn: u32, phase: Phase) -> Result<(), Failure> {
+        self.settle();
+        self.take_sample(turn, phase)
+    }
+
+    /// Waits the scenario's settle time (on the engine's clock).
+    fn settle(&mut self) {
         if !self.scenario.sample.settle.is_zero() {
             self.engine.idle(self.scenario.sample.settle);
         }
+    }
+
+    /// Records every metric the engine and the process probe can see, now.
+    fn take_sample(&mut self, turn: u32, phase: Phase) -> Result<(), Failure> {
         let snapshot = self.engine.snapshot().map_err(|error| Failure {
             turn,
             step: "sample",
@@ -417,11 +490,12 @@ impl Run<'_> {
         for (name, value) in &snapshot.metrics {
             metrics.insert(name, *value);
         }
-        if let (Some(pid), Some(probe)) = (self.engine.process_id(), self.probe.as_mut()) {
+        if let Some(pid) = self.engine.process_id().filter(|_| !self.probe.is_empty()) {
             // A probe that cannot read the process means the process is gone; the engine call
             // that follows reports how it died, so the sample is kept with what the engine said.
             let mut probed = Metrics::new();
-            if probe
+            if self
+                .probe
                 .read(pid, &mut |name, value| probed.insert(name, value))
                 .is_ok()
             {

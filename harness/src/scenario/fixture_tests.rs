@@ -61,7 +61,7 @@ fn redact(text: &str) -> String {
 #[case::missing_turns("missing-turns", Kind::Shape, Some("turns"))]
 #[case::unknown_step("unknown-step", Kind::Shape, Some("turn[0]"))]
 #[case::two_keys_in_step("two-keys-in-step", Kind::Shape, Some("turn[0]"))]
-#[case::unknown_metric("unknown-metric", Kind::Shape, Some("expect.native_heep"))]
+#[case::unknown_metric("unknown-metric", Kind::Invalid, Some("expect.native_heep"))]
 #[case::unknown_watch_metric("unknown-watch-metric", Kind::Invalid, Some("watch[1]"))]
 #[case::send_before_open("send-before-open", Kind::Invalid, Some("turn[0].send"))]
 #[case::open_not_closed("open-not-closed", Kind::Invalid, Some("turn[0].open"))]
@@ -156,6 +156,31 @@ fn redact(text: &str) -> String {
 #[case::target_remote_in_process("target-remote-in-process", Kind::Invalid, Some("engine.isolate"))]
 #[case::target_unknown_kind("target-unknown-kind", Kind::Shape, Some("target"))]
 #[case::target_remote_exec("target-remote-exec", Kind::Invalid, Some("target"))]
+#[case::attach_without_process("attach-without-process", Kind::Invalid, Some("engine.backend"))]
+#[case::attach_pid_reads_stdout(
+    "attach-pid-reads-stdout",
+    Kind::Invalid,
+    Some("engine.markers.stream")
+)]
+#[case::attach_pattern_without_turn(
+    "attach-pattern-without-turn",
+    Kind::Invalid,
+    Some("engine.markers.pattern")
+)]
+#[case::attach_bad_regex("attach-bad-regex", Kind::Invalid, Some("engine.markers.pattern"))]
+#[case::attach_with_turn("attach-with-turn", Kind::Invalid, Some("turn"))]
+#[case::attach_two_marker_sources(
+    "attach-two-marker-sources",
+    Kind::Invalid,
+    Some("engine.markers.file")
+)]
+#[case::attach_sample_after_generate(
+    "attach-sample-after-generate",
+    Kind::Invalid,
+    Some("sample.after[1]")
+)]
+#[case::command_without_attach("command-without-attach", Kind::Invalid, Some("engine.command"))]
+#[case::missing_turn("missing-turn", Kind::Invalid, Some("turn"))]
 fn bad_scenario_is_rejected(
     #[case] file: &str,
     #[case] kind: Kind,

@@ -5,6 +5,8 @@
 //! [`Scenario`] with resolved units (`units`), and every failure becomes a [`ScenarioError`]
 //! that names the file, line, column and key path and shows the offending line.
 
+mod attach;
+mod concurrency;
 mod error;
 mod exec;
 mod load;
@@ -19,6 +21,11 @@ mod validate;
 #[cfg(test)]
 mod fixture_tests;
 
+pub use attach::{
+    AttachProcess, AttachSpec, MarkerSource, MarkerSpec, DEFAULT_LEDGER_PATTERN,
+    DEFAULT_MARKER_PATTERN, DEFAULT_MARKER_TIMEOUT, DEFAULT_STOP_GRACE, MAX_MARKER_LINE,
+};
+pub use concurrency::Concurrency;
 pub use error::{Location, ScenarioError, ScenarioErrorKind};
 pub use exec::ExecSpec;
 pub use load::{

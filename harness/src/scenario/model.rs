@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::scenario::attach::AttachSpec;
 use crate::scenario::target::Target;
+use crate::scenario::Concurrency;
 
 /// The most turns (warm-up plus measured) one scenario may ask for.
 pub const MAX_TURNS: u32 = 100_000;
@@ -52,6 +54,10 @@ pub struct Scenario {
     /// device.
     #[serde(default, skip_serializing_if = "Target::is_local")]
     pub target: Target,
+    /// Whether a suite may run this scenario alongside others; `None`: the backend's default
+    /// ([`Scenario::effective_concurrency`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<Concurrency>,
 }
 
 impl Scenario {
@@ -79,6 +85,7 @@ impl Scenario {
             seed: 0,
             stop: StopMode::Turns,
             target: Target::Local,
+            concurrency: None,
         }
     }
 
@@ -125,6 +132,8 @@ pub enum BackendKind {
     LitertLm,
     /// The reference OpenCL workload.
     Opencl,
+    /// A process leakloop does not drive: it runs its own turns and marks each one's end.
+    Attach,
     /// An external program speaking the worker protocol (docs/protocol.md); set by scenarios
     /// only, since it needs `engine.command`.
     #[value(skip)]
@@ -138,6 +147,7 @@ impl BackendKind {
             BackendKind::Sim => "sim",
             BackendKind::LitertLm => "litert-lm",
             BackendKind::Opencl => "opencl",
+            BackendKind::Attach => "attach",
             BackendKind::Exec => "exec",
         }
     }
@@ -193,6 +203,9 @@ pub struct EngineSpec {
     /// Run the engine in an isolated worker process (always for real engines by default; opt-in
     /// for the simulator, where it makes `crash` faults real process deaths).
     pub isolate: bool,
+    /// The process and its markers, for `backend: attach` (`None` for every other backend).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attach: Option<AttachSpec>,
     /// The driver to start, for `backend: exec` (and only then).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exec: Option<crate::scenario::ExecSpec>,
@@ -214,6 +227,7 @@ impl EngineSpec {
             lib: None,
             call_timeout: crate::scenario::DEFAULT_CALL_TIMEOUT,
             isolate: backend != BackendKind::Sim,
+            attach: None,
             exec: None,
         }
     }

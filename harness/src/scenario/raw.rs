@@ -13,8 +13,10 @@ use std::fmt;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
+use crate::scenario::attach::RawMarkers;
 use crate::scenario::model::{BackendKind, Device, FaultKind, SamplePoint, StopMode};
 use crate::scenario::target::RawTarget;
+use crate::scenario::Concurrency;
 
 /// The whole scenario file.
 #[derive(Debug, Deserialize)]
@@ -34,8 +36,12 @@ pub(crate) struct RawScenario {
     #[serde(default)]
     pub stop: Option<StopMode>,
     #[serde(default)]
+    pub concurrency: Option<Concurrency>,
+    #[serde(default)]
     pub reload_every: Option<i64>,
-    pub turn: Vec<RawStep>,
+    /// Required for driven backends, absent for `attach` (checked in validation).
+    #[serde(default)]
+    pub turn: Option<Vec<RawStep>>,
     #[serde(default)]
     pub sample: Option<RawSample>,
     #[serde(default)]
@@ -67,8 +73,17 @@ pub(crate) struct RawEngine {
     pub call_timeout: Option<UnitText>,
     #[serde(default)]
     pub isolate: Option<bool>,
+    /// `backend: attach` (the program leakloop starts) and `backend: exec` (the driver).
     #[serde(default)]
     pub command: Option<Vec<String>>,
+    /// `backend: attach` only (see [`crate::scenario::attach`]).
+    #[serde(default)]
+    pub pid: Option<i64>,
+    #[serde(default)]
+    pub markers: Option<RawMarkers>,
+    #[serde(default)]
+    pub stop_grace: Option<UnitText>,
+    /// `backend: exec` only (see `scenario/validate/exec.rs`).
     #[serde(default)]
     pub env: Option<BTreeMap<String, String>>,
     #[serde(default)]
@@ -172,51 +187,22 @@ pub(crate) struct RawFault {
     pub kind: FaultKind,
 }
 
-/// `expect:`: the ledger balance and one optional entry per known metric.
+/// `expect:`: the ledger balance and a map from metric name to its limits.
 ///
-/// Metrics are spelled out as fields (rather than a free map) so that an unknown metric is an
-/// unknown key, with the same did-you-mean help as any other typo.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// Names are checked against the metric registry, so a new metric needs no field here. A name
+/// the registry does not know is kept (its value unread) for the validator to report at its key,
+/// with a did-you-mean, before anything about its value. An entry without a value (`rss:`) is
+/// "not given", as for every other optional key.
+#[derive(Debug, Default)]
 pub(crate) struct RawExpect {
-    #[serde(default)]
     pub balanced: Option<bool>,
-    #[serde(default)]
-    pub rss: Option<RawMetricExpect>,
-    #[serde(default)]
-    pub pss: Option<RawMetricExpect>,
-    #[serde(default)]
-    pub anon_rss: Option<RawMetricExpect>,
-    #[serde(default)]
-    pub swap: Option<RawMetricExpect>,
-    #[serde(default)]
-    pub native_heap: Option<RawMetricExpect>,
-    #[serde(default)]
-    pub gpu: Option<RawMetricExpect>,
-    #[serde(default)]
-    pub pool_allocated: Option<RawMetricExpect>,
-    #[serde(default)]
-    pub pool_reserved: Option<RawMetricExpect>,
-    #[serde(default)]
-    pub cl_mem_bytes: Option<RawMetricExpect>,
+    pub metrics: Vec<(String, RawMetricExpect)>,
+    /// The first key that is neither `balanced` nor a registered metric.
+    pub unknown: Option<String>,
 }
 
-impl RawExpect {
-    /// Every metric field with its YAML name, in [`crate::scenario::METRICS`] order.
-    pub fn metric_fields(&self) -> [(&'static str, &Option<RawMetricExpect>); 9] {
-        [
-            ("rss", &self.rss),
-            ("pss", &self.pss),
-            ("anon_rss", &self.anon_rss),
-            ("swap", &self.swap),
-            ("native_heap", &self.native_heap),
-            ("gpu", &self.gpu),
-            ("pool_allocated", &self.pool_allocated),
-            ("pool_reserved", &self.pool_reserved),
-            ("cl_mem_bytes", &self.cl_mem_bytes),
-        ]
-    }
-}
+/// The key of `expect:` that is not a metric.
+pub(crate) const EXPECT_BALANCED: &str = "balanced";
 
 /// Limits on one metric.
 #[derive(Debug, Default, Deserialize)]
@@ -259,6 +245,35 @@ impl<'de> Deserialize<'de> for UnitText {
             }
         }
         deserializer.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for RawExpect {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawExpect;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a mapping of `balanced` and metric names to their limits")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawExpect, A::Error> {
+                let mut out = RawExpect::default();
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == EXPECT_BALANCED {
+                        out.balanced = Some(map.next_value()?);
+                    } else if leakloop_metrics::metric(&key).is_some() {
+                        if let Some(limits) = map.next_value::<Option<RawMetricExpect>>()? {
+                            out.metrics.push((key, limits));
+                        }
+                    } else {
+                        map.next_value::<de::IgnoredAny>()?;
+                        out.unknown.get_or_insert(key);
+                    }
+                }
+                Ok(out)
+            }
+        }
+        deserializer.deserialize_map(V)
     }
 }
 

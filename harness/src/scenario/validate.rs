@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+use crate::scenario::attach::validate_attach;
 use crate::scenario::error::{did_you_mean, ScenarioError, ScenarioErrorKind};
 use crate::scenario::model::text_tokens;
 use crate::scenario::model::{
@@ -16,24 +17,14 @@ use crate::scenario::model::{
     OPENCL_PROFILES, SIM_PROFILES,
 };
 use crate::scenario::raw::{
-    RawEngine, RawExpect, RawMetricExpect, RawScenario, RawSend, RawStep, UnitText,
+    RawEngine, RawExpect, RawMetricExpect, RawScenario, RawSend, RawStep, UnitText, EXPECT_BALANCED,
 };
 use crate::scenario::spans::SpanIndex;
 use crate::scenario::target::validate_target;
 use crate::scenario::units::{parse_duration, parse_size, parse_tolerance, UnitError};
 
-/// Metric names the DSL knows (bytes), for `watch` and `expect`.
-pub const METRICS: &[&str] = &[
-    "rss",
-    "pss",
-    "anon_rss",
-    "swap",
-    "native_heap",
-    "gpu",
-    "pool_allocated",
-    "pool_reserved",
-    "cl_mem_bytes",
-];
+/// Metric names the DSL knows (bytes), for `watch` and `expect`: every metric of the registry.
+pub const METRICS: &[&str] = &leakloop_metrics::NAMES;
 
 /// Default per-call timeout for engines in a worker process.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -60,7 +51,7 @@ pub(crate) struct Context<'a> {
 
 impl Context<'_> {
     /// An [`ScenarioErrorKind::Invalid`] error pointing at the value of `path`.
-    pub(super) fn invalid(&self, path: &str, message: impl Into<String>) -> ScenarioError {
+    pub(crate) fn invalid(&self, path: &str, message: impl Into<String>) -> ScenarioError {
         ScenarioError::new(self.file, ScenarioErrorKind::Invalid, message)
             .key(path)
             .at(self.spans.value_or_ancestor(path), self.text)
@@ -68,7 +59,7 @@ impl Context<'_> {
 
     /// An [`ScenarioErrorKind::Invalid`] error pointing at the key of `path` (for problems with
     /// a whole entry, or a missing key under an existing parent).
-    pub(super) fn invalid_key(&self, path: &str, message: impl Into<String>) -> ScenarioError {
+    pub(crate) fn invalid_key(&self, path: &str, message: impl Into<String>) -> ScenarioError {
         ScenarioError::new(self.file, ScenarioErrorKind::Invalid, message)
             .key(path)
             .at(self.spans.key_or_ancestor(path), self.text)
@@ -85,8 +76,26 @@ impl Context<'_> {
         parse_size(&text.0).map_err(|e| self.bad_unit(path, "size", text, e))
     }
 
-    fn duration(&self, path: &str, text: &UnitText) -> Result<Duration, ScenarioError> {
+    pub(crate) fn duration(&self, path: &str, text: &UnitText) -> Result<Duration, ScenarioError> {
         parse_duration(&text.0).map_err(|e| self.bad_unit(path, "duration", text, e))
+    }
+
+    /// A duration more than zero at `path`, or `default` when none is written.
+    pub(crate) fn positive_duration(
+        &self,
+        path: &str,
+        text: Option<&UnitText>,
+        default: Duration,
+    ) -> Result<Duration, ScenarioError> {
+        let Some(text) = text else {
+            return Ok(default);
+        };
+        let t = self.duration(path, text)?;
+        if t.is_zero() {
+            let key = path.rsplit('.').next().unwrap_or(path);
+            return Err(self.invalid(path, format!("`{key}` must be more than 0")));
+        }
+        Ok(t)
     }
 
     /// A count in `min..=u32::MAX`.
@@ -138,6 +147,13 @@ pub(crate) fn validate(raw: RawScenario, cx: &Context<'_>) -> Result<Scenario, S
              there (run the driver over ssh in its `command` instead)",
         ));
     }
+    if target.remote_worker().is_some() && engine.backend == BackendKind::Attach {
+        return Err(cx.invalid_key(
+            "target",
+            "an attached process is not leakloop's worker: a remote target that starts a worker \
+             cannot hold it (sample a device's app with `target: {adb: {package: ...}}`)",
+        ));
+    }
     if target.remote_worker().is_some() {
         // The engine runs in the worker on the target; there is no in-process form of that.
         if isolate_written == Some(false) {
@@ -149,8 +165,30 @@ pub(crate) fn validate(raw: RawScenario, cx: &Context<'_>) -> Result<Scenario, S
         }
         engine.isolate = true;
     }
-    let turn = validate_turn(&raw.turn, &engine, cx)?;
-    let sample = validate_sample(raw.sample, &turn, cx)?;
+    let turn = match (&raw.turn, &engine.attach) {
+        (Some(steps), None) => validate_turn(steps, &engine, cx)?,
+        (None, None) => {
+            // Placed at `turns`, which every scenario has and `turn` usually follows.
+            return Err(ScenarioError::new(
+                cx.file,
+                ScenarioErrorKind::Invalid,
+                "missing key `turn`: list the steps of one turn (usually open, send, generate, close)",
+            )
+            .key("turn")
+            .at(cx.spans.key_or_ancestor("turns"), cx.text));
+        }
+        (Some(_), Some(_)) => {
+            return Err(cx.invalid_key(
+                "turn",
+                "an attached process runs its own turns and marks their ends; remove `turn`",
+            ))
+        }
+        (None, Some(_)) => {
+            check_attached_loop(raw.reload_every, raw.faults.as_deref(), cx)?;
+            Vec::new()
+        }
+    };
+    let sample = validate_sample(raw.sample, &turn, engine.attach.is_some(), cx)?;
     let watch = validate_watch(raw.watch.unwrap_or_default(), cx)?;
     let faults = validate_faults(
         raw.faults.unwrap_or_default(),
@@ -177,6 +215,7 @@ pub(crate) fn validate(raw: RawScenario, cx: &Context<'_>) -> Result<Scenario, S
         seed: raw.seed.unwrap_or(0),
         stop: raw.stop.unwrap_or_default(),
         target,
+        concurrency: raw.concurrency,
     })
 }
 
@@ -242,6 +281,8 @@ fn validate_engine(
     cx: &Context<'_>,
 ) -> Result<EngineSpec, ScenarioError> {
     let backend = raw.backend;
+    let folder = cx.file.parent().unwrap_or(Path::new(""));
+    let attach = validate_attach(&mut raw, backend == BackendKind::Attach, folder, cx)?;
     match (backend, &raw.profile) {
         (BackendKind::Sim, None) => {
             return Err(cx
@@ -285,7 +326,15 @@ fn validate_engine(
             "the litert-lm backend needs `model`: the path of a .litertlm file",
         ));
     }
-    let folder = cx.file.parent().unwrap_or(Path::new(""));
+    // A driver runs in its own folder (`cwd`, by default the scenario's): the paths it is given
+    // (its program, model and library) must not stay relative to leakloop's folder.
+    let absolute_folder;
+    let folder = if backend == BackendKind::Exec {
+        absolute_folder = std::path::absolute(folder).unwrap_or_else(|_| folder.to_owned());
+        absolute_folder.as_path()
+    } else {
+        folder
+    };
     let exec = exec::validate_exec(&mut raw, folder, cx)?;
     let resolve = |p: &str| {
         let p = Path::new(p);
@@ -305,16 +354,11 @@ fn validate_engine(
         Some(v) => cx.count("engine.max_tokens", v, 1)?,
         None => DEFAULT_MAX_TOKENS,
     };
-    let call_timeout = match &raw.call_timeout {
-        Some(text) => {
-            let t = cx.duration("engine.call_timeout", text)?;
-            if t.is_zero() {
-                return Err(cx.invalid("engine.call_timeout", "`call_timeout` must be more than 0"));
-            }
-            t
-        }
-        None => DEFAULT_CALL_TIMEOUT,
-    };
+    let call_timeout = cx.positive_duration(
+        "engine.call_timeout",
+        raw.call_timeout.as_ref(),
+        DEFAULT_CALL_TIMEOUT,
+    )?;
     Ok(EngineSpec {
         backend,
         profile: raw.profile,
@@ -324,9 +368,35 @@ fn validate_engine(
         max_tokens,
         lib: raw.lib.as_deref().map(resolve),
         call_timeout,
-        isolate: raw.isolate.unwrap_or(backend != BackendKind::Sim),
+        // An attached process is its own process: there is no engine to put in a worker.
+        isolate: raw
+            .isolate
+            .unwrap_or(!matches!(backend, BackendKind::Sim | BackendKind::Attach)),
+        attach,
         exec,
     })
+}
+
+/// Reloads and faults are things the runner does to an engine it drives; an attached process
+/// runs its own loop.
+fn check_attached_loop(
+    reload_every: Option<i64>,
+    faults: Option<&[crate::scenario::raw::RawFault]>,
+    cx: &Context<'_>,
+) -> Result<(), ScenarioError> {
+    if reload_every.is_some_and(|k| k != 0) {
+        return Err(cx.invalid(
+            "reload_every",
+            "leakloop cannot reload an attached process; remove `reload_every`",
+        ));
+    }
+    if faults.is_some_and(|f| !f.is_empty()) {
+        return Err(cx.invalid_key(
+            "faults",
+            "faults are injected into engines leakloop drives; an attached process runs its own loop",
+        ));
+    }
+    Ok(())
 }
 
 fn step_name(step: &RawStep) -> &'static str {
@@ -573,6 +643,7 @@ fn sample_point_name(p: SamplePoint) -> &'static str {
 fn validate_sample(
     raw: Option<crate::scenario::raw::RawSample>,
     turn: &[Step],
+    attached: bool,
     cx: &Context<'_>,
 ) -> Result<SamplePlan, ScenarioError> {
     let Some(raw) = raw else {
@@ -596,6 +667,17 @@ fn validate_sample(
         }
         let happens = match point {
             SamplePoint::Load => true,
+            // An attached process's only turn boundary is its marker, sampled as `close`.
+            SamplePoint::Close if attached => true,
+            _ if attached => {
+                return Err(cx.invalid(
+                    &path,
+                    format!(
+                        "an attached process is sampled at its turn markers (`close`) and after \
+                         attaching (`load`), not after `{name}`"
+                    ),
+                ))
+            }
             SamplePoint::Open => turn.iter().any(|s| matches!(s, Step::Open(_))),
             SamplePoint::Generate => turn
                 .iter()
@@ -754,11 +836,20 @@ fn fault_name(kind: FaultKind) -> &'static str {
 }
 
 fn validate_expect(raw: RawExpect, cx: &Context<'_>) -> Result<Expectations, ScenarioError> {
+    if let Some(name) = &raw.unknown {
+        let known = || std::iter::once(EXPECT_BALANCED).chain(METRICS.iter().copied());
+        return Err(cx
+            .invalid_key(
+                &format!("expect.{name}"),
+                format!("unknown metric `{name}`"),
+            )
+            .suggest(did_you_mean(name, known()))
+            .expect_one_of(known()));
+    }
     let mut metrics = BTreeMap::new();
-    for (name, entry) in raw.metric_fields() {
-        let Some(entry) = entry else { continue };
+    for (name, entry) in &raw.metrics {
         let path = format!("expect.{name}");
-        metrics.insert(name.to_owned(), validate_metric(entry, &path, cx)?);
+        metrics.insert(name.clone(), validate_metric(entry, &path, cx)?);
     }
     Ok(Expectations {
         balanced: raw.balanced.unwrap_or(false),

@@ -87,6 +87,45 @@ fn overhead_bench_without_the_library_says_it_skipped() {
     assert!(stderr.contains("fetch-litert-lm.sh"), "{stderr}");
 }
 
+/// `leakloop bench overhead` runs the bare C loop and leakloop side by side and prints a ratio
+/// (needs LiteRT-LM's library and the tiny model; `SKIPPED: ...` without them).
+#[test]
+fn overhead_bench_prints_leakloop_next_to_the_bare_loop() {
+    let test = "overhead_bench_prints_leakloop_next_to_the_bare_loop";
+    let library = match leakloop::engine::litert_lm::discover_library(None) {
+        Ok(library) => library,
+        Err(e) => {
+            return leakloop::engine::skip_or_require(
+                "LEAKLOOP_REQUIRE_ENGINE",
+                &format!("{test}: {e}"),
+            )
+        }
+    };
+    let model = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/models/tiny-qwen2-f32.litertlm");
+    let output = Command::new(env!("CARGO_BIN_EXE_leakloop"))
+        .args([
+            "bench", "overhead", "--turns", "5", "--warmup", "1", "--rounds", "1",
+        ])
+        .arg("--lib")
+        .arg(&library.path)
+        .arg("--model")
+        .arg(&model)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    for row in [
+        "| bare C loop |",
+        "| leakloop (worker) |",
+        "| leakloop (in-process) |",
+    ] {
+        assert!(stdout.contains(row), "{row} in {stdout}\n{stderr}");
+    }
+    assert!(stdout.contains("x |"), "{stdout}");
+}
+
 #[test]
 fn sequential_detection_bench_prints_a_row_per_maximum_and_kind() {
     let (code, table) = bench(&["detection", "--sequential", "--series", "2"]);

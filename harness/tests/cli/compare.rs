@@ -1,6 +1,7 @@
-//! `leakloop compare`: one scenario against two LiteRT-LM builds. The real comparison (0.18.1
-//! against a fetched nightly) needs both libraries under `target/litert-lm/`; without them it
-//! prints `SKIPPED: ...`, and fails when `LEAKLOOP_REQUIRE_ENGINE=1`. Bad usage needs no library.
+//! `leakloop compare`: one scenario against two LiteRT-LM builds, or against two engine specs. The
+//! real comparison (0.18.1 against a fetched nightly) needs both libraries under
+//! `target/litert-lm/`; without them it prints `SKIPPED: ...`, and fails when
+//! `LEAKLOOP_REQUIRE_ENGINE=1`. Bad usage and the simulator's engine files need no library.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -125,7 +126,9 @@ fn one_lib_is_bad_usage() {
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
     assert!(
-        stderr.contains("compare needs exactly two --lib (A and B), got 1"),
+        stderr.contains(
+            "compare needs exactly two --lib (A and B) or one or two --engine, got 1 --lib"
+        ),
         "{stderr}"
     );
 }
@@ -175,4 +178,107 @@ fn a_scenario_without_a_library_to_swap_is_refused() {
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
     assert!(stderr.contains("only the litert-lm backend"), "{stderr}");
+}
+
+/// The simulator's engine that forgets to delete conversations (the scenario's own) against its
+/// clean CPU profile from an engine file: one table, A's growth and ledger gone on B.
+#[test]
+fn an_engine_file_runs_against_the_scenarios_own_engine() {
+    let out = compare(&[
+        "fixtures/scenarios/forgets-delete.yaml",
+        "--engine",
+        "fixtures/engines/sim-cpu-flat.yaml",
+        "--quiet",
+    ]);
+    let (stdout, stderr) = text(&out);
+    // Both sides fail an expectation (B's one-time rise passes its tolerance too).
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    insta::assert_snapshot!(stdout);
+}
+
+#[test]
+fn two_engine_files_are_a_then_b() {
+    let dir = tempfile::tempdir().unwrap();
+    let leaky = dir.path().join("leaky.yaml");
+    std::fs::write(
+        &leaky,
+        "engine: {backend: sim, profile: forgets-delete, max_tokens: 4096}\n",
+    )
+    .unwrap();
+    let out = compare(&[
+        "fixtures/scenarios/forgets-delete.yaml",
+        "--engine",
+        "fixtures/engines/sim-cpu-flat.yaml",
+        "--engine",
+        leaky.to_str().unwrap(),
+        "--quiet",
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("native_heap"))
+        .expect("a native_heap row");
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    // B (the leaky profile) grows by a KV cache per turn more than A.
+    assert_eq!(cells[1], "plateau", "{row}");
+    // Each growth figure is a number and a unit: `+48.1 MiB`.
+    assert_eq!(cells[4], "growth", "{row}");
+    assert!(cells[7].starts_with("+4") && cells[8] == "MiB", "{row}");
+    assert!(
+        stdout.contains("ledger: sim/conversation created 13 deleted 0"),
+        "{stdout}"
+    );
+}
+
+#[rstest::rstest]
+#[case::unknown_key(
+    "engine:\n  backend: sim\n  profil: cpu-flat\n",
+    "line 3, column 3: `engine.profil`: unknown key `profil`"
+)]
+#[case::more_than_the_engine(
+    "engine: {backend: sim}\nturns: 3\n",
+    "an engine file holds only `engine:`, found `turns`"
+)]
+#[case::not_a_mapping("- sim\n", "an engine file is a YAML mapping with one key, `engine`")]
+fn a_bad_engine_file_is_named_before_anything_runs(#[case] yaml: &str, #[case] message: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("engine.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let out = compare(&[
+        "fixtures/scenarios/forgets-delete.yaml",
+        "--engine",
+        "fixtures/engines/sim-cpu-flat.yaml",
+        "--engine",
+        file.to_str().unwrap(),
+        "--out",
+        dir.path().join("out").to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("--engine for side B"), "{stderr}");
+    assert!(stderr.contains(message), "{stderr}");
+    assert!(!dir.path().join("out").exists(), "nothing may run");
+}
+
+#[test]
+fn three_engine_files_or_engines_with_libs_are_bad_usage() {
+    let engine = "fixtures/engines/sim-cpu-flat.yaml";
+    let out = compare(&[
+        SCENARIO, "--engine", engine, "--engine", engine, "--engine", engine,
+    ]);
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("compare takes one --engine"), "{stderr}");
+    assert!(stderr.contains("got 3"), "{stderr}");
+    let out = compare(&[
+        SCENARIO,
+        "--engine",
+        engine,
+        "--lib",
+        "target/litert-lm/0.18.1",
+    ]);
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("cannot be used with"), "{stderr}");
 }

@@ -2,9 +2,11 @@
 
 mod adb;
 mod analyze;
+mod attach;
 mod bench;
 mod bisect;
 mod check;
+mod ci_workflow;
 mod compare;
 mod drivers;
 mod exit_codes;
@@ -13,9 +15,11 @@ mod interrupted;
 mod library;
 mod opencl;
 mod out_dir;
+mod python_driver;
 mod real_traces;
 mod remote;
 mod report;
 mod schema;
 mod stop;
+mod suite;
 mod worker;

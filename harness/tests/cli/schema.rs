@@ -221,11 +221,14 @@ fn every_fixture_scenario_validates() {
     let dir = workspace().join("fixtures/scenarios");
     let mut checked = 0;
     let mut failures = Vec::new();
-    // The external-driver scenarios (`backend: exec`) live apart, since their engine is a program.
-    let exec = workspace().join("fixtures/exec");
+    // The attached-process scenarios and the external-driver scenarios (`backend: exec`) live
+    // apart, since their engine is a program.
     let entries = std::fs::read_dir(&dir)
         .expect("fixtures/scenarios exists")
-        .chain(std::fs::read_dir(&exec).expect("fixtures/exec exists"));
+        .chain(
+            std::fs::read_dir(workspace().join("fixtures/attach")).expect("fixtures/attach exists"),
+        )
+        .chain(std::fs::read_dir(workspace().join("fixtures/exec")).expect("fixtures/exec exists"));
     for entry in entries {
         let path = entry.expect("readable entry").path();
         if path.extension().is_none_or(|e| e != "yaml") {
@@ -322,6 +325,18 @@ const SCHEMA_REJECTS: &[(&str, &str, &str)] = &[
     ("target-ssh-bad-option", "/target", "oneOf"),
     ("target-adb-two-processes", "/target", "oneOf"),
     ("target-unknown-kind", "/target", "oneOf"),
+    ("missing-turn", "", "required"),
+    ("attach-without-process", "/engine", "oneOf"),
+    ("attach-pid-reads-stdout", "/engine/markers", "anyOf"),
+    (
+        "attach-pattern-without-turn",
+        "/engine/markers/pattern",
+        "pattern",
+    ),
+    ("attach-with-turn", "/turn", "falseSchema"),
+    ("attach-two-marker-sources", "/engine/markers", "not"),
+    ("attach-sample-after-generate", "/sample/after/1", "enum"),
+    ("command-without-attach", "/engine/command", "falseSchema"),
 ];
 
 /// Malformed fixtures whose defect needs more than a schema can say (relations between values,
@@ -365,6 +380,10 @@ const BEYOND_SCHEMA: &[(&str, &str)] = &[
     (
         "target-remote-exec",
         "a remote target and an exec driver are two places",
+    ),
+    (
+        "attach-bad-regex",
+        "a regular expression is compiled by leakloop's regex engine",
     ),
 ];
 
@@ -479,6 +498,22 @@ fn profile_and_metric_lists_are_the_dsl_constants() {
     assert_eq!(expect_keys, wanted);
 }
 
+/// The schema's metrics are the registry's, in its order and with its meanings: adding a metric
+/// to the registry without the schema (or the other way round) fails here.
+#[test]
+fn schema_metrics_are_the_registry() {
+    let names: Vec<&str> = leakloop::registry::names().collect();
+    assert_eq!(strings(at("/$defs/metric/enum")), names);
+    for metric in leakloop::registry::REGISTRY {
+        let pointer = format!("/$defs/expect/properties/{}/description", metric.name);
+        assert_eq!(
+            at(&pointer).as_str(),
+            Some(format!("Limits on `{}`: {}.", metric.name, metric.meaning).as_str()),
+            "{pointer}"
+        );
+    }
+}
+
 /// What leakloop lists as the valid choices when it meets `zz_probe` in `text`.
 ///
 /// The list comes from the error's `expected()`, or, where the error leaves that empty (unknown
@@ -544,6 +579,10 @@ fn schema_step_names() -> BTreeSet<String> {
     "/$defs/step_cancel/properties/cancel/properties"
 )]
 #[case::sample(format!("{MINIMAL}sample: {{zz_probe: 1}}\n"), "/$defs/sample/properties")]
+#[case::markers(
+    with_engine("{backend: attach, command: [app], markers: {zz_probe: 1}}"),
+    "/$defs/markers/properties"
+)]
 #[case::fault(format!("{MINIMAL}faults: [{{zz_probe: 1}}]\n"), "/$defs/fault/properties")]
 #[case::expect(format!("{MINIMAL}expect: {{zz_probe: 1}}\n"), "/$defs/expect/properties")]
 #[case::metric_expectation(
@@ -593,6 +632,10 @@ fn close_takes_no_keys() {
 #[case::device(
     with_engine("{backend: sim, profile: cpu-flat, device: zz_probe}"),
     "/$defs/device/enum"
+)]
+#[case::marker_stream(
+    with_engine("{backend: attach, command: [app], markers: {stream: zz_probe}}"),
+    "/$defs/markers/properties/stream/enum"
 )]
 #[case::fault_kind(format!("{MINIMAL}faults: [{{at_turn: 1, kind: zz_probe}}]\n"), "/$defs/fault_kind/enum")]
 #[case::sample_point(format!("{MINIMAL}sample: {{after: [zz_probe]}}\n"), "/$defs/sample_point/enum")]

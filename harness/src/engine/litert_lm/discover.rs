@@ -17,10 +17,24 @@ use std::path::{Path, PathBuf};
 /// Environment variable that points at a `liblitert-lm.so` (or a folder holding one).
 pub const LIB_ENV: &str = "LITERT_LM_LIB";
 
-/// File name of the library inside a fetched folder or an unpacked wheel.
+/// File name of the library inside a fetched folder or an unpacked wheel: the macOS wheel ships
+/// `litert_lm/liblitert-lm.dylib` (whose install name is still `@rpath/liblitert-lm.so`), the
+/// Linux wheels `litert_lm/liblitert-lm.so`.
+#[cfg(target_os = "macos")]
+pub const LIB_FILE: &str = "liblitert-lm.dylib";
+/// File name of the library inside a fetched folder or an unpacked wheel: the macOS wheel ships
+/// `litert_lm/liblitert-lm.dylib` (whose install name is still `@rpath/liblitert-lm.so`), the
+/// Linux wheels `litert_lm/liblitert-lm.so`.
+#[cfg(not(target_os = "macos"))]
 pub const LIB_FILE: &str = "liblitert-lm.so";
 
 /// How to get the library, as printed whenever it is missing.
+#[cfg(target_os = "macos")]
+pub const FETCH_HINT: &str =
+    "fetch it with `ci/fetch-litert-lm.sh [VERSION|nightly]`, or point `--lib`, `engine.lib` or \
+     LITERT_LM_LIB at a liblitert-lm.dylib";
+/// How to get the library, as printed whenever it is missing.
+#[cfg(not(target_os = "macos"))]
 pub const FETCH_HINT: &str =
     "fetch it with `ci/fetch-litert-lm.sh [VERSION|nightly]`, or point `--lib`, `engine.lib` or \
      LITERT_LM_LIB at a liblitert-lm.so";

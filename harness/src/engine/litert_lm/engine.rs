@@ -476,7 +476,7 @@ impl Engine for LitertLmEngine {
     fn snapshot(&mut self) -> Result<EngineSnapshot, EngineError> {
         let mut metrics = BTreeMap::new();
         if let Some(heap) = native_heap_bytes() {
-            metrics.insert("native_heap".to_owned(), heap);
+            metrics.insert(leakloop_metrics::names::NATIVE_HEAP.to_owned(), heap);
         }
         let mut snapshot = EngineSnapshot {
             ledger: self.counts.snapshot(),

@@ -24,6 +24,6 @@ pub mod kinds {
 }
 
 /// Metric: bytes of OpenCL buffers the engine created and has not released (its own count).
-pub const ENGINE_BUFFER_BYTES: &str = "opencl_buffer_bytes";
+pub const ENGINE_BUFFER_BYTES: &str = leakloop_metrics::names::OPENCL_BUFFER_BYTES;
 /// Metric: live `cl_mem` bytes as the interposer counts them.
-pub const CL_MEM_BYTES: &str = "cl_mem_bytes";
+pub const CL_MEM_BYTES: &str = leakloop_metrics::names::CL_MEM_BYTES;

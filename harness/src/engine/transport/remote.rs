@@ -59,7 +59,7 @@ impl RemoteEngine {
         let script = launch_script(&staged, worker);
         let (program, args) = transport.argv(&script);
         let launched =
-            WorkerEngine::launch(Path::new(&program), &args, &[], None, &staged.scenario);
+            WorkerEngine::launch_in(Path::new(&program), &args, &[], None, &staged.scenario);
         let mut engine = RemoteEngine {
             inner: None,
             transport,

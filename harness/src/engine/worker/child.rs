@@ -360,7 +360,7 @@ impl Server<'_> {
                 if let Some(bytes) = native_heap_bytes() {
                     snapshot
                         .metrics
-                        .entry("native_heap".to_owned())
+                        .entry(leakloop_metrics::names::NATIVE_HEAP.to_owned())
                         .or_insert(bytes);
                 }
                 Response::Snapshot { snapshot }

@@ -43,7 +43,7 @@ impl WorkerEngine {
             }
         }
         let args: Vec<OsString> = args.iter().map(OsString::from).collect();
-        let mut worker = Self::launch(
+        let mut worker = Self::launch_in(
             Path::new(program),
             &args,
             &env,

@@ -7,6 +7,7 @@
 //! (`backend: exec`) is started under it, [`conformance`] `leakloop driver-check`.
 
 mod child;
+mod command;
 mod conformance;
 mod exec;
 mod parent;
@@ -16,7 +17,9 @@ mod spec_tests;
 #[cfg(test)]
 mod test_engine;
 
+#[cfg(feature = "cli")]
 pub(crate) use child::{serve_stdio, WorkerError};
+pub use command::{serve_worker, ServeError, WorkerCommand};
 pub use conformance::{check_driver, CheckStep, DriverCheckPlan, DriverCheckReport, StepResult};
 pub(crate) use parent::worker_binary;
 pub use parent::{WorkerEngine, WORKER_BIN_ENV};

@@ -143,12 +143,24 @@ impl WorkerEngine {
         scenario: &Scenario,
         env: &[(String, String)],
     ) -> Result<Self, EngineError> {
-        Self::launch(program, &[OsString::from("worker")], env, None, scenario)
+        Self::launch(program, &[OsString::from("worker")], env, scenario)
     }
 
-    /// Starts `program args...` (in `cwd`, or this process's folder) as a worker speaking the
-    /// protocol and performs the handshake.
-    pub(crate) fn launch(
+    /// Starts `program args...` as a worker speaking the protocol and performs the handshake.
+    ///
+    /// Any program may serve: `leakloop worker`, or a test binary that re-executes itself and
+    /// serves from inside one of its tests (`leakloop::testing`, feature `test-support`).
+    pub fn launch(
+        program: &Path,
+        args: &[OsString],
+        env: &[(String, String)],
+        scenario: &Scenario,
+    ) -> Result<Self, EngineError> {
+        Self::launch_in(program, args, env, None, scenario)
+    }
+
+    /// [`WorkerEngine::launch`] in `cwd` (or this process's folder).
+    pub(crate) fn launch_in(
         program: &Path,
         args: &[OsString],
         env: &[(String, String)],
@@ -737,7 +749,8 @@ fn choose_worker_binary(
         EngineError::new(
             EngineErrorKind::Unavailable,
             format!(
-                "{why}; set {WORKER_BIN_ENV} to the leakloop binary to run engines in a worker"
+                "{why}; set {WORKER_BIN_ENV} to the leakloop binary to run engines in a worker, \
+                 or let a test binary serve as its own worker (leakloop::testing)"
             ),
         )
     };

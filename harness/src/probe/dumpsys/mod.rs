@@ -14,6 +14,8 @@ mod metrics;
 #[cfg(test)]
 mod tests;
 
+pub use metrics::METRIC_ROWS;
+
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 

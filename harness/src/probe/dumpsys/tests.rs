@@ -13,6 +13,25 @@ fn fixture(name: &str) -> ProcessMemInfo {
         "seed_idle" => include_str!("../../../../fixtures/dumpsys/seed_idle.txt"),
         "seed_after_turn1" => include_str!("../../../../fixtures/dumpsys/seed_after_turn1.txt"),
         "seed_peak" => include_str!("../../../../fixtures/dumpsys/seed_peak.txt"),
+        "unity_pixel2_android11" => {
+            include_str!("../../../../fixtures/dumpsys/unity_pixel2_android11.txt")
+        }
+        "solox_huawei_sandboxed" => {
+            include_str!("../../../../fixtures/dumpsys/solox_huawei_sandboxed.txt")
+        }
+        "flutter_map_s23_summary" => {
+            include_str!("../../../../fixtures/dumpsys/flutter_map_s23_summary.txt")
+        }
+        "rethink_summary" => include_str!("../../../../fixtures/dumpsys/rethink_summary.txt"),
+        "systemui_pixel3_android12" => {
+            include_str!("../../../../fixtures/dumpsys/systemui_pixel3_android12.txt")
+        }
+        "memorylab_dalvik_details" => {
+            include_str!("../../../../fixtures/dumpsys/memorylab_dalvik_details.txt")
+        }
+        "oppo_launcher_swap_kb" => {
+            include_str!("../../../../fixtures/dumpsys/oppo_launcher_swap_kb.txt")
+        }
         other => panic!("no fixture {other}"),
     };
     let mut processes = parse(text).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -167,6 +186,164 @@ fn seed_report_excerpts() {
         assert_eq!(p.totals.rss, Some(total_rss * K), "{name}");
         assert_eq!(p.totals.swap_pss, Some(swap * K), "{name}");
     }
+}
+
+#[test]
+fn unity_pixel2_android11_table_summary_and_totals() {
+    let p = fixture("unity_pixel2_android11");
+    assert_eq!(p.pid, Some(14978));
+    assert_eq!(p.process.as_deref(), Some("com.DefaultCompany.MemoryTests"));
+    assert_eq!(p.table.len(), 17);
+    assert_eq!(p.value("Native Heap", &Column::PssTotal), Some(396846 * K));
+    assert_eq!(p.value("Native Heap", &Column::RssTotal), Some(399380 * K));
+    assert_eq!(p.value("Native Heap", &Column::HeapAlloc), Some(504803 * K));
+    assert_eq!(p.value("EGL mtrack", &Column::PssTotal), Some(49956 * K));
+    assert_eq!(p.value("Gfx dev", &Column::PrivateClean), Some(128 * K));
+    assert_eq!(p.value("Unknown", &Column::RssTotal), Some(141484 * K));
+    assert_eq!(p.value("TOTAL", &Column::SwapPssDirty), Some(15 * K));
+    assert_eq!(pss(&p, "Native Heap"), Some(396792 * K));
+    assert_eq!(rss(&p, "Native Heap"), Some(399380 * K));
+    assert_eq!(pss(&p, "Graphics"), Some(85032 * K));
+    assert_eq!(rss(&p, "Private Other"), None);
+    assert_eq!(
+        p.summary_row("Unknown"),
+        Some(SummaryRow {
+            pss: None,
+            rss: Some(144960 * K)
+        })
+    );
+    assert_eq!(p.totals.pss, Some(688561 * K));
+    assert_eq!(p.totals.rss, Some(746132 * K));
+    assert_eq!(p.totals.swap_pss, Some(15 * K));
+}
+
+/// A sandboxed renderer process (name with colons), the table and App Summary with no blank line
+/// between them, and the summary's total line `TOTAL:` of Android 10 and earlier.
+#[test]
+fn solox_sandboxed_process_without_blank_lines() {
+    let p = fixture("solox_huawei_sandboxed");
+    assert_eq!(p.pid, Some(23178));
+    assert_eq!(
+        p.process.as_deref(),
+        Some("com.huawei.browser:sandboxed_process0:com.huawei.browser.sandbox.SandboxedProcessService0:6")
+    );
+    assert_eq!(p.table.len(), 14);
+    assert_eq!(
+        p.value("Native Heap", &Column::SwapPssDirty),
+        Some(2028 * K)
+    );
+    assert_eq!(p.value("TOTAL", &Column::PssTotal), Some(10856 * K));
+    assert_eq!(p.value("TOTAL", &Column::HeapFree), Some(4376 * K));
+    assert_eq!(pss(&p, "Native Heap"), Some(96 * K));
+    assert_eq!(pss(&p, "System"), Some(10692 * K));
+    assert_eq!(p.totals.pss, Some(10856 * K));
+    assert_eq!(p.totals.swap_pss, Some(8754 * K));
+    assert_eq!(p.totals.rss, None);
+}
+
+/// App Summary excerpts quoted in issue threads, with PSS and RSS columns and the three totals
+/// on one line.
+#[test]
+fn summaries_quoted_in_issue_threads() {
+    let p = fixture("flutter_map_s23_summary");
+    assert_eq!(pss(&p, "Graphics"), Some(923372 * K));
+    assert_eq!(rss(&p, "Graphics"), Some(923376 * K));
+    assert_eq!(pss(&p, "Private Other"), Some(681788 * K));
+    assert_eq!(rss(&p, "Unknown"), Some(837324 * K));
+    assert_eq!(p.totals.pss, Some(1843678 * K));
+    assert_eq!(p.totals.rss, Some(2011800 * K));
+    assert_eq!(p.totals.swap_pss, Some(144 * K));
+
+    let p = fixture("rethink_summary");
+    assert_eq!(pss(&p, "System"), Some(1147686 * K));
+    assert_eq!(rss(&p, "System"), None);
+    assert_eq!(rss(&p, "Stack"), Some(732 * K));
+    assert_eq!(p.totals.pss, Some(1287534 * K));
+    assert_eq!(p.totals.rss, Some(187488 * K));
+    assert_eq!(p.totals.swap_pss, Some(1145221 * K));
+}
+
+/// Android 12 on a Pixel 3: `Swap Dirty` (no SwapPss) beside `Rss Total`, and the summary's swap
+/// as `TOTAL SWAP (KB):`.
+#[test]
+fn systemui_pixel3_android12_swap_without_pss() {
+    let p = fixture("systemui_pixel3_android12");
+    assert_eq!(p.pid, Some(2084));
+    assert_eq!(p.table.len(), 19);
+    assert_eq!(p.value("GL mtrack", &Column::PssTotal), Some(10163 * K));
+    assert_eq!(p.value("EGL mtrack", &Column::RssTotal), Some(12912 * K));
+    assert_eq!(p.value("TOTAL", &Column::SwapDirty), Some(0));
+    assert_eq!(p.value("TOTAL", &Column::SwapPssDirty), None);
+    assert_eq!(p.value("TOTAL", &Column::RssTotal), Some(182691 * K));
+    assert_eq!(pss(&p, "Graphics"), Some(27095 * K));
+    assert_eq!(rss(&p, "Unknown"), Some(8732 * K));
+    assert_eq!(p.totals.pss, Some(96932 * K));
+    assert_eq!(p.totals.rss, Some(182691 * K));
+    assert_eq!(p.totals.swap, Some(0));
+    assert_eq!(p.totals.swap_pss, None);
+    let metrics = p.metrics();
+    assert_eq!(metrics["gpu"], 27095 * K);
+    assert!(!metrics.contains_key("swap_pss"));
+}
+
+/// The `Dalvik Details` table after the main one (its `.Heap`, `.LOS` rows are not table rows).
+#[test]
+fn memorylab_dalvik_details_are_not_rows() {
+    let p = fixture("memorylab_dalvik_details");
+    assert_eq!(p.pid, Some(20602));
+    assert_eq!(p.value("Native Heap", &Column::HeapSize), Some(139028 * K));
+    assert_eq!(p.value("TOTAL", &Column::PssTotal), Some(337790 * K));
+    assert!(p.row(".Heap").is_none() && p.row(".Boot art").is_none());
+    assert_eq!(pss(&p, "Java Heap"), Some(69716 * K));
+    assert_eq!(rss(&p, "Graphics"), Some(57176 * K));
+    assert_eq!(p.totals.pss, Some(337790 * K));
+    assert_eq!(p.totals.rss, Some(421296 * K));
+    assert_eq!(p.totals.swap_pss, Some(162 * K));
+}
+
+/// `TOTAL:` with `TOTAL SWAP (KB):`, and the DATABASES and Asset Allocations sections after it.
+#[test]
+fn oppo_launcher_old_total_with_swap_kb() {
+    let p = fixture("oppo_launcher_swap_kb");
+    assert_eq!(p.process.as_deref(), Some("com.oppo.launcher"));
+    assert_eq!(p.value("GL mtrack", &Column::PssTotal), Some(23004 * K));
+    assert_eq!(p.value("TOTAL", &Column::HeapAlloc), Some(79016 * K));
+    assert_eq!(pss(&p, "Graphics"), Some(43532 * K));
+    assert_eq!(p.totals.pss, Some(148046 * K));
+    assert_eq!(p.totals.swap, Some(0));
+    assert_eq!(p.totals.rss, None);
+    assert!(p.summary_row("MEMORY_USED").is_none());
+}
+
+/// Every fixture under fixtures/dumpsys/ has its source in SOURCES.md, parses, and yields the
+/// registry metrics (at least a total PSS).
+#[test]
+fn every_fixture_is_sourced_parsed_and_gives_metrics() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/dumpsys");
+    let sources = std::fs::read_to_string(dir.join("SOURCES.md")).unwrap();
+    let mut count = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "txt") {
+            continue;
+        }
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            sources.contains(&format!("`{name}`")),
+            "{name} is not in SOURCES.md"
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        let processes = parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        for p in &processes {
+            let metrics = p.metrics();
+            assert!(
+                metrics.contains_key("pss") || p.summary.is_empty(),
+                "{name}: {metrics:?}"
+            );
+        }
+        count += 1;
+    }
+    assert!(count >= 14, "{count} fixtures");
 }
 
 #[test]

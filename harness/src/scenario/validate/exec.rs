@@ -33,10 +33,16 @@ pub(super) fn validate_exec(
         ];
         if let Some(i) = given.iter().position(|g| *g) {
             let key = EXEC_KEYS[i];
+            let owners = if key == "command" {
+                "`backend: exec` (an external driver) or `backend: attach` (a process leakloop \
+                 does not drive)"
+            } else {
+                "`backend: exec` (an external driver)"
+            };
             return Err(cx.invalid_key(
                 &format!("engine.{key}"),
                 format!(
-                    "`{key}` belongs to `backend: exec` (an external driver), not `{}`",
+                    "`{key}` belongs to {owners}, not `{}`",
                     raw.backend.as_str()
                 ),
             ));

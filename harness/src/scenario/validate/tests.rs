@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::*;
-use crate::scenario::{parse_scenario, ScenarioErrorKind, StopMode, Tolerance};
+use crate::scenario::{parse_scenario, Concurrency, ScenarioErrorKind, StopMode, Tolerance};
 
 fn parse(text: &str) -> Result<Scenario, ScenarioError> {
     parse_scenario(text, Path::new("/scenarios/s.yaml"))
@@ -280,14 +280,40 @@ fn idle_may_come_anywhere_and_sessions_may_repeat() {
     assert_eq!(parse(text).unwrap().turn.len(), 7);
 }
 
+/// `expect:` is a map checked against the metric registry: every registered metric is accepted
+/// there and in `watch` with no field of its own, and an unknown one is located with a suggestion.
 #[test]
-fn metrics_list_matches_expect_fields() {
-    let names: Vec<&str> = RawExpect::default()
-        .metric_fields()
-        .iter()
-        .map(|(n, _)| *n)
-        .collect();
-    assert_eq!(names, METRICS);
+fn expect_accepts_every_registry_metric_and_locates_unknown_ones() {
+    for metric in leakloop_metrics::REGISTRY {
+        let name = metric.name;
+        let text = format!(
+            "{MINIMAL}watch: [{name}]\nexpect:\n  balanced: true\n  {name}: {{max_growth_per_turn: 1MiB}}\n"
+        );
+        let scenario = parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(
+            scenario.expect.metrics[name].max_growth_per_turn,
+            Some(1 << 20)
+        );
+        assert!(scenario.expect.balanced);
+    }
+    let text =
+        format!("{MINIMAL}expect:\n  balanced: true\n  phys_fotprint: {{tolerance: 1MiB}}\n");
+    let err = parse(&text).unwrap_err();
+    assert_eq!(err.kind(), ScenarioErrorKind::Invalid);
+    assert_eq!(err.message(), "unknown metric `phys_fotprint`");
+    assert_eq!(err.key_path(), Some("expect.phys_fotprint"));
+    assert_eq!(err.suggestion(), Some("phys_footprint"));
+    let location = err.location().unwrap();
+    assert_eq!((location.line, location.column), (9, 3));
+    assert_eq!(err.expected()[0], "balanced");
+    assert_eq!(&err.expected()[1..], METRICS);
+    // The unknown name is the first problem, whatever its value; an empty entry is not given.
+    let text = format!("{MINIMAL}expect:\n  rss:\n  rsss: 1\n");
+    let err = parse(&text).unwrap_err();
+    assert_eq!(err.message(), "unknown metric `rsss`");
+    assert_eq!(err.suggestion(), Some("rss"));
+    let text = format!("{MINIMAL}expect:\n  rss:\n");
+    assert!(parse(&text).unwrap().expect.metrics.is_empty());
 }
 
 #[rstest::rstest]
@@ -342,4 +368,33 @@ fn a_literal_prompt_longer_than_the_context_is_refused_at_its_key() {
 fn a_prompt_as_long_as_the_context_is_accepted_and_the_simulator_has_no_text_cap() {
     let text = "name: p\nengine: {backend: sim, profile: cpu-flat, max_tokens: 200000000}\nturns: 1\nturn:\n  - open: {}\n  - send: {tokens: 200000000}\n  - close: {}\n";
     parse(text).unwrap();
+}
+
+#[rstest::rstest]
+#[case::simulator_shares_by_default("", Concurrency::Shared)]
+#[case::exclusive_on_request("concurrency: exclusive\n", Concurrency::Exclusive)]
+#[case::shared_on_request("concurrency: shared\n", Concurrency::Shared)]
+fn concurrency_defaults_by_backend(#[case] line: &str, #[case] expected: Concurrency) {
+    let s = parse(&format!("{MINIMAL}{line}")).unwrap();
+    assert_eq!(s.effective_concurrency(), expected);
+    assert_eq!(
+        s.exclusive_device().is_some(),
+        expected == Concurrency::Exclusive
+    );
+}
+
+#[test]
+fn a_real_engine_is_exclusive_unless_it_says_shared() {
+    let litert = MINIMAL.replace(
+        "{backend: sim, profile: cpu-flat}",
+        "{backend: opencl, profile: clean}",
+    );
+    assert_eq!(
+        parse(&litert).unwrap().effective_concurrency(),
+        Concurrency::Exclusive
+    );
+    let shared = parse(&format!("{litert}concurrency: shared\n")).unwrap();
+    assert_eq!(shared.effective_concurrency(), Concurrency::Shared);
+    let err = parse(&format!("{MINIMAL}concurrency: sometimes\n")).unwrap_err();
+    assert!(err.to_string().contains("concurrency"), "{err}");
 }

@@ -25,7 +25,6 @@ fn shell_worker(script: &str, call_timeout: Duration) -> Result<WorkerEngine, En
         Path::new("sh"),
         &["-c".into(), format!("ulimit -c 0; {script}").into()],
         &[("HELLO".into(), HELLO.into())],
-        None,
         &scenario(call_timeout),
     )
 }
@@ -37,7 +36,6 @@ fn tiny_worker(scenario: &Scenario) -> WorkerEngine {
         &exe,
         &test_worker_args(),
         &[(TEST_WORKER_ENV.into(), "1".into())],
-        None,
         scenario,
     )
     .unwrap()
@@ -196,7 +194,6 @@ fn the_environment_given_reaches_the_worker() {
             "read hello; echo \"preload=$LD_PRELOAD_TEST\" >&2; exit 1".into(),
         ],
         &[("LD_PRELOAD_TEST".into(), "/opt/libcount.so".into())],
-        None,
         &scenario(Duration::from_secs(10)),
     )
     .unwrap_err();

@@ -1,0 +1,531 @@
+#!/usr/bin/env python3
+"""A leakloop engine driver over LiteRT-LM's Python package (`litert_lm`, wheel `litert-lm-api`).
+
+The package is a ctypes binding over the same `liblitert-lm.so` that leakloop's `litert-lm`
+backend drives directly, so running one scenario through both shows whether the binding layer
+adds memory of its own. The driver speaks leakloop's worker protocol (docs/protocol.md, version 2):
+one JSON object per line, a request on stdin, exactly one reply on stdout.
+
+Ledger: every C handle the binding creates or deletes is counted at the ctypes boundary (the
+package's functions are wrapped once, at start), under the kinds the `litert-lm` backend uses
+(`engine`, `conversation`, `response`, ...), so a handle the binding frees late (from a
+finaliser) or never is seen where it happens.
+
+Options (the scenario's `engine.options`, sent in `hello`) reproduce how applications use the
+binding:
+
+  release: close      `close_session` calls `Conversation.close()` (the default, documented way)
+  release: drop       `close_session` only drops the driver's reference; the C conversation is
+                      freed whenever Python finalises the wrapper (reference count or cyclic GC)
+  gc: off             the cyclic garbage collector is disabled (`gc.disable()`), as some
+                      latency-sensitive applications do (default `on`)
+  abandon_stream: true  a `cancel_after_tokens` generation stops reading the stream after K
+                      chunks without calling `cancel_process()` (an application that breaks out
+                      of the iterator)
+  at_unload: keep     conversations still open when the engine is unloaded stay as they are (the
+                      default: the binding's Engine.close() deletes the engine under them)
+  at_unload: close    ...and are then closed, engine first, conversations after
+  at_unload: drop     ...and are then dropped, left to the garbage collector
+  count_wrappers: true  also count the Python wrapper objects (`py_engine`, `py_conversation`):
+                      created when built, deleted when Python actually frees them
+
+Whatever the native library prints goes to stderr: file descriptor 1 is moved aside for the
+protocol before the library loads.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+import gc
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import weakref
+
+PROTOCOL_VERSION = 2
+BACKEND = "litert-lm-python"
+MAX_LINE_BYTES = 16 << 20
+
+# C functions that create a handle, by the ledger kind of what they return, and the functions that
+# delete one. Kind names are those of leakloop's `litert-lm` backend, so the two ledgers line up.
+CREATORS = {
+    "litert_lm_engine_settings_create": "settings",
+    "litert_lm_engine_create": "engine",
+    "litert_lm_session_config_create": "session_config",
+    "litert_lm_conversation_config_create": "conversation_config",
+    "litert_lm_conversation_create": "conversation",
+    "litert_lm_conversation_send_message": "response",
+    "litert_lm_sampler_params_create": "sampler_params",
+    "litert_lm_conversation_optional_args_create": "optional_args",
+    "litert_lm_engine_tokenize": "tokenize_result",
+}
+DELETERS = {
+    "litert_lm_engine_settings_delete": "settings",
+    "litert_lm_engine_delete": "engine",
+    "litert_lm_session_config_delete": "session_config",
+    "litert_lm_conversation_config_delete": "conversation_config",
+    "litert_lm_conversation_delete": "conversation",
+    "litert_lm_json_response_delete": "response",
+    "litert_lm_sampler_params_delete": "sampler_params",
+    "litert_lm_conversation_optional_args_delete": "optional_args",
+    "litert_lm_tokenize_result_delete": "tokenize_result",
+}
+
+
+@dataclass(frozen=True)
+class Options:
+    """The driver's options, from the `options` of the `hello` request's engine."""
+
+    release: str = "close"
+    gc: str = "on"
+    abandon_stream: bool = False
+    at_unload: str = "keep"
+    count_wrappers: bool = False
+
+    CHOICES = {
+        "release": ("close", "drop"),
+        "gc": ("on", "off"),
+        "abandon_stream": (True, False),
+        "at_unload": ("keep", "close", "drop"),
+        "count_wrappers": (True, False),
+    }
+
+    @classmethod
+    def parse(cls, given) -> "Options":
+        """Options from `engine.options`; an unknown name or value is refused (`unavailable`)."""
+        if given is None:
+            return cls()
+        if not isinstance(given, dict):
+            raise DriverError("unavailable", f"engine.options must be a mapping, got {given!r}")
+        for name, value in given.items():
+            choices = cls.CHOICES.get(name)
+            if choices is None:
+                known = ", ".join(cls.CHOICES)
+                raise DriverError("unavailable", f"unknown option `{name}` (this driver knows {known})")
+            if value not in choices or type(value) is not type(choices[0]):
+                allowed = " or ".join(json.dumps(c) for c in choices)
+                raise DriverError("unavailable", f"option `{name}`: {json.dumps(value)} is not {allowed}")
+        return cls(**given)
+
+
+class DriverError(Exception):
+    """A failed call: `kind` is one of the protocol's error kinds (`load`, `generate`, ...)."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+class Ledger:
+    """Cumulative created/deleted counts per kind; finalisers may run on any thread."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._counts: dict[str, list[int]] = {}
+
+    def created(self, kind: str) -> None:
+        with self._lock:
+            self._counts.setdefault(kind, [0, 0])[0] += 1
+
+    def deleted(self, kind: str) -> None:
+        with self._lock:
+            self._counts.setdefault(kind, [0, 0])[1] += 1
+
+    def snapshot(self) -> dict:
+        with self._lock:
+            return {
+                kind: {"created": c, "deleted": d} for kind, (c, d) in self._counts.items()
+            }
+
+
+def count_handles(lib, ledger: Ledger) -> None:
+    """Wraps the binding's C functions so that every handle created or deleted is counted.
+
+    ctypes caches a function on first attribute access; setting the attribute replaces that for
+    every later `lib.name(...)` call the package makes.
+    """
+
+    def creator(fn, kind):
+        def call(*args):
+            handle = fn(*args)
+            if handle:
+                ledger.created(kind)
+            return handle
+
+        return call
+
+    def deleter(fn, kind):
+        def call(*args):
+            if args and args[0]:
+                ledger.deleted(kind)
+            return fn(*args)
+
+        return call
+
+    for name, kind in CREATORS.items():
+        setattr(lib, name, creator(getattr(lib, name), kind))
+    for name, kind in DELETERS.items():
+        setattr(lib, name, deleter(getattr(lib, name), kind))
+
+
+def native_heap_bytes() -> int | None:
+    """The process's C heap in use (glibc `mallinfo2`: uordblks + hblkhd), as leakloop's worker."""
+
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [
+            (name, ctypes.c_size_t)
+            for name in (
+                "arena", "ordblks", "smblks", "hblks", "hblkhd",
+                "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost",
+            )
+        ]
+
+    try:
+        libc = ctypes.CDLL(None)
+        mallinfo2 = libc.mallinfo2
+    except (OSError, AttributeError):
+        return None
+    mallinfo2.restype = MallInfo2
+    info = mallinfo2()
+    return int(info.uordblks + info.hblkhd)
+
+
+def reply_text(message) -> str:
+    """The text of a `litert_lm.Message` reply (or streamed chunk)."""
+    if isinstance(message, dict):
+        data = message
+    elif hasattr(message, "to_json"):
+        data = message.to_json()
+    else:
+        return str(message)
+    content = data.get("content", "")
+    if isinstance(content, str):
+        return content
+    return "".join(
+        part.get("text", "") for part in content if isinstance(part, dict)
+    )
+
+
+class Driver:
+    """One engine over `litert_lm`, answering the protocol's calls."""
+
+    def __init__(self, engine: dict, options: Options, litert_lm):
+        self.lm = litert_lm
+        self.options = options
+        self.model = engine.get("model")
+        self.device = engine.get("device") or "cpu"
+        self.max_tokens = engine.get("max_tokens")
+        self.ledger = Ledger()
+        from litert_lm import _ffi  # the package's own loader: one library per process
+
+        self.lib = _ffi._get_lib()
+        count_handles(self.lib, self.ledger)
+        self.engine = None
+        self.workdir = None
+        self.sessions: dict[int, dict] = {}
+        self.next_session = 1
+
+    # --- identity -------------------------------------------------------------------------
+
+    def describe(self) -> dict:
+        try:
+            from importlib.metadata import version
+
+            package = version("litert-lm-api")
+        except Exception:  # noqa: BLE001 - any failure just leaves the version unknown
+            package = "unknown"
+        details = {
+            "library": getattr(self.lib, "_name", "") or "",
+            "python": sys.version.split()[0],
+            "device": str(self.device),
+            "model": str(self.model),
+            "release": self.options.release,
+            "gc": self.options.gc,
+            "cancel": "abandon" if self.options.abandon_stream else "cancel_process",
+            "at_unload": self.options.at_unload,
+        }
+        if self.max_tokens is not None:
+            details["max_tokens"] = str(self.max_tokens)
+        return {"backend": BACKEND, "version": package, "details": details}
+
+    # --- calls ----------------------------------------------------------------------------
+
+    def load(self) -> dict:
+        if self.engine is not None:
+            raise DriverError("load", "the engine is already loaded")
+        if not self.model:
+            raise DriverError("unavailable", "no model: the scenario's engine.model is not set")
+        if not os.path.isfile(self.model):
+            raise DriverError("unavailable", f"model file not found: {self.model}")
+        # The engine writes caches next to its model: a private copy keeps the source tree clean.
+        self.workdir = tempfile.mkdtemp(prefix="leakloop-litert-py-")
+        model = os.path.join(self.workdir, os.path.basename(self.model))
+        shutil.copyfile(self.model, model)
+        backend = self.lm.Backend.GPU() if self.device == "gpu" else self.lm.Backend.CPU()
+        try:
+            engine = self.lm.Engine(
+                model, backend=backend, max_num_tokens=self.max_tokens, cache_dir=self.workdir
+            )
+        except Exception as e:  # noqa: BLE001 - the binding raises RuntimeError and others
+            raise DriverError("load", f"litert_lm.Engine: {e}") from e
+        self._track(engine, "py_engine")
+        self.engine = engine
+        return {"reply": "loaded", "backend": self.describe()}
+
+    def open_session(self, turn: int, options: dict) -> dict:
+        if self.engine is None:
+            raise DriverError("open", "no engine is loaded")
+        sampler = None
+        chosen = {
+            key: options[key]
+            for key in ("temperature", "top_k", "top_p", "seed")
+            if options.get(key) is not None
+        }
+        if chosen:
+            try:
+                sampler = self.lm.SamplerConfig(**chosen)
+            except (TypeError, ValueError) as e:
+                raise DriverError("open", f"sampler options {chosen}: {e}") from e
+        try:
+            conversation = self.engine.create_conversation(sampler_config=sampler)
+        except Exception as e:  # noqa: BLE001
+            raise DriverError("open", f"create_conversation: {e}") from e
+        self._track(conversation, "py_conversation")
+        session = self.next_session
+        self.next_session += 1
+        self.sessions[session] = {"conversation": conversation, "turn": turn, "prompt": None}
+        return {"reply": "opened", "session": session}
+
+    def send(self, session: int, prompt: dict) -> dict:
+        entry = self._session(session, "send")
+        # Like the C API backend: the prompt is sent with the generation that answers it.
+        entry["prompt"] = prompt.get("text", "")
+        return {"reply": "done"}
+
+    def generate(self, session: int, request: dict) -> dict:
+        entry = self._session(session, "generate")
+        conversation = entry["conversation"]
+        text = entry["prompt"] or ""
+        entry["prompt"] = None
+        limit = request.get("max_output_tokens")
+        cancel_after = request.get("cancel_after_tokens")
+        try:
+            if cancel_after is None:
+                reply = conversation.send_message(text, max_output_tokens=limit)
+                tokens = len(self.engine.tokenize(reply_text(reply))) if self.engine else 0
+                return {"reply": "generated", "outcome": {"tokens": tokens, "cancelled": False}}
+            return self._stream(conversation, text, limit, cancel_after)
+        except DriverError:
+            raise
+        except Exception as e:  # noqa: BLE001
+            raise DriverError("generate", f"send_message: {e}") from e
+
+    def _stream(self, conversation, text: str, limit, cancel_after: int) -> dict:
+        chunks = 0
+        cancelled = False
+        stream = conversation.send_message_async(text, max_output_tokens=limit)
+        for _chunk in stream:
+            chunks += 1
+            if chunks >= cancel_after:
+                cancelled = True
+                if self.options.abandon_stream:
+                    break
+                conversation.cancel_process()
+                # The stream ends once the engine has stopped; chunks already on their way are
+                # drained so that the next call starts on a quiet conversation.
+                for _late in stream:
+                    pass
+                break
+        return {
+            "reply": "generated",
+            "outcome": {"tokens": min(chunks, cancel_after), "cancelled": cancelled},
+        }
+
+    def close_session(self, session: int) -> dict:
+        entry = self.sessions.pop(session, None)
+        if entry is None:
+            raise DriverError("close", f"no open session {session}")
+        conversation = entry.pop("conversation")
+        if self.options.release == "close":
+            try:
+                conversation.close()
+            except Exception as e:  # noqa: BLE001
+                raise DriverError("close", f"Conversation.close: {e}") from e
+        # With `--release drop` the last reference goes here: what frees the C conversation now
+        # is Python's reference count, or the cyclic collector if the wrapper is in a cycle.
+        del conversation
+        return {"reply": "done"}
+
+    def unload(self) -> dict:
+        if self.engine is None:
+            raise DriverError("unload", "no engine is loaded")
+        engine, self.engine = self.engine, None
+        try:
+            engine.close()
+        except Exception as e:  # noqa: BLE001
+            raise DriverError("unload", f"Engine.close: {e}") from e
+        del engine
+        # Conversations the runner left open (a `skip_close` fault) outlive their engine: the
+        # binding has just deleted it under them. What the application does with them next:
+        if self.options.at_unload != "keep":
+            orphans = [entry.pop("conversation") for entry in self.sessions.values()]
+            self.sessions.clear()
+            if self.options.at_unload == "close":
+                for conversation in orphans:
+                    conversation.close()
+            del orphans
+        if self.workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
+        return {"reply": "done"}
+
+    def snapshot(self) -> dict:
+        metrics = {}
+        heap = native_heap_bytes()
+        if heap is not None:
+            metrics["native_heap"] = heap
+        return {"reply": "snapshot", "snapshot": {"ledger": self.ledger.snapshot(), "metrics": metrics}}
+
+    def idle(self, duration_ms: int) -> dict:
+        time.sleep(duration_ms / 1000)
+        return {"reply": "done"}
+
+    # --- helpers --------------------------------------------------------------------------
+
+    def _session(self, session: int, call: str) -> dict:
+        entry = self.sessions.get(session)
+        if entry is None:
+            raise DriverError(call, f"no open session {session}")
+        return entry
+
+    def _track(self, obj, kind: str) -> None:
+        if not self.options.count_wrappers:
+            return
+        self.ledger.created(kind)
+        weakref.finalize(obj, self.ledger.deleted, kind)
+
+
+def failed(kind: str, message: str) -> dict:
+    return {"reply": "failed", "error": {"kind": kind, "message": message}}
+
+
+def dispatch(driver: Driver, request: dict) -> dict:
+    call = request.get("call")
+    if call == "hello":
+        raise DriverError("protocol", "`hello` may only be the first request")
+    if call == "load":
+        return driver.load()
+    if call == "open_session":
+        return driver.open_session(request["turn"], request.get("options") or {})
+    if call == "send":
+        return driver.send(request["session"], request["prompt"])
+    if call == "generate":
+        return driver.generate(request["session"], request["request"])
+    if call == "close_session":
+        return driver.close_session(request["session"])
+    if call == "unload":
+        return driver.unload()
+    if call == "snapshot":
+        return driver.snapshot()
+    if call == "idle":
+        return driver.idle(request["duration_ms"])
+    raise DriverError("protocol", f"unknown call `{call}`")
+
+
+def answer(out, body: dict) -> None:
+    out.write(json.dumps(body, separators=(",", ":")) + "\n")
+    out.flush()
+
+
+def read_request(stream):
+    line = stream.readline(MAX_LINE_BYTES + 1)
+    if not line:
+        return None
+    if len(line) > MAX_LINE_BYTES:
+        raise DriverError("protocol", f"request line longer than {MAX_LINE_BYTES} bytes")
+    try:
+        request = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise DriverError("protocol", f"malformed protocol line `{line.strip()[:120]}`: {e}") from e
+    if not isinstance(request, dict) or "call" not in request:
+        raise DriverError("protocol", f"not a request: `{line.strip()[:120]}`")
+    return request
+
+
+def protocol_stdout():
+    """Moves the protocol off file descriptor 1, which then points at stderr."""
+    sys.stdout.flush()
+    fd = os.dup(1)
+    os.set_inheritable(fd, False)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return os.fdopen(fd, "w", encoding="utf-8")
+
+
+FATAL = ("unavailable", "protocol")
+
+
+def handshake(first: dict) -> Driver:
+    """Checks the `hello` request and builds the driver; raises `DriverError` (fatal) if it cannot."""
+    if first.get("call") != "hello":
+        raise DriverError("protocol", f"the first request must be `hello`, got `{first.get('call')}`")
+    if first.get("version") != PROTOCOL_VERSION:
+        raise DriverError("protocol", "protocol version mismatch: the runner speaks "
+                          f"{first.get('version')}, this driver speaks {PROTOCOL_VERSION}")
+    engine = first.get("engine")
+    if not isinstance(engine, dict):
+        raise DriverError("protocol", "the hello request has no `engine` object")
+    options = Options.parse(engine.get("options"))
+    if options.gc == "off":
+        gc.disable()
+    try:
+        import litert_lm
+    except ImportError as e:
+        raise DriverError("unavailable", f"cannot import litert_lm ({e}); "
+                          "install it: python3 -m pip install litert-lm-api==0.18.1") from e
+    try:
+        return Driver(engine, options, litert_lm)
+    except Exception as e:  # noqa: BLE001 - whatever loading the library raises
+        raise DriverError("unavailable", f"cannot load the LiteRT-LM library: {e}") from e
+
+
+def serve(stdin, out) -> int:
+    """Answers requests until stdin ends (exit status 0) or a fatal failure was sent (1)."""
+    driver = None
+    while True:
+        try:
+            request = read_request(stdin)
+            if request is None:
+                return 0
+            if driver is None:
+                driver = handshake(request)
+                body = {"reply": "hello", "version": PROTOCOL_VERSION, "pid": os.getpid(),
+                        "backend": driver.describe()}
+            else:
+                body = dispatch(driver, request)
+        except DriverError as e:
+            body = failed(e.kind, str(e))
+        except (KeyError, TypeError) as e:
+            body = failed("protocol", f"bad `{request.get('call')}` request: {e!r}")
+        answer(out, body)
+        if body["reply"] == "failed" and (driver is None or body["error"]["kind"] in FATAL):
+            return 1
+
+
+def main(argv) -> int:
+    if argv:
+        print(__doc__, file=sys.stderr)
+        print("This driver takes no arguments: leakloop starts it and talks to it on stdin/stdout.",
+              file=sys.stderr)
+        return 2
+    out = protocol_stdout()
+    return serve(sys.stdin, out)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,276 @@
+//! The marker board: what the reader threads have seen, shared with the runner's wait.
+//!
+//! Reader threads never queue markers: each line updates a fixed-size state (the latest closed
+//! turn, the ledger counts, a few recent lines), so a process that floods markers faster than
+//! leakloop samples costs no memory and is never blocked on a full pipe. Turn numbers must
+//! rise; a repeated or falling number is recorded once, as the clock's failure.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use regex::Regex;
+
+use crate::engine::attach::lines::Line;
+use crate::engine::KindCounts;
+
+/// How many recent non-marker lines of each stream are kept to explain a failure.
+const TAIL_LINES: usize = 3;
+
+/// A turn marker as read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Mark {
+    /// The turn number the process wrote.
+    pub turn: u64,
+    /// The marker's line number in its source (1-based).
+    pub line: u64,
+}
+
+/// Everything the readers have seen so far.
+#[derive(Debug, Default)]
+pub(crate) struct BoardState {
+    /// The latest turn marker.
+    pub latest: Option<Mark>,
+    /// The first turn marker.
+    pub first: Option<Mark>,
+    /// Turn markers seen.
+    pub markers: u64,
+    /// The first repeated or out-of-order turn number, described.
+    pub violation: Option<String>,
+    /// Cumulative counts per kind from ledger markers (the latest line for each kind).
+    pub ledger: BTreeMap<String, KindCounts>,
+    /// Lines longer than the bound, skipped.
+    pub too_long: u64,
+    /// Lines read from the marker source.
+    pub lines: u64,
+    /// The last few lines that were not markers, per stream (in the order streams first
+    /// spoke), for error messages.
+    pub tail: Vec<(String, VecDeque<String>)>,
+    /// Why a marker source stopped delivering, when it did (its reader ended).
+    pub source_ended: Option<String>,
+}
+
+/// The board shared between reader threads and the runner.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Board(Arc<(Mutex<BoardState>, Condvar)>);
+
+impl Board {
+    /// The state, locked. A reader that panicked leaves a usable state behind.
+    pub fn lock(&self) -> MutexGuard<'_, BoardState> {
+        self.0 .0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Changes the state and wakes the runner.
+    pub fn update(&self, change: impl FnOnce(&mut BoardState)) {
+        change(&mut self.lock());
+        self.0 .1.notify_all();
+    }
+
+    /// Waits until `ready` holds or `slice` passes, whichever is first; returns the state.
+    pub fn wait_for(
+        &self,
+        slice: Duration,
+        ready: impl Fn(&BoardState) -> bool,
+    ) -> MutexGuard<'_, BoardState> {
+        let deadline = Instant::now() + slice;
+        let mut state = self.lock();
+        while !ready(&state) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            state = self
+                .0
+                 .1
+                .wait_timeout(state, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        state
+    }
+
+    /// Keeps `line` (escaped and shortened) among the recent lines of `stream`.
+    pub fn remember(&self, stream: &str, line: &str) {
+        let kept = crate::input::shorten(&crate::input::printable(line), 200).into_owned();
+        let mut state = self.lock();
+        let at = match state.tail.iter().position(|(name, _)| name == stream) {
+            Some(at) => at,
+            None => {
+                state.tail.push((stream.to_owned(), VecDeque::new()));
+                state.tail.len() - 1
+            }
+        };
+        let lines = &mut state.tail[at].1;
+        if lines.len() == TAIL_LINES {
+            lines.pop_front();
+        }
+        lines.push_back(kept);
+    }
+}
+
+/// Recognises turn and ledger markers.
+#[derive(Debug, Clone)]
+pub(crate) struct Patterns {
+    turn: Regex,
+    ledger: Regex,
+}
+
+impl Patterns {
+    /// Compiles the scenario's patterns (validated when the scenario was loaded).
+    pub fn new(turn: &str, ledger: &str) -> Result<Self, regex::Error> {
+        Ok(Self {
+            turn: Regex::new(turn)?,
+            ledger: Regex::new(ledger)?,
+        })
+    }
+
+    /// Reads one line of the marker source (named `stream` in messages) into the board.
+    pub fn feed(&self, board: &Board, stream: &str, line: Line<'_>) {
+        let text = match line {
+            Line::TooLong => {
+                board.update(|s| {
+                    s.lines += 1;
+                    s.too_long += 1;
+                });
+                return;
+            }
+            Line::Text(text) => text,
+        };
+        if let Some(caps) = self.turn.captures(text) {
+            let number = caps.name("turn").map(|m| m.as_str().parse::<u64>());
+            board.update(|s| {
+                s.lines += 1;
+                let line = s.lines;
+                match number {
+                    Some(Ok(turn)) => mark(s, Mark { turn, line }),
+                    _ => {
+                        s.violation.get_or_insert_with(|| {
+                            format!(
+                                "line {line} matches the turn marker but its `turn` is not a \
+                                 whole number: {}",
+                                crate::input::shorten(&crate::input::printable(text), 120)
+                            )
+                        });
+                    }
+                }
+            });
+            return;
+        }
+        if let Some(caps) = self.ledger.captures(text) {
+            let count = |name| caps.name(name).and_then(|m| m.as_str().parse::<u64>().ok());
+            if let (Some(kind), Some(created), Some(deleted)) =
+                (caps.name("kind"), count("created"), count("deleted"))
+            {
+                let kind = kind.as_str().to_owned();
+                board.update(|s| {
+                    s.lines += 1;
+                    s.ledger.insert(kind, KindCounts { created, deleted });
+                });
+                return;
+            }
+        }
+        board.update(|s| s.lines += 1);
+        board.remember(stream, text);
+    }
+}
+
+/// Records a turn marker, or the first break in the order of turn numbers.
+fn mark(state: &mut BoardState, mark: Mark) {
+    state.markers += 1;
+    match state.latest {
+        Some(prev) if mark.turn == prev.turn => {
+            state.violation.get_or_insert_with(|| {
+                format!(
+                    "turn {} was marked closed twice (lines {} and {}); each turn must be marked once",
+                    mark.turn, prev.line, mark.line
+                )
+            });
+        }
+        Some(prev) if mark.turn < prev.turn => {
+            state.violation.get_or_insert_with(|| {
+                format!(
+                    "turn {} was marked closed after turn {} (lines {} and {}); turn numbers must rise",
+                    mark.turn, prev.turn, prev.line, mark.line
+                )
+            });
+        }
+        _ => {
+            state.first.get_or_insert(mark);
+            state.latest = Some(mark);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{DEFAULT_LEDGER_PATTERN, DEFAULT_MARKER_PATTERN};
+
+    fn fed(lines: &[&str]) -> BoardState {
+        let board = Board::default();
+        let patterns = Patterns::new(DEFAULT_MARKER_PATTERN, DEFAULT_LEDGER_PATTERN).unwrap();
+        for line in lines {
+            patterns.feed(&board, "stdout", Line::Text(line));
+        }
+        patterns.feed(&board, "stdout", Line::TooLong);
+        let state = std::mem::take(&mut *board.lock());
+        state
+    }
+
+    #[test]
+    fn keeps_the_latest_turn_and_the_ledger_counts() {
+        let s = fed(&[
+            "loading model",
+            "TURN 1 CLOSED",
+            "LEDGER conversation created=1 deleted=1",
+            "TURN 2 CLOSED",
+            "LEDGER conversation created=2 deleted=1",
+        ]);
+        assert_eq!(s.latest, Some(Mark { turn: 2, line: 4 }));
+        assert_eq!(s.markers, 2);
+        assert_eq!(
+            s.ledger["conversation"],
+            KindCounts {
+                created: 2,
+                deleted: 1
+            }
+        );
+        assert_eq!(s.lines, 6);
+        assert_eq!(s.too_long, 1);
+        assert_eq!(
+            s.tail,
+            [("stdout".to_owned(), ["loading model".to_owned()].into())]
+        );
+        assert!(s.violation.is_none());
+    }
+
+    #[test]
+    fn a_repeated_turn_number_is_a_violation_naming_both_lines() {
+        let s = fed(&["TURN 3 CLOSED", "TURN 3 CLOSED"]);
+        let v = s.violation.unwrap();
+        assert!(
+            v.contains("turn 3 was marked closed twice (lines 1 and 2)"),
+            "{v}"
+        );
+    }
+
+    #[test]
+    fn a_falling_turn_number_is_a_violation_and_the_first_one_is_kept() {
+        let s = fed(&["TURN 7 CLOSED", "TURN 3 CLOSED", "TURN 3 CLOSED"]);
+        let v = s.violation.unwrap();
+        assert!(v.contains("turn 3 was marked closed after turn 7"), "{v}");
+        assert_eq!(s.latest.unwrap().turn, 7);
+    }
+
+    #[test]
+    fn a_turn_number_too_large_for_a_count_is_a_violation() {
+        let s = fed(&["TURN 99999999999999999999999 CLOSED"]);
+        assert!(s.violation.unwrap().contains("not a whole number"));
+    }
+
+    #[test]
+    fn control_characters_in_remembered_lines_are_escaped() {
+        let s = fed(&["\u{1b}[31mred"]);
+        assert_eq!(s.tail[0].1, ["\\u{1b}[31mred"]);
+    }
+}

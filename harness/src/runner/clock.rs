@@ -1,0 +1,111 @@
+//! The turn clock: what marks a turn boundary. Either the runner's own loop (it executes the
+//! scenario's steps, so it knows where each turn ends) or marker lines from a process that runs
+//! its own loop (attach mode). Everything after the boundary (sampling, the ledger, the stop
+//! rule, the analysis and reports) is one code path for both.
+
+use crate::engine::{EngineError, TurnMarks};
+
+/// What marks the end of a turn.
+#[derive(Debug)]
+pub(crate) enum Clock {
+    /// The runner executes each turn's steps itself.
+    Driven,
+    /// The process marks each closed turn; the runner waits and samples.
+    Marked(MarkerClock),
+}
+
+impl Clock {
+    /// The clock for an engine: marked when it reports turn marks, driven otherwise.
+    pub(crate) fn for_engine(has_marks: bool) -> Self {
+        if has_marks {
+            Clock::Marked(MarkerClock::default())
+        } else {
+            Clock::Driven
+        }
+    }
+
+    /// Whether the runner itself loads, drives and unloads the engine (and so records its
+    /// loads and sessions in the ledger).
+    pub(crate) fn is_driven(&self) -> bool {
+        matches!(self, Clock::Driven)
+    }
+}
+
+/// Turns as the process numbers them, mapped onto the runner's 1-based turns: the first marker
+/// seen is turn 1 (a process attached mid-life may be at its turn 500).
+#[derive(Debug, Default)]
+pub(crate) struct MarkerClock {
+    /// The process's number for the runner's turn 0.
+    offset: Option<u64>,
+    /// The process's latest turn a sample stood for.
+    last: Option<u64>,
+}
+
+impl MarkerClock {
+    /// Waits for the next turn marker (an error ends the run: a timeout, the process gone, a
+    /// turn number out of order).
+    pub(crate) fn wait(&mut self, marks: &mut dyn TurnMarks) -> Result<(), EngineError> {
+        let turn = marks.wait_turn_closed(self.last)?;
+        let first = marks.first_turn().unwrap_or(turn);
+        self.offset.get_or_insert(first.saturating_sub(1));
+        Ok(())
+    }
+
+    /// The runner's turn a sample taken now stands for: the latest marked turn, which may be
+    /// past the one waited for when markers came faster than the settle time and sampling.
+    pub(crate) fn sampled_turn(&mut self, marks: &mut dyn TurnMarks) -> u32 {
+        let latest = marks.take_latest_turn().or(self.last).unwrap_or(0);
+        self.last = Some(latest);
+        let turn = latest.saturating_sub(self.offset.unwrap_or(0));
+        u32::try_from(turn).unwrap_or(u32::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::EngineErrorKind;
+
+    /// Marks handed out from a list: each wait returns the next one, as if it were the latest.
+    struct Listed {
+        waits: Vec<u64>,
+        latest: Option<u64>,
+    }
+
+    impl TurnMarks for Listed {
+        fn wait_turn_closed(&mut self, _after: Option<u64>) -> Result<u64, EngineError> {
+            if self.waits.is_empty() {
+                return Err(EngineError::new(
+                    EngineErrorKind::Hung { waited_ms: 1 },
+                    "no more",
+                ));
+            }
+            let next = self.waits.remove(0);
+            self.latest = Some(next);
+            Ok(next)
+        }
+        fn take_latest_turn(&mut self) -> Option<u64> {
+            self.latest
+        }
+        fn first_turn(&self) -> Option<u64> {
+            Some(500)
+        }
+    }
+
+    #[test]
+    fn the_first_marker_is_turn_one_whatever_the_process_numbers_it() {
+        let mut marks = Listed {
+            waits: vec![500, 501, 504],
+            latest: None,
+        };
+        let mut clock = MarkerClock::default();
+        let mut turns = Vec::new();
+        for _ in 0..3 {
+            clock.wait(&mut marks).unwrap();
+            turns.push(clock.sampled_turn(&mut marks));
+        }
+        // 502 and 503 came while 501 was sampled: no sample stands for them.
+        assert_eq!(turns, [1, 2, 5]);
+        assert!(clock.wait(&mut marks).is_err());
+    }
+}

@@ -298,6 +298,7 @@ mod tests {
             engine_errors: vec![],
             outcome: RunOutcome::Completed,
             early_stop: None,
+            provenance: None,
         }
     }
 

@@ -14,9 +14,10 @@ use crate::cli::output;
 use crate::cli::{CliError, Exit, Outcome};
 use crate::engine::build_engine;
 use crate::engine::litert_lm::check_library;
+use crate::report::provenance::{process_env, resolve_build};
 use crate::report::{
-    print_terminal, render_report_json, write_reports, Fanout, OutDir, ProgressObserver,
-    SampleStream,
+    print_terminal, provenance, render_report_json, write_reports, Fanout, OutDir,
+    ProgressObserver, SampleStream,
 };
 use crate::runner::{run_scenario_until, RunAllTurns, RunRecord, StopRule};
 use crate::scenario::{load_scenario_with, BackendKind, Device, Overrides, Scenario, StopMode};
@@ -63,6 +64,14 @@ pub(crate) struct RunArgs {
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+    /// The build under test, recorded in the report (default: `LEAKLOOP_BUILD_ID` or the CI
+    /// system's run id).
+    #[arg(long, value_name = "ID")]
+    pub build_id: Option<String>,
+    /// The build's date, RFC 3339 or YYYY-MM-DD (default: `LEAKLOOP_BUILD_DATE`, the CI
+    /// system's, or when the run starts).
+    #[arg(long, value_name = "DATE")]
+    pub build_date: Option<String>,
 }
 
 /// What `leakloop run` prints on stdout.
@@ -98,11 +107,24 @@ pub(crate) fn run(args: RunArgs) -> Result<Outcome, CliError> {
     // Claimed before anything can fail: from here on the folder shows no earlier run's verdict,
     // whatever stops this one.
     let out = args.out.as_deref().map(claim_out).transpose()?;
-    let scenario = match load_scenario_with(&args.scenario, &args.overrides()) {
-        Ok(scenario) => scenario,
-        Err(e) => {
+    let build = resolve_build(
+        args.build_id.as_deref(),
+        args.build_date.as_deref(),
+        &process_env,
+        std::time::SystemTime::now(),
+    );
+    let scenario = match (load_scenario_with(&args.scenario, &args.overrides()), build) {
+        (Ok(scenario), Ok(build)) => {
+            in_flight.set_build(build);
+            scenario
+        }
+        (Err(e), _) => {
             release(out);
             return Err(e.into());
+        }
+        (_, Err(e)) => {
+            release(out);
+            return Err(CliError::bad_input(e));
         }
     };
     let (record, verdict, out) =
@@ -240,6 +262,10 @@ pub(crate) fn run_and_analyze_timed(
         }
         stream => stream.transpose().unwrap_or(None),
     };
+    // Hashed before the first turn: an interrupted run keeps it, and a model file swapped
+    // while the run goes is not mistaken for the one that ran.
+    let (build, ci) = in_flight.build();
+    let provenance = provenance::collect(scenario, &engine.describe(), &build, ci.as_ref());
     in_flight.start(Pending {
         scenario: scenario.clone(),
         backend: engine.describe(),
@@ -248,9 +274,10 @@ pub(crate) fn run_and_analyze_timed(
         out,
         turns_completed: 0,
         format,
+        provenance: Some(provenance),
     });
     let mut progress = ProgressObserver::new(&scenario.name, scenario.total_turns(), quiet);
-    let record = {
+    let mut record = {
         let mut observer = in_flight.observer();
         let mut fanout = Fanout::new(vec![&mut progress, &mut observer]);
         let mut run_all = RunAllTurns;
@@ -267,7 +294,13 @@ pub(crate) fn run_and_analyze_timed(
     drop(engine);
     progress.finish();
     let pending = in_flight.finish();
-    let (stream, out) = pending.map_or((None, None), |p| (p.stream, p.out));
+    let (stream, out) = match pending {
+        Some(p) => {
+            record.provenance = p.provenance;
+            (p.stream, p.out)
+        }
+        None => (None, None),
+    };
     if let Some(stream) = stream {
         // The samples are on disk already; a failed final flush is reported but the run's
         // result still stands.

@@ -19,6 +19,7 @@ mod out_dir;
 mod partial;
 mod plot;
 mod progress;
+pub mod provenance;
 mod redact;
 mod samples;
 mod summary_md;

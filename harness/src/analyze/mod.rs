@@ -9,6 +9,7 @@
 mod classify;
 mod dumpsys_trace;
 mod expectations;
+mod history;
 mod run;
 mod sequential;
 mod series;
@@ -27,6 +28,9 @@ pub use classify::{
     TREND_ALPHA,
 };
 pub use dumpsys_trace::{ProcessSelector, MAX_DUMP_FILES, METRIC_ROWS};
+pub use history::{
+    find_changes, Change, ChangeOptions, DEFAULT_ALPHA, DEFAULT_SPREAD_FACTOR, DEFAULT_WINDOW,
+};
 pub use run::{analyze_run, analyze_run_with, derive_status, ENGINE_ERRORS};
 pub use sequential::{
     final_levels, look_levels, look_schedule, spent, undecided, Levels, StopWhenDecided,

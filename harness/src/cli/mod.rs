@@ -6,6 +6,7 @@ mod bisect;
 mod check;
 mod compare;
 mod error;
+mod history;
 mod interrupt;
 mod output;
 mod report;
@@ -49,6 +50,8 @@ enum Command {
     Compare(compare::CompareArgs),
     /// Run one scenario across a series of engine builds and find where a figure changed.
     Bisect(bisect::BisectArgs),
+    /// Compare the reports of successive builds and flag growth or plateaus that changed.
+    History(history::HistoryArgs),
 }
 
 /// Entry point of the `leakloop` binary.
@@ -86,5 +89,6 @@ fn run_command(command: Command) -> Result<Outcome, CliError> {
         Command::Worker(args) => worker::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Bisect(args) => bisect::run(args),
+        Command::History(args) => history::run(args),
     }
 }

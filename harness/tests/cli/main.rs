@@ -7,6 +7,7 @@ mod check;
 mod compare;
 mod exit_codes;
 mod fixtures;
+mod history;
 mod interrupted;
 mod library;
 mod opencl;

@@ -1,0 +1,180 @@
+//! `leakloop history` over simulated nightly builds (`fixtures/history/history-sim.yaml`: a
+//! profile whose native leak steps up at build k) and `leakloop run --baseline`. Each build is a
+//! real `leakloop run --out` with its own seed and `--build-id`, so the test goes through
+//! report.json, provenance and folder discovery as a nightly job would.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use crate::compare::workspace;
+
+pub(crate) const SCENARIO: &str = "fixtures/history/history-sim.yaml";
+
+/// `leakloop ARGS` from the workspace root.
+pub(crate) fn leakloop(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_leakloop"))
+        .args(args)
+        .current_dir(workspace())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("the leakloop binary runs")
+}
+
+fn text(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Runs build `i` of a simulated history into `dir`: profile `leaky` from build `step_at` on,
+/// seed `seed_base + i`, build id `bNN`.
+pub(crate) fn simulate_build(dir: &Path, i: usize, step_at: Option<usize>, seed_base: u64) {
+    let profile = if step_at.is_some_and(|k| i >= k) {
+        "leaky"
+    } else {
+        "steady"
+    };
+    let seed = (seed_base + i as u64).to_string();
+    let id = format!("b{i:02}");
+    let out = leakloop(&[
+        "run",
+        SCENARIO,
+        "--quiet",
+        "--seed",
+        &seed,
+        "--profile",
+        profile,
+        "--build-id",
+        &id,
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    // Every build passes on its own: the leak stays under the absolute limit.
+    assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+}
+
+/// `n` builds in folders `ROOT/bNN`, oldest first.
+fn simulate_history(root: &Path, n: usize, step_at: Option<usize>, seed_base: u64) -> Vec<PathBuf> {
+    (0..n)
+        .map(|i| {
+            let dir = root.join(format!("b{i:02}"));
+            simulate_build(&dir, i, step_at, seed_base);
+            dir
+        })
+        .collect()
+}
+
+fn history(dirs: &[PathBuf], extra: &[&str]) -> Output {
+    let mut args = vec!["history".to_owned()];
+    args.extend(dirs.iter().map(|d| d.display().to_string()));
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    leakloop(&args)
+}
+
+#[test]
+fn history_names_the_build_where_the_leak_appeared() {
+    let root = tempfile::tempdir().unwrap();
+    let dirs = simulate_history(root.path(), 13, Some(7), 100);
+    let plots = root.path().join("plots");
+    let out = history(&dirs, &["--out", plots.to_str().unwrap()]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("REGRESSION: `history-sim` native_heap growth per turn from build b07:"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("history: 1 regression(s)"), "{stdout}");
+    let svg = std::fs::read_to_string(plots.join("history-sim.svg")).unwrap();
+    assert!(
+        svg.contains("first change") && svg.contains("b07"),
+        "plot marks the change"
+    );
+    assert_eq!(
+        std::fs::read_to_string(plots.join("history.txt")).unwrap(),
+        stdout
+            .lines()
+            .filter(|l| !l.starts_with("history: trend plots"))
+            .collect::<Vec<_>>()
+            .join("\n")
+            + "\n"
+    );
+}
+
+/// Builds that differ only by their noise (other seeds, the same profile) raise nothing, for
+/// several histories. `leakloop bench history` measures the rate over many more.
+#[test]
+fn history_stays_quiet_on_builds_that_differ_only_by_noise() {
+    for seed_base in [1, 1000, 2000] {
+        let root = tempfile::tempdir().unwrap();
+        let dirs = simulate_history(root.path(), 12, None, seed_base);
+        let out = history(&dirs, &[]);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "seeds from {seed_base}:\n{stdout}\n{stderr}"
+        );
+        assert!(
+            stdout.contains("no regression beyond the builds' own spread"),
+            "{stdout}"
+        );
+    }
+}
+
+/// A suite folder per build (one folder per scenario, a suite index of its own at the top that
+/// is no per-scenario report) is read by scenario, whatever the folders are called.
+#[test]
+fn history_finds_per_scenario_reports_inside_suite_folders() {
+    let root = tempfile::tempdir().unwrap();
+    let dirs: Vec<PathBuf> = (0..12)
+        .map(|i| {
+            let suite = root.path().join(format!("nightly-{i}"));
+            simulate_build(
+                &suite.join(format!("part-{}/history-sim", i % 2)),
+                i,
+                Some(6),
+                7,
+            );
+            std::fs::write(
+                suite.join("report.json"),
+                r#"{"kind": "suite", "scenarios": 1}"#,
+            )
+            .unwrap();
+            suite
+        })
+        .collect();
+    let out = history(&dirs, &[]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stdout.contains("from build b06:"), "{stdout}");
+    assert!(
+        stderr.contains("history: skipped"),
+        "the suite index is named: {stderr}"
+    );
+}
+
+#[test]
+fn history_refuses_what_it_cannot_compare() {
+    let root = tempfile::tempdir().unwrap();
+    let empty = root.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let one = history(std::slice::from_ref(&empty), &[]);
+    assert_eq!(one.status.code(), Some(2));
+    assert!(
+        text(&one).1.contains("at least two builds"),
+        "{:?}",
+        text(&one)
+    );
+    let none = history(&[empty.clone(), empty.clone()], &[]);
+    assert_eq!(none.status.code(), Some(2));
+    assert!(
+        text(&none).1.contains("holds no report.json"),
+        "{:?}",
+        text(&none)
+    );
+    let bad = history(&[empty.clone(), empty], &["--min-change", "5Mib"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(text(&bad).1.contains("--min-change"), "{:?}", text(&bad));
+}

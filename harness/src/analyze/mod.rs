@@ -6,6 +6,7 @@
 //! [`StopWhenDecided`] looks at a run while it goes and ends it once every metric is decided
 //! (`stop: decided`, alpha spending in `sequential.rs`).
 
+mod baseline;
 mod classify;
 mod dumpsys_trace;
 mod expectations;
@@ -21,6 +22,7 @@ mod verdict;
 #[cfg(test)]
 pub(crate) mod test_support;
 
+pub use baseline::{baseline_expectations, PLATEAU_Z};
 pub use classify::{
     classify, ClassifyOptions, CONFIDENCE, DEFAULT_HORIZON_TURNS, DEFAULT_TOLERANCE_FLOOR,
     DEFAULT_TOLERANCE_PERCENT, MIN_RANK_INTERVAL_POINTS, MIN_RATCHET_EPOCHS, MIN_STEADY_POINTS,

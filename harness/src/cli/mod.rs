@@ -1,6 +1,7 @@
 //! The `leakloop` command line: one file per subcommand, one error enum mapped to exit codes.
 
 mod analyze;
+mod baseline;
 mod bench;
 mod bisect;
 mod check;

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use anyhow::anyhow;
 
 use crate::analyze::{analyze_run, StopWhenDecided, Verdict};
+use crate::cli::baseline::Baseline;
 use crate::cli::interrupt::{self, InFlight, Pending};
 use crate::cli::output;
 use crate::cli::{CliError, Exit, Outcome};
@@ -72,6 +73,15 @@ pub(crate) struct RunArgs {
     /// system's, or when the run starts).
     #[arg(long, value_name = "DATE")]
     pub build_date: Option<String>,
+    /// Also judge the run against this earlier report of the same scenario (a run's `--out`
+    /// folder, or a suite folder holding it): a significant rise in growth per turn or plateau
+    /// size fails the run even when its own expectations hold.
+    #[arg(long, value_name = "OLD_DIR")]
+    pub baseline: Option<PathBuf>,
+    /// With `--baseline`: a rise must also exceed this much (bytes per turn for growth, bytes
+    /// for plateaus; e.g. `4KiB`).
+    #[arg(long, value_name = "SIZE", requires = "baseline")]
+    pub baseline_min_change: Option<String>,
 }
 
 /// What `leakloop run` prints on stdout.
@@ -127,8 +137,22 @@ pub(crate) fn run(args: RunArgs) -> Result<Outcome, CliError> {
             return Err(CliError::bad_input(e));
         }
     };
-    let (record, verdict, out) =
+    let baseline = match args
+        .baseline
+        .as_deref()
+        .map(|dir| Baseline::load(dir, &scenario, args.baseline_min_change.as_deref()))
+    {
+        Some(Err(e)) => {
+            release(out);
+            return Err(e);
+        }
+        baseline => baseline.transpose().unwrap_or(None),
+    };
+    let (record, mut verdict, out) =
         run_and_analyze(&scenario, out, args.quiet, &in_flight, args.format)?;
+    if let Some(baseline) = &baseline {
+        baseline.apply(&record, &mut verdict);
+    }
     Ok(Outcome::Verdict(finish_run(
         &record,
         &verdict,

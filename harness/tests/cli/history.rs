@@ -178,3 +178,105 @@ fn history_refuses_what_it_cannot_compare() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(text(&bad).1.contains("--min-change"), "{:?}", text(&bad));
 }
+
+fn run_against(baseline: &Path, out: &Path, profile: &str, seed: &str, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "run",
+        SCENARIO,
+        "--quiet",
+        "--seed",
+        seed,
+        "--profile",
+        profile,
+        "--out",
+        out.to_str().unwrap(),
+        "--baseline",
+        baseline.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    leakloop(&args)
+}
+
+#[test]
+fn baseline_fails_a_run_whose_growth_rose_though_its_expectations_hold() {
+    let root = tempfile::tempdir().unwrap();
+    let old = root.path().join("old");
+    simulate_build(&old, 0, None, 3);
+    // The leaky build passes on its own (checked by simulate_build) ...
+    simulate_build(&root.path().join("alone"), 1, Some(1), 5);
+    // ... and fails against the baseline.
+    let new = root.path().join("new");
+    let out = run_against(&old, &new, "leaky", "5", &[]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("✗ baseline.native_heap.growth_per_turn: expected no significant rise over baseline b00"),
+        "{stdout}"
+    );
+    let junit = std::fs::read_to_string(new.join("junit.xml")).unwrap();
+    assert!(
+        junit.contains("baseline.native_heap.growth_per_turn"),
+        "{junit}"
+    );
+    let summary = std::fs::read_to_string(new.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("`baseline.native_heap.growth_per_turn`"),
+        "{summary}"
+    );
+    let report = leakloop::report::read_report(&new.join("report.json")).unwrap();
+    assert_eq!(
+        report.verdict.status,
+        leakloop::analyze::VerdictStatus::Fail
+    );
+    // A rise under --baseline-min-change is no failure.
+    let lenient = run_against(
+        &old,
+        &root.path().join("lenient"),
+        "leaky",
+        "5",
+        &["--baseline-min-change", "64KiB"],
+    );
+    assert_eq!(lenient.status.code(), Some(0), "{:?}", text(&lenient));
+}
+
+#[test]
+fn baseline_passes_a_run_that_differs_only_by_noise() {
+    let root = tempfile::tempdir().unwrap();
+    let old = root.path().join("old");
+    simulate_build(&old, 0, None, 11);
+    for seed in ["12", "13", "14"] {
+        let out = run_against(&old, &root.path().join(seed), "steady", seed, &[]);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "seed {seed}: {stdout}\n{stderr}"
+        );
+        assert!(stdout.contains("all 6 expectations held"), "{stdout}");
+    }
+}
+
+#[test]
+fn baseline_of_another_scenario_is_refused_before_running() {
+    let root = tempfile::tempdir().unwrap();
+    let old = root.path().join("old");
+    simulate_build(&old, 0, None, 3);
+    let out = leakloop(&[
+        "run",
+        "fixtures/scenarios/flutter-gemma-cpu-flat.yaml",
+        "--quiet",
+        "--out",
+        root.path().join("new").to_str().unwrap(),
+        "--baseline",
+        old.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains(
+            "holds no report of scenario `flutter-gemma-cpu-flat`, only of `history-sim`"
+        ),
+        "{stderr}"
+    );
+    assert!(!root.path().join("new/report.json").exists(), "nothing ran");
+}

@@ -38,7 +38,7 @@ pub const DEFAULT_WINDOW: usize = 5;
 /// The rank test's level, by default.
 pub const DEFAULT_ALPHA: f64 = 0.01;
 /// Spreads the medians must differ by, by default.
-pub const DEFAULT_SPREAD_FACTOR: f64 = 2.0;
+pub const DEFAULT_SPREAD_FACTOR: f64 = 3.0;
 
 impl Default for ChangeOptions {
     fn default() -> Self {
@@ -196,7 +196,7 @@ mod tests {
     #[test]
     fn a_step_is_found_at_its_first_build() {
         for seed in 0..20 {
-            let builds = noise(20, Some(12), 6.0, seed);
+            let builds = noise(20, Some(12), 10.0, seed);
             let changes = find_changes(&builds, &ChangeOptions::default());
             assert_eq!(changes.len(), 1, "seed {seed}: {changes:#?}");
             assert_eq!(changes[0].build, 12, "seed {seed}: {changes:#?} {builds:?}");
@@ -206,7 +206,7 @@ mod tests {
 
     #[test]
     fn a_step_down_is_a_change_but_not_a_rise() {
-        let builds = noise(16, Some(8), -8.0, 3);
+        let builds = noise(16, Some(8), -10.0, 3);
         let changes = find_changes(&builds, &ChangeOptions::default());
         assert_eq!(changes.len(), 1, "{changes:#?}");
         assert_eq!(changes[0].build, 8);
@@ -215,9 +215,9 @@ mod tests {
 
     #[test]
     fn two_steps_are_two_changes() {
-        let mut builds = noise(30, Some(10), 8.0, 5);
+        let mut builds = noise(30, Some(10), 10.0, 5);
         for b in &mut builds[20..] {
-            b[0] += 8.0;
+            b[0] += 10.0;
         }
         let found: Vec<usize> = find_changes(&builds, &ChangeOptions::default())
             .iter()

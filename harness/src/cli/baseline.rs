@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::analyze::{baseline_expectations, derive_status, Verdict, ENGINE_ERRORS};
+use crate::cli::history::min_change_flag;
 use crate::cli::output;
 use crate::cli::CliError;
 use crate::report::history::find_scenario_report;
@@ -32,12 +33,7 @@ impl Baseline {
         scenario: &Scenario,
         min_change: Option<&str>,
     ) -> Result<Baseline, CliError> {
-        let min_change = match min_change {
-            Some(text) => leakloop_units::parse_size(text)
-                .map_err(|e| CliError::bad_input(e.one_line("--baseline-min-change", text)))?
-                as f64,
-            None => 0.0,
-        };
+        let min_change = min_change_flag("--baseline-min-change", min_change)?;
         let (path, report) = find_scenario_report(dir, &scenario.name)
             .map_err(|e| CliError::bad_input(format!("--baseline: {e}")))?;
         if !matches!(report.record.outcome, RunOutcome::Completed) {

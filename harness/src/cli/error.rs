@@ -24,8 +24,10 @@ use crate::scenario::ScenarioError;
 pub(crate) const EXIT_CODES_HELP: &str = "\
 Exit codes (every command):
   0  pass: every expectation held (check: every file is valid, and with --lib the library
-     runs it; analyze: no metric grows; bench: done; bisect: the table is printed)
-  1  an expectation failed: a leak, an unbalanced create/delete (analyze: a metric grows)
+     runs it; analyze: no metric grows; bench: done; bisect: the table is printed;
+     history: no regression across the builds)
+  1  an expectation failed: a leak, an unbalanced create/delete (analyze: a metric grows;
+     run --baseline: a significant rise over the baseline; history: a regression)
   2  bad input or usage: a malformed scenario, trace or report, a missing or unreadable input
      file, a bad flag or override, a library that cannot run a step of the scenario (check
      --lib, run, compare, bisect), builds that bisect cannot name

@@ -39,6 +39,16 @@ pub(crate) struct HistoryArgs {
     pub out: Option<PathBuf>,
 }
 
+/// A `--min-change`-style size flag in bytes (0 when absent); a bad size names the flag.
+pub(crate) fn min_change_flag(flag: &str, text: Option<&str>) -> Result<f64, CliError> {
+    match text {
+        Some(text) => Ok(leakloop_units::parse_size(text)
+            .map_err(|e| CliError::bad_input(e.one_line(flag, text)))?
+            as f64),
+        None => Ok(0.0),
+    }
+}
+
 /// The two figures compared across builds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Figure {
@@ -81,12 +91,7 @@ struct Finding {
 }
 
 pub(crate) fn run(args: HistoryArgs) -> Result<Outcome, CliError> {
-    let min_change = match &args.min_change {
-        Some(text) => leakloop_units::parse_size(text)
-            .map_err(|e| CliError::bad_input(e.one_line("--min-change", text)))?
-            as f64,
-        None => 0.0,
-    };
+    let min_change = min_change_flag("--min-change", args.min_change.as_deref())?;
     if args.dirs.len() < 2 {
         return Err(CliError::bad_input(
             "history needs the folders of at least two builds",

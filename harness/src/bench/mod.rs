@@ -8,6 +8,7 @@ mod history;
 mod overhead;
 mod scale;
 mod sequential;
+mod suite;
 mod synthetic;
 
 pub use analysis::{render_analysis_cost, run_analysis_cost, AnalysisCostRow, Layout};
@@ -20,4 +21,5 @@ pub use history::{render_history_bench, run_history_bench, HistoryBenchConfig, H
 pub use overhead::{render_overhead, run_overhead, OverheadError, OverheadRow};
 pub use scale::{render_scale, scale_scenario, ScaleRow, SCALE_RELOAD_EVERY, SCALE_TURNS};
 pub use sequential::{render_sequential, run_sequential, SequentialConfig, SequentialRow};
+pub use suite::{render_suite_bench, write_sim_suite, SuiteBenchRow};
 pub use synthetic::{SeriesKind, SyntheticSeries};

@@ -9,10 +9,13 @@ use crate::bench::{
     scale_scenario, BareLoopConfig, BareLoopError, DetectionConfig, HistoryBenchConfig, ScaleRow,
     SequentialConfig, SCALE_RELOAD_EVERY, SCALE_TURNS,
 };
+use crate::bench::{render_suite_bench, write_sim_suite, SuiteBenchRow};
 use crate::cli::interrupt::InFlight;
 use crate::cli::output;
 use crate::cli::run::{claim_out, run_and_analyze_timed, write_out, Format, PhaseTimes};
+use crate::cli::suite::{default_jobs, plan, run_plan, SuiteOptions};
 use crate::cli::{CliError, Outcome};
+use crate::report::{write_suite_reports, EntryStatus, JUNIT_XML, SUMMARY_MD};
 use crate::report::{PLOT_SVG, REPORT_JSON, SAMPLES_JSONL};
 
 /// Arguments of `leakloop bench`.
@@ -79,6 +82,17 @@ enum BenchCommand {
     /// What a run costs as it grows: run time, analysis time, report time, peak RSS and report
     /// sizes of a leaky simulator run at 1e3..1e6 turns, without and with reloads (each in a
     /// fresh process); prints a Markdown table.
+    /// What a suite of simulator scenarios costs: `leakloop run DIR --out OUT -j N` on a
+    /// generated suite (clean and leaky profiles, 10 turns each), in this process; prints wall
+    /// time, peak RSS and what the suite adds per scenario as a Markdown table.
+    Suite {
+        /// Scenarios in the generated suite.
+        #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        scenarios: u32,
+        /// Scenarios at once (default: the cores).
+        #[arg(long, short = 'j', value_parser = clap::value_parser!(u32).range(1..=1024))]
+        jobs: Option<u32>,
+    },
     Scale {
         /// The longest run measured (the lengths are 1e3, 1e4, 1e5 and 1e6 turns up to it).
         #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u32).range(1000..=1_000_000))]
@@ -229,6 +243,11 @@ pub(crate) fn run(args: BenchArgs) -> Result<Outcome, CliError> {
             output::println(&serde_json::to_string(&row).map_err(|e| CliError::Engine(e.into()))?);
             Ok(Outcome::Done)
         }
+        BenchCommand::Suite { scenarios, jobs } => {
+            let row = bench_suite(scenarios as usize, jobs.map(|j| j as usize))?;
+            output::print(&render_suite_bench(&row));
+            Ok(Outcome::Done)
+        }
         BenchCommand::Scale { max_turns, .. } => {
             let mut rows = Vec::new();
             for reload_every in [0, SCALE_RELOAD_EVERY] {
@@ -299,6 +318,55 @@ fn scale_child(turns: u32, reload_every: u32, out: &Path) -> Result<ScaleRow, Cl
         report_json: size(REPORT_JSON),
         plot_svg: size(PLOT_SVG),
         samples_jsonl: size(SAMPLES_JSONL),
+    })
+}
+
+/// Writes the generated suite into a temporary folder and runs it as `leakloop run DIR --out
+/// OUT -j N --quiet` does, timing it from the expansion of its folder to its index written.
+fn bench_suite(scenarios: usize, jobs: Option<usize>) -> Result<SuiteBenchRow, CliError> {
+    let dir = tempfile::tempdir().map_err(|e| CliError::Engine(e.into()))?;
+    let suite_dir = dir.path().join("suite");
+    write_sim_suite(&suite_dir, scenarios).map_err(|e| CliError::Engine(e.into()))?;
+    let out = dir.path().join("out");
+    let options = SuiteOptions {
+        jobs: jobs.unwrap_or_else(default_jobs),
+        ..SuiteOptions::default()
+    };
+    output::note(&format!(
+        "{scenarios} scenarios, -j {}: running...",
+        options.jobs
+    ));
+    let started = std::time::Instant::now();
+    let plan = plan(&[suite_dir], None)?;
+    let claimed = claim_out(&out)?;
+    let report = run_plan(
+        &SuiteOptions {
+            quiet: true,
+            ..options.clone()
+        },
+        &plan,
+        Some(claimed.dir()),
+    );
+    write_suite_reports(&out, &report)?;
+    claimed.release()?;
+    let wall_s = started.elapsed().as_secs_f64();
+    let size = |name: &str| std::fs::metadata(out.join(name)).map_or(0, |m| m.len());
+    let count = |status: EntryStatus| {
+        report
+            .scenarios
+            .iter()
+            .filter(|e| e.status == status)
+            .count()
+    };
+    Ok(SuiteBenchRow {
+        scenarios: report.scenarios.len(),
+        jobs: options.jobs,
+        wall_s,
+        scenario_sum_s: report.scenarios.iter().map(|e| e.duration_s).sum(),
+        peak_rss: crate::probe::peak_rss_bytes(),
+        index_bytes: size(REPORT_JSON) + size(SUMMARY_MD) + size(JUNIT_XML),
+        passed: count(EntryStatus::Pass),
+        failed: count(EntryStatus::Fail),
     })
 }
 

@@ -283,6 +283,7 @@ mod tests {
                 expect: Expectations::default(),
                 seed: 0,
                 stop: crate::scenario::StopMode::Turns,
+                concurrency: None,
             },
             backend: BackendInfo {
                 backend: "litert-lm".into(),

@@ -87,6 +87,30 @@ impl Exit {
         }
     }
 
+    /// The worst of several scenarios' codes (a suite, a merge): the largest in the order of
+    /// this enum (pass < an expectation failed < bad input < engine failed < output failed <
+    /// interrupted), so that a suite with a leak and a crash exits 3, one with a leak and a
+    /// scenario that was interrupted exits 130 or 143. No codes at all: pass.
+    pub fn worst(codes: impl IntoIterator<Item = Exit>) -> Exit {
+        codes.into_iter().max().unwrap_or(Exit::Pass)
+    }
+
+    /// The code with this number, if it is one of the documented ones (a suite report read back).
+    pub fn from_code(code: u8) -> Option<Exit> {
+        Exit::ALL.into_iter().find(|e| *e as u8 == code)
+    }
+
+    /// Every documented code, in order.
+    pub const ALL: [Exit; 7] = [
+        Exit::Pass,
+        Exit::ExpectationFailed,
+        Exit::BadInput,
+        Exit::EngineFailed,
+        Exit::OutputFailed,
+        Exit::InterruptedBySigint,
+        Exit::InterruptedBySigterm,
+    ];
+
     /// The exit code of a run stopped by `signal` (`SIGINT` or `SIGTERM`).
     pub fn interrupted(signal: &str) -> Exit {
         if signal == "SIGINT" {
@@ -315,16 +339,7 @@ mod tests {
     /// README.md's table, `leakloop --help` and [`Exit`] list the same codes.
     #[test]
     fn readme_help_and_enum_agree_on_the_codes() {
-        let all = [
-            Exit::Pass,
-            Exit::ExpectationFailed,
-            Exit::BadInput,
-            Exit::EngineFailed,
-            Exit::OutputFailed,
-            Exit::InterruptedBySigint,
-            Exit::InterruptedBySigterm,
-        ];
-        let codes: Vec<u8> = all.iter().map(|e| *e as u8).collect();
+        let codes: Vec<u8> = Exit::ALL.iter().map(|e| *e as u8).collect();
         let readme =
             std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
         let table = readme
@@ -349,6 +364,28 @@ mod tests {
             })
             .collect();
         assert_eq!(in_help, codes);
+    }
+
+    #[test]
+    fn the_worst_code_of_a_suite_follows_the_enum_order() {
+        use Exit::*;
+        assert_eq!(Exit::worst([]), Pass);
+        assert_eq!(
+            Exit::worst([Pass, ExpectationFailed, Pass]),
+            ExpectationFailed
+        );
+        assert_eq!(
+            Exit::worst([ExpectationFailed, EngineFailed, BadInput]),
+            EngineFailed
+        );
+        assert_eq!(
+            Exit::worst([InterruptedBySigint, OutputFailed]),
+            InterruptedBySigint
+        );
+        for code in [Pass, BadInput, InterruptedBySigterm] {
+            assert_eq!(Exit::from_code(code as u8), Some(code));
+        }
+        assert_eq!(Exit::from_code(5), None);
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod interrupt;
 mod output;
 mod report;
 mod run;
+pub(crate) mod suite;
 mod table;
 mod worker;
 
@@ -36,8 +37,10 @@ struct Cli {
 enum Command {
     /// Validate scenario files without running them.
     Check(check::CheckArgs),
-    /// Run a scenario and judge its expectations.
+    /// Run a scenario, or a suite of them, and judge their expectations.
     Run(run::RunArgs),
+    /// Join the --out folders of `run --partition K/N` into the report of the whole suite.
+    Merge(suite::MergeArgs),
     /// Classify a memory trace recorded elsewhere (CSV or a leakloop report.json).
     Analyze(analyze::AnalyzeArgs),
     /// Re-render the text summary, summary.md and plot from a saved report.json.
@@ -84,6 +87,7 @@ fn run_command(command: Command) -> Result<Outcome, CliError> {
     match command {
         Command::Check(args) => check::run(args),
         Command::Run(args) => run::run(args),
+        Command::Merge(args) => suite::merge(args),
         Command::Analyze(args) => analyze::run(args),
         Command::Report(args) => report::run(args),
         Command::Bench(args) => bench::run(args),

@@ -2,7 +2,8 @@
 //! then rewrites summary.md and plot.svg (a failed write is a warning). When the folder's last run
 //! has no report (it crashed, was killed, is still running, or could not write it), it says which
 //! as far as the folder's marker tells (`report/out_dir.rs`) and shows what samples.jsonl holds;
-//! it never shows an earlier run's verdict.
+//! it never shows an earlier run's verdict. A suite's folder (its report.json of kind
+//! `leakloop-suite`) shows the suite's table and rewrites its summary.md.
 
 use std::path::PathBuf;
 
@@ -10,9 +11,10 @@ use crate::analyze::Verdict;
 use crate::cli::output;
 use crate::cli::{CliError, Exit, Outcome};
 use crate::report::{
-    inspect_out_dir, print_terminal, read_report, read_samples, render_partial, render_plot_svg,
-    render_summary_md, write_atomic, ReportError, RunState, StreamedSamples, PLOT_SVG, REPORT_JSON,
-    SAMPLES_JSONL, SUMMARY_MD,
+    inspect_out_dir, print_terminal, read_report, read_samples, read_suite_report, render_partial,
+    render_plot_svg, render_suite_summary_md, render_suite_text, render_summary_md, write_atomic,
+    ReportError, RunState, StreamedSamples, SuiteReport, PLOT_SVG, REPORT_JSON, SAMPLES_JSONL,
+    SUMMARY_MD,
 };
 use crate::runner::RunRecord;
 
@@ -46,6 +48,11 @@ pub(crate) fn run(args: ReportArgs) -> Result<Outcome, CliError> {
     // Held to the end: a new run cannot clear the folder while it is read and re-rendered.
     let view = inspect_out_dir(&args.dir)?;
     let report_path = args.dir.join(REPORT_JSON);
+    if view.state != RunState::InProgress && report_path.is_file() {
+        if let Some(suite) = read_suite_report(&report_path)? {
+            return report_suite(&args, &suite);
+        }
+    }
     if matches!(view.state, RunState::InProgress | RunState::Unfinished) || !report_path.exists() {
         return report_unfinished_run(&args, view.state);
     }
@@ -63,6 +70,30 @@ pub(crate) fn run(args: ReportArgs) -> Result<Outcome, CliError> {
         }
     }
     Ok(Outcome::Verdict(Exit::of_verdict(verdict.status)))
+}
+
+/// A suite folder: its table (or summary.md), summary.md rewritten; exits with the suite's
+/// worst code.
+fn report_suite(args: &ReportArgs, suite: &SuiteReport) -> Result<Outcome, CliError> {
+    let summary = render_suite_summary_md(suite);
+    match args.format {
+        Format::Text => output::print(&render_suite_text(suite)),
+        Format::Md => output::print(&summary),
+    }
+    if !args.no_write {
+        if let Err(e) = write_atomic(&args.dir.join(SUMMARY_MD), summary.as_bytes()) {
+            output::warning(&format!("the verdicts above stand, but {e}"));
+        }
+    }
+    Exit::from_code(suite.exit_code)
+        .map(Outcome::Verdict)
+        .ok_or_else(|| {
+            CliError::bad_input(format!(
+                "{}: exit_code {} is no code leakloop gives",
+                args.dir.join(REPORT_JSON).display(),
+                suite.exit_code
+            ))
+        })
 }
 
 /// Rewrites summary.md and plot.svg from the report.

@@ -12,6 +12,7 @@ use crate::analyze::{analyze_run, StopWhenDecided, Verdict};
 use crate::cli::baseline::Baseline;
 use crate::cli::interrupt::{self, InFlight, Pending};
 use crate::cli::output;
+use crate::cli::suite::{self, Partition};
 use crate::cli::{CliError, Exit, Outcome};
 use crate::engine::build_engine;
 use crate::engine::litert_lm::check_library;
@@ -26,8 +27,10 @@ use crate::scenario::{load_scenario_with, BackendKind, Device, Overrides, Scenar
 /// Arguments of `leakloop run`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct RunArgs {
-    /// The scenario file (YAML).
-    pub scenario: PathBuf,
+    /// The scenario file (YAML); several files, folders (searched for *.yaml and *.yml) or
+    /// glob patterns run a suite.
+    #[arg(required = true, value_name = "SCENARIO")]
+    pub scenarios: Vec<PathBuf>,
     /// Run on another backend than the scenario names.
     #[arg(long, value_enum)]
     pub backend: Option<BackendKind>,
@@ -82,6 +85,14 @@ pub(crate) struct RunArgs {
     /// for plateaus; e.g. `4KiB`).
     #[arg(long, value_name = "SIZE", requires = "baseline")]
     pub baseline_min_change: Option<String>,
+    /// Suites: how many scenarios run at once (default: the cores); scenarios of a real engine
+    /// run one at a time per device unless they say `concurrency: shared`.
+    #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub jobs: Option<u32>,
+    /// Suites: run only share K of N of the scenarios (by a hash of each one's path relative
+    /// to the suite root); `leakloop merge` joins the shares' --out folders.
+    #[arg(long, value_name = "K/N")]
+    pub partition: Option<Partition>,
 }
 
 /// What `leakloop run` prints on stdout.
@@ -95,7 +106,7 @@ pub(crate) enum Format {
 
 impl RunArgs {
     /// The scenario values this command line replaces.
-    fn overrides(&self) -> Overrides {
+    pub(crate) fn overrides(&self) -> Overrides {
         Overrides {
             backend: self.backend,
             profile: self.profile.clone(),
@@ -111,6 +122,9 @@ impl RunArgs {
 }
 
 pub(crate) fn run(args: RunArgs) -> Result<Outcome, CliError> {
+    if suite::is_suite(&args) {
+        return suite::run_suite(&args);
+    }
     let in_flight = Arc::new(InFlight::default());
     interrupt::install(Arc::clone(&in_flight))
         .map_err(|e| CliError::Engine(anyhow!("cannot watch for SIGINT and SIGTERM: {e}")))?;
@@ -123,7 +137,10 @@ pub(crate) fn run(args: RunArgs) -> Result<Outcome, CliError> {
         &process_env,
         std::time::SystemTime::now(),
     );
-    let scenario = match (load_scenario_with(&args.scenario, &args.overrides()), build) {
+    let scenario = match (
+        load_scenario_with(&args.scenarios[0], &args.overrides()),
+        build,
+    ) {
         (Ok(scenario), Ok(build)) => {
             in_flight.set_build(build);
             scenario

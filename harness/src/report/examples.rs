@@ -59,6 +59,7 @@ fn scenario(name: &str, profile: &str, warmup_turns: u32, turns: u32) -> Scenari
         expect: Expectations::default(),
         seed: 7,
         stop: crate::scenario::StopMode::Turns,
+        concurrency: None,
     }
 }
 

@@ -2,15 +2,16 @@
 //! report.json), or a suite folder (a folder per scenario, each with its report.json, however
 //! deep the suite puts them), or a folder of several runs of the same scenarios (`bisect`'s
 //! `BUILD/run-R/`). Every report.json under the folder is read; those that are per-scenario
-//! reports are the build's runs, keyed by scenario name; one that is not (a suite's own index)
-//! is passed over with a note. `leakloop history` and `leakloop run --baseline` both read builds
+//! reports are the build's runs, keyed by scenario name; a suite's own index
+//! (`"kind": "leakloop-suite"`) is passed over, and any other report.json that does not read is
+//! passed over with a note. `leakloop history` and `leakloop run --baseline` both read builds
 //! this way.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::analyze::VerdictStatus;
-use crate::report::{read_report, ReportError, ReportFile, REPORT_JSON};
+use crate::report::{read_report, read_suite_report, ReportError, ReportFile, REPORT_JSON};
 use crate::runner::{Provenance, RunOutcome};
 
 /// How deep under a build folder report.json files are looked for (a suite folder, a partition
@@ -104,6 +105,11 @@ impl BuildReports {
     }
 }
 
+/// Whether `path` is a suite's index (`"kind": "leakloop-suite"`), which holds no runs.
+fn is_suite_index(path: &Path) -> bool {
+    matches!(read_suite_report(path), Ok(Some(_)))
+}
+
 /// Every report.json at most [`MAX_DEPTH`] folders under `dir` (`dir/report.json` included),
 /// sorted by path. Symbolic links to folders are not followed.
 pub fn find_report_files(dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
@@ -156,6 +162,8 @@ pub fn read_build(dir: &Path) -> Result<BuildReports, ReportError> {
                 .entry(report.record.scenario.name.clone())
                 .or_default()
                 .push(RunFigures::of(&path, &report)),
+            // A suite's own index is expected in a suite folder: passed over without a word.
+            Err(_) if is_suite_index(&path) => {}
             Err(e) => {
                 build
                     .skipped
@@ -184,6 +192,7 @@ pub fn find_scenario_report(dir: &Path, name: &str) -> Result<(PathBuf, ReportFi
         match read_report(&path) {
             Ok(report) if report.record.scenario.name == name => matching.push((path, report)),
             Ok(report) => others.push(report.record.scenario.name.clone()),
+            Err(_) if is_suite_index(&path) => {}
             Err(e) => errors.push(e.to_string()),
         }
     }

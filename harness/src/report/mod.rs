@@ -23,6 +23,7 @@ mod progress;
 pub mod provenance;
 mod redact;
 mod samples;
+mod suite;
 mod summary_md;
 mod table;
 mod terminal;
@@ -48,6 +49,11 @@ pub use plot::render_plot_svg;
 pub use progress::ProgressObserver;
 pub use redact::{Redactor, PROBE, PROCESS_PROBE_METRICS};
 pub use samples::{read_samples, SampleStream, StreamedSamples};
+pub use suite::{
+    read_suite_report, render_suite_junit, render_suite_summary_md, render_suite_text,
+    write_suite_reports, EntryStatus, SuiteEntry, SuiteIdentity, SuitePartition, SuiteReport,
+    WorstMetric, MAX_SUITE_REPORT_BYTES, SUITE_FORMAT_VERSION, SUITE_KIND,
+};
 pub use summary_md::render_summary_md;
 pub use terminal::{print_terminal, render_terminal};
 pub use trend::{render_trend_svg, render_trends_svg, Trend, TrendPoint};

@@ -5,6 +5,7 @@
 //! [`Scenario`] with resolved units (`units`), and every failure becomes a [`ScenarioError`]
 //! that names the file, line, column and key path and shows the offending line.
 
+mod concurrency;
 mod error;
 mod load;
 mod model;
@@ -17,6 +18,7 @@ mod validate;
 #[cfg(test)]
 mod fixture_tests;
 
+pub use concurrency::Concurrency;
 pub use error::{Location, ScenarioError, ScenarioErrorKind};
 pub use load::{
     load_scenario, load_scenario_with, parse_scenario, parse_scenario_bytes, MAX_SCENARIO_BYTES,

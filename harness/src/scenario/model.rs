@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::scenario::Concurrency;
+
 /// The most turns (warm-up plus measured) one scenario may ask for.
 pub const MAX_TURNS: u32 = 100_000;
 
@@ -46,6 +48,10 @@ pub struct Scenario {
     /// `turns` is the maximum).
     #[serde(default)]
     pub stop: StopMode,
+    /// Whether a suite may run this scenario alongside others; `None`: the backend's default
+    /// ([`Scenario::effective_concurrency`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<Concurrency>,
 }
 
 impl Scenario {
@@ -72,6 +78,7 @@ impl Scenario {
             expect: Expectations::default(),
             seed: 0,
             stop: StopMode::Turns,
+            concurrency: None,
         }
     }
 

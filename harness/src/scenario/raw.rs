@@ -14,6 +14,7 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
 use crate::scenario::model::{BackendKind, Device, FaultKind, SamplePoint, StopMode};
+use crate::scenario::Concurrency;
 
 /// The whole scenario file.
 #[derive(Debug, Deserialize)]
@@ -32,6 +33,8 @@ pub(crate) struct RawScenario {
     pub turns: i64,
     #[serde(default)]
     pub stop: Option<StopMode>,
+    #[serde(default)]
+    pub concurrency: Option<Concurrency>,
     #[serde(default)]
     pub reload_every: Option<i64>,
     pub turn: Vec<RawStep>,

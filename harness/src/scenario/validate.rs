@@ -155,6 +155,7 @@ pub(crate) fn validate(raw: RawScenario, cx: &Context<'_>) -> Result<Scenario, S
         expect,
         seed: raw.seed.unwrap_or(0),
         stop: raw.stop.unwrap_or_default(),
+        concurrency: raw.concurrency,
     })
 }
 

@@ -106,6 +106,14 @@ const BUILDS: &str = "fixtures/scenarios/bisect-sim-builds.yaml";
 #[case::run_engine_crash_full_stdout(&["run", "fixtures/scenarios/fault-crash.yaml"], Stdout::Full, "", 3)]
 #[case::run_missing_library(&["run", LITERT, "--lib", "{tmp}/no-such-lib.so"], Stdout::Open, "", 3)]
 #[case::run_out_folder_cannot_be_made(&["run", FLAT, "--turns", "3", "--out", "/dev/null/out"], Stdout::Open, "", 4)]
+// A suite exits with its worst scenario's code.
+#[case::suite_pass(&["run", FLAT, "fixtures/scenarios/stop-decided-flat.yaml", "-q"], Stdout::Open, "", 0)]
+#[case::suite_leak_full_stdout(&["run", FLAT, LEAK, "-q"], Stdout::Full, "", 1)]
+#[case::suite_bad_scenario_and_leak(&["run", LEAK, "fixtures/bad/unknown-key.yaml", "-q"], Stdout::Open, "", 2)]
+#[case::suite_leak_and_crash(&["run", LEAK, "fixtures/scenarios/fault-crash.yaml", "-q"], Stdout::Closed, "", 3)]
+#[case::suite_out_folder_cannot_be_made(&["run", FLAT, LEAK, "--out", "/dev/null/out"], Stdout::Open, "", 4)]
+#[case::suite_bad_partition(&["run", FLAT, "--partition", "0/2"], Stdout::Open, "", 2)]
+#[case::merge_of_a_single_run(&["merge", "{tmp}/pass", "--out", "{tmp}/merged"], Stdout::Open, "", 2)]
 // run's 130 and 143 (a signal in the middle of a run): `run_interrupted_exits_128_plus_the_signal`.
 // analyze: 0 nothing grows, 1 something grows, 2 a bad trace.
 #[case::analyze_clean(&["analyze", "fixtures/traces/short-noisy.csv"], Stdout::Open, "", 0)]

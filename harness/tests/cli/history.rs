@@ -123,26 +123,36 @@ fn history_stays_quiet_on_builds_that_differ_only_by_noise() {
     }
 }
 
-/// A suite folder per build (one folder per scenario, a suite index of its own at the top that
-/// is no per-scenario report) is read by scenario, whatever the folders are called.
+/// Real suite folders (`leakloop run FOLDER --out`: one folder per scenario and the suite's own
+/// index) are read by scenario name; the index is passed over quietly. A report.json that is
+/// neither is named in a note.
 #[test]
 fn history_finds_per_scenario_reports_inside_suite_folders() {
     let root = tempfile::tempdir().unwrap();
+    let suite = root.path().join("suite");
+    std::fs::create_dir(&suite).unwrap();
+    std::fs::copy(workspace().join(SCENARIO), suite.join("history-sim.yaml")).unwrap();
     let dirs: Vec<PathBuf> = (0..12)
         .map(|i| {
-            let suite = root.path().join(format!("nightly-{i}"));
-            simulate_build(
-                &suite.join(format!("part-{}/history-sim", i % 2)),
-                i,
-                Some(6),
-                7,
-            );
-            std::fs::write(
-                suite.join("report.json"),
-                r#"{"kind": "suite", "scenarios": 1}"#,
-            )
-            .unwrap();
-            suite
+            let out = root.path().join(format!("nightly-{i}"));
+            let profile = if i >= 6 { "leaky" } else { "steady" };
+            let (seed, id) = ((7 + i).to_string(), format!("b{i:02}"));
+            let run = leakloop(&[
+                "run",
+                suite.to_str().unwrap(),
+                "--quiet",
+                "--seed",
+                &seed,
+                "--profile",
+                profile,
+                "--build-id",
+                &id,
+                "--out",
+                out.to_str().unwrap(),
+            ]);
+            assert_eq!(run.status.code(), Some(0), "{:?}", text(&run));
+            assert!(out.join("report.json").is_file(), "the suite's index");
+            out
         })
         .collect();
     let out = history(&dirs, &[]);
@@ -150,8 +160,30 @@ fn history_finds_per_scenario_reports_inside_suite_folders() {
     assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
     assert!(stdout.contains("from build b06:"), "{stdout}");
     assert!(
-        stderr.contains("history: skipped"),
-        "the suite index is named: {stderr}"
+        !stderr.contains("skipped"),
+        "the suite index is no surprise: {stderr}"
+    );
+    // A suite folder is a baseline too: its report of the scenario is found by name.
+    let new = root.path().join("new");
+    let run = leakloop(&[
+        "run",
+        SCENARIO,
+        "--quiet",
+        "--profile",
+        "leaky",
+        "--out",
+        new.to_str().unwrap(),
+        "--baseline",
+        dirs[0].to_str().unwrap(),
+    ]);
+    assert_eq!(run.status.code(), Some(1), "{:?}", text(&run));
+    // Something else named report.json is named, not silently taken.
+    std::fs::write(dirs[3].join("report.json"), r#"{"kind": "other"}"#).unwrap();
+    let out = history(&dirs, &[]);
+    assert!(
+        text(&out).1.contains("history: skipped"),
+        "{:?}",
+        text(&out)
     );
 }
 

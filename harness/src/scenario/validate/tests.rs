@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::*;
-use crate::scenario::{parse_scenario, ScenarioErrorKind, StopMode, Tolerance};
+use crate::scenario::{parse_scenario, Concurrency, ScenarioErrorKind, StopMode, Tolerance};
 
 fn parse(text: &str) -> Result<Scenario, ScenarioError> {
     parse_scenario(text, Path::new("/scenarios/s.yaml"))
@@ -342,4 +342,33 @@ fn a_literal_prompt_longer_than_the_context_is_refused_at_its_key() {
 fn a_prompt_as_long_as_the_context_is_accepted_and_the_simulator_has_no_text_cap() {
     let text = "name: p\nengine: {backend: sim, profile: cpu-flat, max_tokens: 200000000}\nturns: 1\nturn:\n  - open: {}\n  - send: {tokens: 200000000}\n  - close: {}\n";
     parse(text).unwrap();
+}
+
+#[rstest::rstest]
+#[case::simulator_shares_by_default("", Concurrency::Shared)]
+#[case::exclusive_on_request("concurrency: exclusive\n", Concurrency::Exclusive)]
+#[case::shared_on_request("concurrency: shared\n", Concurrency::Shared)]
+fn concurrency_defaults_by_backend(#[case] line: &str, #[case] expected: Concurrency) {
+    let s = parse(&format!("{MINIMAL}{line}")).unwrap();
+    assert_eq!(s.effective_concurrency(), expected);
+    assert_eq!(
+        s.exclusive_device().is_some(),
+        expected == Concurrency::Exclusive
+    );
+}
+
+#[test]
+fn a_real_engine_is_exclusive_unless_it_says_shared() {
+    let litert = MINIMAL.replace(
+        "{backend: sim, profile: cpu-flat}",
+        "{backend: opencl, profile: clean}",
+    );
+    assert_eq!(
+        parse(&litert).unwrap().effective_concurrency(),
+        Concurrency::Exclusive
+    );
+    let shared = parse(&format!("{litert}concurrency: shared\n")).unwrap();
+    assert_eq!(shared.effective_concurrency(), Concurrency::Shared);
+    let err = parse(&format!("{MINIMAL}concurrency: sometimes\n")).unwrap_err();
+    assert!(err.to_string().contains("concurrency"), "{err}");
 }

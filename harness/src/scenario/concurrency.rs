@@ -1,0 +1,48 @@
+//! `concurrency:`: whether a scenario may run alongside others when `leakloop run` is given a
+//! suite. Unset, it follows from the backend: the simulator measures nothing of the machine and
+//! shares it; a real engine (or, later, a device) runs one scenario at a time per machine, so
+//! that another scenario's load on the same CPU, GPU or device cannot show in its figures.
+
+use serde::{Deserialize, Serialize};
+
+use crate::scenario::{BackendKind, Scenario};
+
+/// How a scenario shares the machine it runs on with the other scenarios of a suite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Concurrency {
+    /// Runs alongside any other scenario, up to `-j` at a time (the simulator's default).
+    Shared,
+    /// Runs while no other `exclusive` scenario runs on the same device (a real engine's
+    /// default). Shared scenarios may still run next to it.
+    Exclusive,
+}
+
+impl Concurrency {
+    /// The word used in the DSL.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Concurrency::Shared => "shared",
+            Concurrency::Exclusive => "exclusive",
+        }
+    }
+}
+
+impl Scenario {
+    /// How this scenario shares its machine: what it says, or its backend's default.
+    pub fn effective_concurrency(&self) -> Concurrency {
+        self.concurrency.unwrap_or(match self.engine.backend {
+            BackendKind::Sim => Concurrency::Shared,
+            BackendKind::LitertLm | BackendKind::Opencl => Concurrency::Exclusive,
+        })
+    }
+
+    /// The device an `exclusive` scenario holds while it runs, or `None` for a shared one. Every
+    /// engine runs on this machine today, so they all hold the one device `this machine`.
+    pub fn exclusive_device(&self) -> Option<String> {
+        match self.effective_concurrency() {
+            Concurrency::Shared => None,
+            Concurrency::Exclusive => Some("this machine".to_owned()),
+        }
+    }
+}

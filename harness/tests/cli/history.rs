@@ -27,9 +27,9 @@ fn text(out: &Output) -> (String, String) {
     )
 }
 
-/// Runs build `i` of a simulated history into `dir`: profile `leaky` from build `step_at` on,
-/// seed `seed_base + i`, build id `bNN`.
-pub(crate) fn simulate_build(dir: &Path, i: usize, step_at: Option<usize>, seed_base: u64) {
+/// Runs build `i` of a simulated history of `target` (the scenario, or a suite folder holding
+/// it) into `dir`: profile `leaky` from build `step_at` on, seed `seed_base + i`, build id `bNN`.
+fn run_build(target: &Path, dir: &Path, i: usize, step_at: Option<usize>, seed_base: u64) {
     let profile = if step_at.is_some_and(|k| i >= k) {
         "leaky"
     } else {
@@ -39,7 +39,7 @@ pub(crate) fn simulate_build(dir: &Path, i: usize, step_at: Option<usize>, seed_
     let id = format!("b{i:02}");
     let out = leakloop(&[
         "run",
-        SCENARIO,
+        target.to_str().unwrap(),
         "--quiet",
         "--seed",
         &seed,
@@ -52,6 +52,11 @@ pub(crate) fn simulate_build(dir: &Path, i: usize, step_at: Option<usize>, seed_
     ]);
     // Every build passes on its own: the leak stays under the absolute limit.
     assert_eq!(out.status.code(), Some(0), "{:?}", text(&out));
+}
+
+/// [`run_build`] of the scenario itself.
+pub(crate) fn simulate_build(dir: &Path, i: usize, step_at: Option<usize>, seed_base: u64) {
+    run_build(Path::new(SCENARIO), dir, i, step_at, seed_base);
 }
 
 /// `n` builds in folders `ROOT/bNN`, oldest first.
@@ -135,22 +140,7 @@ fn history_finds_per_scenario_reports_inside_suite_folders() {
     let dirs: Vec<PathBuf> = (0..12)
         .map(|i| {
             let out = root.path().join(format!("nightly-{i}"));
-            let profile = if i >= 6 { "leaky" } else { "steady" };
-            let (seed, id) = ((7 + i).to_string(), format!("b{i:02}"));
-            let run = leakloop(&[
-                "run",
-                suite.to_str().unwrap(),
-                "--quiet",
-                "--seed",
-                &seed,
-                "--profile",
-                profile,
-                "--build-id",
-                &id,
-                "--out",
-                out.to_str().unwrap(),
-            ]);
-            assert_eq!(run.status.code(), Some(0), "{:?}", text(&run));
+            run_build(&suite, &out, i, Some(6), 7);
             assert!(out.join("report.json").is_file(), "the suite's index");
             out
         })

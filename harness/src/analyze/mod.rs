@@ -6,10 +6,12 @@
 //! [`StopWhenDecided`] looks at a run while it goes and ends it once every metric is decided
 //! (`stop: decided`, alpha spending in `sequential.rs`).
 
+mod baseline;
 mod checks;
 mod classify;
 mod dumpsys_trace;
 mod expectations;
+mod history;
 mod run;
 mod sequential;
 mod series;
@@ -22,6 +24,7 @@ mod verdict;
 pub(crate) mod test_support;
 
 pub use crate::probe::dumpsys::METRIC_ROWS;
+pub use baseline::{baseline_expectations, PLATEAU_Z};
 pub use checks::{Check, ExpectationKind, GrowthPerTurn};
 pub use classify::{
     classify, ClassifyOptions, CONFIDENCE, DEFAULT_HORIZON_TURNS, DEFAULT_TOLERANCE_FLOOR,
@@ -30,6 +33,9 @@ pub use classify::{
     TREND_ALPHA,
 };
 pub use dumpsys_trace::{ProcessSelector, MAX_DUMP_FILES};
+pub use history::{
+    find_changes, Change, ChangeOptions, DEFAULT_ALPHA, DEFAULT_SPREAD_FACTOR, DEFAULT_WINDOW,
+};
 pub use run::{analyze_run, analyze_run_with, derive_status, ENGINE_ERRORS};
 pub use sequential::{
     final_levels, look_levels, look_schedule, spent, stop_rule_for, undecided, Levels,

@@ -31,6 +31,7 @@ pub(crate) fn record_with_samples(samples: Vec<Sample>) -> RunRecord {
         engine_errors: Vec::new(),
         outcome: RunOutcome::Completed,
         early_stop: None,
+        provenance: None,
     }
 }
 

@@ -480,13 +480,13 @@ mod tests {
 
     #[rstest]
     #[case::version(
-        r#"{"format_version": 3, "record": {}}"#,
-        "format_version 3 is not supported"
+        r#"{"format_version": 4, "record": {}}"#,
+        "format_version 4 is not supported"
     )]
     #[case::no_version(r#"{"record": {}}"#, "missing `format_version`")]
     #[case::string_version(
         r#"{"format_version": "1", "record": {}}"#,
-        "wrong type of `format_version`: expected a whole number (2), found a string"
+        "wrong type of `format_version`: expected a whole number (3), found a string"
     )]
     #[case::no_record(r#"{"format_version": 1}"#, "missing `record`")]
     #[case::bad_record(r#"{"format_version": 1, "record": {"samples": 3}}"#, "at `record.")]

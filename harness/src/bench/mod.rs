@@ -4,6 +4,7 @@
 mod analysis;
 mod bare_loop;
 mod detection;
+mod history;
 mod overhead;
 mod scale;
 mod sequential;
@@ -16,6 +17,7 @@ pub use bare_loop::{
     BareLoopRow,
 };
 pub use detection::{render_markdown, run_detection, DetectionConfig, DetectionRow, Detector};
+pub use history::{render_history_bench, run_history_bench, HistoryBenchConfig, HistoryBenchRow};
 pub use overhead::{render_overhead, run_overhead, OverheadError, OverheadRow};
 pub use scale::{render_scale, scale_scenario, ScaleRow, SCALE_RELOAD_EVERY, SCALE_TURNS};
 pub use sequential::{render_sequential, run_sequential, SequentialConfig, SequentialRow};

@@ -3,10 +3,11 @@
 use std::path::{Path, PathBuf};
 
 use crate::bench::{
-    bare_loop_resources, render_analysis_cost, render_bare_loop, render_markdown, render_overhead,
-    render_scale, render_sequential, run_analysis_cost, run_bare_loop_comparison, run_detection,
-    run_overhead, run_sequential, scale_scenario, BareLoopConfig, BareLoopError, DetectionConfig,
-    ScaleRow, SequentialConfig, SCALE_RELOAD_EVERY, SCALE_TURNS,
+    bare_loop_resources, render_analysis_cost, render_bare_loop, render_history_bench,
+    render_markdown, render_overhead, render_scale, render_sequential, run_analysis_cost,
+    run_bare_loop_comparison, run_detection, run_history_bench, run_overhead, run_sequential,
+    scale_scenario, BareLoopConfig, BareLoopError, DetectionConfig, HistoryBenchConfig, ScaleRow,
+    SequentialConfig, SCALE_RELOAD_EVERY, SCALE_TURNS,
 };
 use crate::bench::{render_suite_bench, write_sim_suite, SuiteBenchRow};
 use crate::cli::interrupt::InFlight;
@@ -39,6 +40,26 @@ enum BenchCommand {
         /// row, for runs of at most 20, 40 and 100 turns.
         #[arg(long)]
         sequential: bool,
+    },
+    /// False alarms of `leakloop history` on builds that differ only by noise, and how often it
+    /// finds a step at its first build (synthetic figures and simulator runs); prints a
+    /// Markdown table.
+    History {
+        /// Histories per row.
+        #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        histories: u32,
+        /// Builds per history.
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(4..=1000))]
+        builds: u32,
+        /// Seed of the noise and the simulator runs.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// The rank test's level (as `history` uses it by default).
+        #[arg(long, default_value_t = crate::analyze::DEFAULT_ALPHA)]
+        alpha: f64,
+        /// Spreads a change must exceed (as `history` uses by default).
+        #[arg(long, default_value_t = crate::analyze::DEFAULT_SPREAD_FACTOR)]
+        spread_factor: f64,
     },
     /// How long the analyzer takes on series of 1e3 to 1e6 samples, with reload epochs and with
     /// sparse turn numbers up to 2^53; prints a Markdown table.
@@ -152,6 +173,34 @@ pub(crate) fn run(args: BenchArgs) -> Result<Outcome, CliError> {
             let rows = run_detection(&config);
             output::print(&render_markdown(&rows, &config));
             report_time(series, rows.len(), start);
+            Ok(Outcome::Done)
+        }
+        BenchCommand::History {
+            histories,
+            builds,
+            seed,
+            alpha,
+            spread_factor,
+        } => {
+            let config = HistoryBenchConfig {
+                histories,
+                builds: builds as usize,
+                step_at: builds as usize * 3 / 5,
+                seed,
+                options: crate::analyze::ChangeOptions {
+                    alpha,
+                    spread_factor,
+                    ..Default::default()
+                },
+            };
+            let start = std::time::Instant::now();
+            let rows =
+                run_history_bench(&config).map_err(|e| CliError::Engine(anyhow::anyhow!(e)))?;
+            output::print(&render_history_bench(&rows, &config));
+            output::note(&format!(
+                "bench history: {:.1} s",
+                start.elapsed().as_secs_f64()
+            ));
             Ok(Outcome::Done)
         }
         BenchCommand::Analysis { max_samples } => {

@@ -404,6 +404,7 @@ mod tests {
             engine_errors: vec![],
             outcome: RunOutcome::Completed,
             early_stop: None,
+            provenance: None,
         }
     }
 

@@ -25,8 +25,10 @@ use crate::scenario::ScenarioError;
 pub(crate) const EXIT_CODES_HELP: &str = "\
 Exit codes (every command):
   0  pass: every expectation held (check: every file is valid, and with --lib the library
-     runs it; analyze: no metric grows; bench: done; bisect: the table is printed)
+     runs it; analyze: no metric grows; bench: done; bisect: the table is printed;
+     history: no regression across the builds)
   1  an expectation failed: a leak, an unbalanced create/delete (analyze: a metric grows;
+     run --baseline: a significant rise over the baseline; history: a regression;
      driver-check: the driver broke the protocol)
   2  bad input or usage: a malformed scenario, trace or report, a missing or unreadable input
      file, a bad flag or override, a library that cannot run a step of the scenario (check

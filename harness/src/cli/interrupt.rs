@@ -15,7 +15,7 @@ use std::io::Read;
 use std::os::fd::IntoRawFd;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
 
@@ -24,14 +24,18 @@ use crate::cli::output;
 use crate::cli::run::{finish_run, Format};
 use crate::cli::{conclude, Exit, Outcome};
 use crate::engine::BackendInfo;
+use crate::report::provenance::{process_env, resolve_build};
 use crate::report::{interrupted_record, read_samples, OutDir, SampleStream};
-use crate::runner::{RunObserver, Sample};
+use crate::runner::{BuildStamp, CiRun, Provenance, RunObserver, Sample};
 use crate::scenario::Scenario;
 
 /// What a run in flight shares with the signal thread.
 #[derive(Debug, Default)]
 pub(crate) struct InFlight {
     state: Mutex<State>,
+    /// The build stamp of the run (`--build-id`, `--build-date`), when the command line gave
+    /// one; otherwise it is resolved from the environment when the run starts.
+    build: OnceLock<(BuildStamp, Option<CiRun>)>,
 }
 
 #[derive(Debug, Default)]
@@ -62,11 +66,29 @@ pub(crate) struct Pending {
     pub turns_completed: u32,
     /// What `--format` asked to print.
     pub format: Format,
+    /// Where the run came from, collected before its first turn.
+    pub provenance: Option<Provenance>,
 }
 
 impl InFlight {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sets the build stamp resolved from the command line (once, before the run starts).
+    pub(crate) fn set_build(&self, build: (BuildStamp, Option<CiRun>)) {
+        let _ = self.build.set(build);
+    }
+
+    /// The run's build stamp: the one set, else the environment's (CI variables,
+    /// `LEAKLOOP_BUILD_ID`) with the date the run starts.
+    pub(crate) fn build(&self) -> (BuildStamp, Option<CiRun>) {
+        self.build
+            .get_or_init(|| {
+                resolve_build(None, None, &process_env, std::time::SystemTime::now())
+                    .unwrap_or_default()
+            })
+            .clone()
     }
 
     /// The run loop starts.
@@ -144,6 +166,7 @@ fn finish_interrupted(pending: Pending, signal: &str) -> Exit {
         out,
         turns_completed,
         format,
+        provenance,
     } = pending;
     if let Some(stream) = stream {
         let path = stream.path().to_owned();
@@ -155,7 +178,8 @@ fn finish_interrupted(pending: Pending, signal: &str) -> Exit {
             Err(e) => output::warning(&e.to_string()),
         }
     }
-    let record = interrupted_record(scenario, backend, samples, turns_completed, signal);
+    let mut record = interrupted_record(scenario, backend, samples, turns_completed, signal);
+    record.provenance = provenance;
     let verdict = analyze_run(&record);
     let exit = finish_run(&record, &verdict, format, out);
     output::note(&format!(

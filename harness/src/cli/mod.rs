@@ -1,12 +1,14 @@
 //! The `leakloop` command line: one file per subcommand, one error enum mapped to exit codes.
 
 mod analyze;
+mod baseline;
 mod bench;
 mod bisect;
 mod check;
 mod compare;
 mod driver_check;
 mod error;
+mod history;
 mod interrupt;
 mod output;
 mod report;
@@ -56,6 +58,8 @@ enum Command {
     /// Check an engine driver against the protocol of docs/protocol.md with a short scripted
     /// session: `leakloop driver-check -- python3 my_driver.py`.
     DriverCheck(driver_check::DriverCheckArgs),
+    /// Compare the reports of successive builds and flag growth or plateaus that changed.
+    History(history::HistoryArgs),
 }
 
 /// Entry point of the `leakloop` binary.
@@ -95,5 +99,6 @@ fn run_command(command: Command) -> Result<Outcome, CliError> {
         Command::Compare(args) => compare::run(args),
         Command::Bisect(args) => bisect::run(args),
         Command::DriverCheck(args) => driver_check::run(args),
+        Command::History(args) => history::run(args),
     }
 }

@@ -9,15 +9,17 @@ use std::sync::Arc;
 use anyhow::anyhow;
 
 use crate::analyze::{analyze_run, stop_rule_for, Verdict};
+use crate::cli::baseline::Baseline;
 use crate::cli::interrupt::{self, InFlight, Pending};
 use crate::cli::output;
 use crate::cli::suite::{self, Partition};
 use crate::cli::{CliError, Exit, Outcome};
 use crate::engine::build_on_target;
 use crate::engine::litert_lm::check_library;
+use crate::report::provenance::{process_env, resolve_build};
 use crate::report::{
-    print_terminal, render_report_json, write_reports, Fanout, OutDir, ProgressObserver,
-    SampleStream,
+    print_terminal, provenance, render_report_json, write_reports, Fanout, OutDir,
+    ProgressObserver, SampleStream,
 };
 use crate::runner::{run_scenario_until, RunRecord};
 use crate::scenario::{load_scenario_with, BackendKind, Device, Overrides, Scenario, StopMode};
@@ -66,6 +68,23 @@ pub(crate) struct RunArgs {
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+    /// The build under test, recorded in the report (default: `LEAKLOOP_BUILD_ID` or the CI
+    /// system's run id).
+    #[arg(long, value_name = "ID")]
+    pub build_id: Option<String>,
+    /// The build's date, RFC 3339 or YYYY-MM-DD (default: `LEAKLOOP_BUILD_DATE`, the CI
+    /// system's, or when the run starts).
+    #[arg(long, value_name = "DATE")]
+    pub build_date: Option<String>,
+    /// Also judge the run against this earlier report of the same scenario (a run's `--out`
+    /// folder, or a suite folder holding it): a significant rise in growth per turn or plateau
+    /// size fails the run even when its own expectations hold.
+    #[arg(long, value_name = "OLD_DIR")]
+    pub baseline: Option<PathBuf>,
+    /// With `--baseline`: a rise must also exceed this much (bytes per turn for growth, bytes
+    /// for plateaus; e.g. `4KiB`).
+    #[arg(long, value_name = "SIZE", requires = "baseline")]
+    pub baseline_min_change: Option<String>,
     /// Suites: how many scenarios run at once (default: the cores); scenarios of a real engine
     /// run one at a time per device unless they say `concurrency: shared`.
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
@@ -112,15 +131,45 @@ pub(crate) fn run(args: RunArgs) -> Result<Outcome, CliError> {
     // Claimed before anything can fail: from here on the folder shows no earlier run's verdict,
     // whatever stops this one.
     let out = args.out.as_deref().map(claim_out).transpose()?;
-    let scenario = match load_scenario_with(&args.scenarios[0], &args.overrides()) {
-        Ok(scenario) => scenario,
-        Err(e) => {
+    let build = resolve_build(
+        args.build_id.as_deref(),
+        args.build_date.as_deref(),
+        &process_env,
+        std::time::SystemTime::now(),
+    );
+    let scenario = match (
+        load_scenario_with(&args.scenarios[0], &args.overrides()),
+        build,
+    ) {
+        (Ok(scenario), Ok(build)) => {
+            in_flight.set_build(build);
+            scenario
+        }
+        (Err(e), _) => {
             release(out);
             return Err(e.into());
         }
+        (_, Err(e)) => {
+            release(out);
+            return Err(CliError::bad_input(e));
+        }
     };
-    let (record, verdict, out) =
+    let baseline = match args
+        .baseline
+        .as_deref()
+        .map(|dir| Baseline::load(dir, &scenario, args.baseline_min_change.as_deref()))
+    {
+        Some(Err(e)) => {
+            release(out);
+            return Err(e);
+        }
+        baseline => baseline.transpose().unwrap_or(None),
+    };
+    let (record, mut verdict, out) =
         run_and_analyze(&scenario, out, args.quiet, &in_flight, args.format)?;
+    if let Some(baseline) = &baseline {
+        baseline.apply(&record, &mut verdict);
+    }
     Ok(Outcome::Verdict(finish_run(
         &record,
         &verdict,
@@ -259,6 +308,10 @@ pub(crate) fn run_and_analyze_timed(
         }
         stream => stream.transpose().unwrap_or(None),
     };
+    // Hashed before the first turn: an interrupted run keeps it, and a model file swapped
+    // while the run goes is not mistaken for the one that ran.
+    let (build, ci) = in_flight.build();
+    let provenance = provenance::collect(scenario, &engine.describe(), &build, ci.as_ref());
     in_flight.start(Pending {
         scenario: scenario.clone(),
         backend: engine.describe(),
@@ -267,9 +320,10 @@ pub(crate) fn run_and_analyze_timed(
         out,
         turns_completed: 0,
         format,
+        provenance: Some(provenance),
     });
     let mut progress = ProgressObserver::new(&scenario.name, scenario.total_turns(), quiet);
-    let record = {
+    let mut record = {
         let mut observer = in_flight.observer();
         let mut fanout = Fanout::new(vec![&mut progress, &mut observer]);
         let mut stop = stop_rule_for(scenario);
@@ -278,7 +332,13 @@ pub(crate) fn run_and_analyze_timed(
     drop(engine);
     progress.finish();
     let pending = in_flight.finish();
-    let (stream, out) = pending.map_or((None, None), |p| (p.stream, p.out));
+    let (stream, out) = match pending {
+        Some(p) => {
+            record.provenance = p.provenance;
+            (p.stream, p.out)
+        }
+        None => (None, None),
+    };
     if let Some(stream) = stream {
         // The samples are on disk already; a failed final flush is reported but the run's
         // result still stands.

@@ -193,6 +193,7 @@ pub fn leak_run() -> (RunRecord, Verdict) {
         engine_errors: Vec::new(),
         outcome: RunOutcome::Completed,
         early_stop: None,
+        provenance: None,
     };
     let verdict = Verdict {
         status: VerdictStatus::Fail,
@@ -336,6 +337,7 @@ pub fn clean_run() -> (RunRecord, Verdict) {
         engine_errors: Vec::new(),
         outcome: RunOutcome::Completed,
         early_stop: None,
+        provenance: None,
     };
     let clean = |baseline: u64, last: u64, slope: f64, reason: &str| MetricAnalysis {
         classification: Classification::Clean,

@@ -273,6 +273,40 @@ mod tests {
         assert!(errors.is_empty(), "{errors:#?}");
     }
 
+    /// Format 3 adds `record.provenance`: it validates against the schema and reads back; a
+    /// format 2 report (no provenance) still reads.
+    #[test]
+    fn provenance_matches_the_schema_and_an_older_report_still_reads() {
+        let (mut record, verdict) = crate::report::examples::leak_run();
+        let (build, ci) = crate::report::provenance::resolve_build(
+            Some("nightly-12"),
+            Some("2026-12-01"),
+            &|name: &str| (name == "GITHUB_ACTIONS").then(|| "true".to_owned()),
+            std::time::SystemTime::now(),
+        )
+        .unwrap();
+        record.provenance = Some(crate::report::provenance::collect(
+            &record.scenario,
+            &record.backend,
+            &build,
+            ci.as_ref(),
+        ));
+        let text = render_report_json(&record, &verdict).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let errors = schema_errors(&value);
+        assert!(errors.is_empty(), "{errors:#?}");
+        assert_eq!(value["record"]["provenance"]["build"]["id"], "nightly-12");
+        let back = parse_report(Path::new("report.json"), &text).unwrap();
+        assert_eq!(back.record.provenance, record.provenance);
+        let older = rewrite(|v| {
+            v["format_version"] = 2.into();
+            assert!(v["record"].get("provenance").is_none());
+        });
+        let back = parse_report(Path::new("report.json"), &older).unwrap();
+        assert_eq!(back.format_version, 2);
+        assert!(back.record.provenance.is_none());
+    }
+
     #[test]
     fn a_stopped_run_matches_the_schema_and_reads_back() {
         let (mut record, verdict) = crate::report::examples::leak_run();
@@ -323,15 +357,15 @@ mod tests {
 
     #[test]
     fn a_newer_format_version_asks_for_an_upgrade() {
-        let text = rewrite(|v| v["format_version"] = 3.into());
+        let text = rewrite(|v| v["format_version"] = 4.into());
         let err = parse_report(Path::new("out/report.json"), &text).unwrap_err();
         insta::assert_snapshot!(
             err.to_string().replace(LEAKLOOP_VERSION, "[version]"),
-            @"out/report.json: report format_version 3 was written by leakloop [version]; this leakloop ([version]) reads format_version 1 to 2: upgrade leakloop"
+            @"out/report.json: report format_version 4 was written by leakloop [version]; this leakloop ([version]) reads format_version 1 to 3: upgrade leakloop"
         );
         // Also when the newer layout no longer parses as this one.
         let text = rewrite(|v| {
-            v["format_version"] = 3.into();
+            v["format_version"] = 4.into();
             v["record"]["samples"] = "elsewhere".into();
         });
         let err = parse_report(Path::new("out/report.json"), &text).unwrap_err();
@@ -356,7 +390,7 @@ mod tests {
         let err = parse_report(Path::new("report.json"), &text).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "report.json: wrong type of `format_version`: expected a whole number (2), found \"1\""
+            "report.json: wrong type of `format_version`: expected a whole number (3), found \"1\""
         );
     }
 

@@ -13,12 +13,14 @@ pub mod examples;
 mod facts;
 mod fanout;
 mod golden_view;
+pub mod history;
 mod json;
 mod junit;
 mod out_dir;
 mod partial;
 mod plot;
 mod progress;
+pub mod provenance;
 mod redact;
 mod samples;
 mod suite;
@@ -55,7 +57,7 @@ pub use suite::{
 };
 pub use summary_md::render_summary_md;
 pub use terminal::{print_terminal, render_terminal};
-pub use trend::{render_trend_svg, Trend, TrendPoint};
+pub use trend::{render_trend_svg, render_trends_svg, Trend, TrendPoint};
 pub use units::{format_bytes, format_per_turn, format_rate_with_interval, format_signed_bytes};
 
 /// Runs snapshot assertions with their snapshots stored under the workspace's `golden/report/`.

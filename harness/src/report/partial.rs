@@ -40,6 +40,7 @@ pub fn interrupted_record(
         },
         // A signal is no decision: `early_stop` says only that `stop: decided` ended a run.
         early_stop: None,
+        provenance: None,
     }
 }
 

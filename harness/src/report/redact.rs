@@ -15,12 +15,15 @@ use serde_json::Value;
 use crate::analyze::Verdict;
 use crate::engine::EngineErrorKind;
 use crate::report::json::LEAKLOOP_VERSION;
-use crate::runner::{RunOutcome, RunRecord};
+use crate::runner::{Host, Provenance, RunOutcome, RunRecord};
 
 /// The placeholder for a machine-dependent measurement.
 pub const PROBE: &str = "[probe]";
 const VERSION: &str = "[version]";
 const DURATION: &str = "[duration]";
+const BUILD: &str = "[build]";
+const HOST: &str = "[host]";
+const SHA256: &str = "[sha256]";
 
 static ABSOLUTE_PATH: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"(^|[\s"'(=`])/(?:[A-Za-z0-9._+\-]+/)+([A-Za-z0-9._+\-]+)"#).expect("valid regex")
@@ -127,6 +130,9 @@ impl Redactor {
         for sample in &mut record.samples {
             sample.t_ms = 0.0;
         }
+        if let Some(p) = &mut record.provenance {
+            self.redact_provenance(p);
+        }
         for (_, _, error) in &mut record.engine_errors {
             error.message = self.redact_string(&error.message);
         }
@@ -153,6 +159,35 @@ impl Redactor {
             expectation.expected = self.redact_string(&expectation.expected);
         }
         (record, verdict)
+    }
+
+    /// Replaces everything in a provenance that differs between machines, runs and builds (the
+    /// build stamp, CI run, host, digests, file sizes) with placeholders; its shape stays.
+    fn redact_provenance(&self, p: &mut Provenance) {
+        p.leakloop_version = VERSION.to_owned();
+        let b = &mut p.build;
+        // Always a placeholder: a CI system's environment gives an id where a laptop gives none.
+        b.id = Some(BUILD.to_owned());
+        b.date = b.date.as_ref().map(|_| BUILD.to_owned());
+        b.id_source = BUILD.to_owned();
+        b.date_source = BUILD.to_owned();
+        p.ci = None;
+        p.host = Host {
+            os: HOST.to_owned(),
+            kernel: HOST.to_owned(),
+            arch: HOST.to_owned(),
+            cpu: None,
+            model: None,
+            hostname: None,
+        };
+        p.engine.version = VERSION.to_owned();
+        let digests = [&mut p.scenario, &mut p.engine.library, &mut p.model];
+        for d in digests.into_iter().flatten() {
+            d.path = self.redact_string(&d.path);
+            d.sha256 = d.sha256.as_ref().map(|_| SHA256.to_owned());
+            d.bytes = None;
+            d.error = d.error.as_ref().map(|e| self.redact_string(e));
+        }
     }
 
     /// Redacts a JSON value in place: `t_ms` and `*_ms` fields, `version` fields, strings with

@@ -5,6 +5,7 @@ use crate::analyze::{Verdict, VerdictStatus};
 use crate::report::facts::{
     backend_line, empty_ledger_text, metric_passed, stop_line, turns_line, verdict_line,
 };
+use crate::report::provenance::describe;
 use crate::report::units::{format_bytes, format_rate_with_interval};
 use crate::runner::RunRecord;
 
@@ -36,6 +37,13 @@ pub fn render_summary_md(record: &RunRecord, verdict: &Verdict) -> String {
                 e.name, e.expected, e.measured
             ));
         }
+    }
+    if let Some(p) = &record.provenance {
+        out.push_str("\n<details><summary>Provenance</summary>\n\n");
+        for (label, text) in describe(p) {
+            out.push_str(&format!("- **{label}:** {}\n", text.replace('\n', " ")));
+        }
+        out.push_str("\n</details>\n");
     }
     out
 }

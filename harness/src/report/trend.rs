@@ -2,6 +2,7 @@
 //! style. Each build's runs are dots, their mean a line through the builds, their range a
 //! vertical bar (the run-to-run spread); the first changed build is marked red.
 
+use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::report::plot::{
@@ -44,6 +45,29 @@ fn render_error<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) 
 
 /// Renders trend.svg.
 pub fn render_trend_svg(trend: &Trend) -> Result<String, ReportError> {
+    render_trends_svg(std::slice::from_ref(trend))
+}
+
+/// Renders several trends into one SVG, one panel under the other, each with its own title
+/// (`leakloop history`: one panel per metric and figure of a scenario).
+pub fn render_trends_svg(trends: &[Trend]) -> Result<String, ReportError> {
+    let panel = TITLE_HEIGHT + PANEL_HEIGHT + 40;
+    let panels = trends.len().max(1);
+    let mut svg = String::new();
+    {
+        let root =
+            SVGBackend::with_string(&mut svg, (WIDTH, panel * panels as u32)).into_drawing_area();
+        root.fill(&WHITE).map_err(render_error)?;
+        for (area, trend) in root.split_evenly((panels, 1)).iter().zip(trends) {
+            draw_trend(area, trend)?;
+        }
+        root.present().map_err(render_error)?;
+    }
+    Ok(svg)
+}
+
+/// Draws one trend (title, chart, legend) into `area`.
+fn draw_trend(area: &DrawingArea<SVGBackend<'_>, Shift>, trend: &Trend) -> Result<(), ReportError> {
     let all: Vec<f64> = trend
         .points
         .iter()
@@ -62,95 +86,88 @@ pub fn render_trend_svg(trend: &Trend) -> Result<String, ReportError> {
     let n = trend.points.len().max(1);
     let labels: Vec<String> = trend.points.iter().map(|p| p.label.clone()).collect();
 
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, TITLE_HEIGHT + PANEL_HEIGHT + 40))
-            .into_drawing_area();
-        root.fill(&WHITE).map_err(render_error)?;
-        let (title_area, body) = root.split_vertically(TITLE_HEIGHT);
-        title_area
-            .titled(&trend.title, ("sans-serif", 20))
-            .map_err(render_error)?;
-        let (chart_area, legend_area) = body.split_horizontally(WIDTH - LEGEND_WIDTH);
-        let mut chart = ChartBuilder::on(&chart_area)
-            .margin(12)
-            .x_label_area_size(64)
-            .y_label_area_size(72)
-            .build_cartesian_2d(-0.5..(n as f64 - 0.5), y0..y1)
-            .map_err(render_error)?;
-        chart
-            .configure_mesh()
-            .x_desc("build")
-            .y_desc(format!("{} ({unit})", trend.metric))
-            .x_labels(n)
-            .x_label_formatter(&|x| {
-                let i = x.round();
-                if (x - i).abs() < 1e-6 && i >= 0.0 {
-                    labels.get(i as usize).cloned().unwrap_or_default()
-                } else {
-                    String::new()
-                }
-            })
-            .y_label_formatter(&|y| format!("{y:.1}"))
-            .light_line_style(WHITE.mix(0.0))
-            .draw()
-            .map_err(render_error)?;
-
-        let mut means = Vec::new();
-        for (i, p) in trend.points.iter().enumerate() {
-            let x = i as f64;
-            if p.values.is_empty() {
-                continue;
+    let (title_area, body) = area.split_vertically(TITLE_HEIGHT);
+    title_area
+        .titled(&trend.title, ("sans-serif", 20))
+        .map_err(render_error)?;
+    let (chart_area, legend_area) = body.split_horizontally(WIDTH - LEGEND_WIDTH);
+    let mut chart = ChartBuilder::on(&chart_area)
+        .margin(12)
+        .x_label_area_size(64)
+        .y_label_area_size(72)
+        .build_cartesian_2d(-0.5..(n as f64 - 0.5), y0..y1)
+        .map_err(render_error)?;
+    chart
+        .configure_mesh()
+        .x_desc("build")
+        .y_desc(format!("{} ({unit})", trend.metric))
+        .x_labels(n)
+        .x_label_formatter(&|x| {
+            let i = x.round();
+            if (x - i).abs() < 1e-6 && i >= 0.0 {
+                labels.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
             }
-            let (min, max) = p
-                .values
-                .iter()
-                .fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(*v), b.max(*v)));
-            let mean = p.values.iter().sum::<f64>() / p.values.len() as f64;
-            means.push((x, mean / scale));
-            chart
-                .draw_series(std::iter::once(PathElement::new(
-                    [(x, min / scale), (x, max / scale)],
-                    PEAK_COLOR.stroke_width(3),
-                )))
-                .map_err(render_error)?;
-            chart
-                .draw_series(
-                    p.values
-                        .iter()
-                        .map(|v| Circle::new((x, v / scale), 3, BLACK.mix(0.45).filled())),
-                )
-                .map_err(render_error)?;
+        })
+        .y_label_formatter(&|y| format!("{y:.1}"))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(render_error)?;
+
+    let mut means = Vec::new();
+    for (i, p) in trend.points.iter().enumerate() {
+        let x = i as f64;
+        if p.values.is_empty() {
+            continue;
         }
+        let (min, max) = p
+            .values
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(*v), b.max(*v)));
+        let mean = p.values.iter().sum::<f64>() / p.values.len() as f64;
+        means.push((x, mean / scale));
         chart
-            .draw_series(LineSeries::new(means.clone(), CLOSE_COLOR.stroke_width(2)))
+            .draw_series(std::iter::once(PathElement::new(
+                [(x, min / scale), (x, max / scale)],
+                PEAK_COLOR.stroke_width(3),
+            )))
             .map_err(render_error)?;
         chart
             .draw_series(
-                means
+                p.values
                     .iter()
-                    .map(|p| Circle::new(*p, 4, CLOSE_COLOR.filled())),
+                    .map(|v| Circle::new((x, v / scale), 3, BLACK.mix(0.45).filled())),
             )
             .map_err(render_error)?;
-        let mut legend = vec![
-            ("mean of the runs", Mark::Line(CLOSE_COLOR, 2)),
-            ("runs' range (spread)", Mark::Line(PEAK_COLOR, 3)),
-            ("one run", Mark::Dot(BLACK.mix(0.45))),
-        ];
-        if let Some(i) = trend.first_change {
-            let x = i as f64 - 0.5;
-            chart
-                .draw_series(LineSeries::new(
-                    [(x, y0), (x, y1)],
-                    RELOAD_COLOR.mix(0.8).stroke_width(2),
-                ))
-                .map_err(render_error)?;
-            legend.push(("first change", Mark::Vertical(RELOAD_COLOR)));
-        }
-        draw_legend(&legend_area, &legend).map_err(render_error)?;
-        root.present().map_err(render_error)?;
     }
-    Ok(svg)
+    chart
+        .draw_series(LineSeries::new(means.clone(), CLOSE_COLOR.stroke_width(2)))
+        .map_err(render_error)?;
+    chart
+        .draw_series(
+            means
+                .iter()
+                .map(|p| Circle::new(*p, 4, CLOSE_COLOR.filled())),
+        )
+        .map_err(render_error)?;
+    let mut legend = vec![
+        ("mean of the runs", Mark::Line(CLOSE_COLOR, 2)),
+        ("runs' range (spread)", Mark::Line(PEAK_COLOR, 3)),
+        ("one run", Mark::Dot(BLACK.mix(0.45))),
+    ];
+    if let Some(i) = trend.first_change {
+        let x = i as f64 - 0.5;
+        chart
+            .draw_series(LineSeries::new(
+                [(x, y0), (x, y1)],
+                RELOAD_COLOR.mix(0.8).stroke_width(2),
+            ))
+            .map_err(render_error)?;
+        legend.push(("first change", Mark::Vertical(RELOAD_COLOR)));
+    }
+    draw_legend(&legend_area, &legend).map_err(render_error)?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -5,11 +5,13 @@
 mod clock;
 mod metrics;
 mod prompt;
+mod provenance;
 mod record;
 mod run_loop;
 mod stop;
 
 pub use metrics::{MetricName, Metrics};
+pub use provenance::{BuildStamp, CiRun, EngineOrigin, FileDigest, Host, Provenance};
 pub use record::{
     FormatVersion, Phase, RunOutcome, RunRecord, Sample, OLDEST_REPORT_FORMAT_VERSION,
     REPORT_FORMAT_VERSION,

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{BackendInfo, EngineError, Ledger};
-use crate::runner::{EarlyStop, Metrics};
+use crate::runner::{EarlyStop, Metrics, Provenance};
 use crate::scenario::Scenario;
 
 /// The report.json layout (`format_version`) this build writes. report.json is mostly this
@@ -12,7 +12,9 @@ use crate::scenario::Scenario;
 /// here, below both. Bump it on any change that an older reader would misread (a removed or
 /// renamed field, a changed meaning); adding a field is not such a change. 2: the ledger's
 /// per-turn entries became per-kind runs (`ledger.runs`), and report.json is written compact.
-pub const REPORT_FORMAT_VERSION: u32 = 2;
+/// 3: `record.provenance` (where the run came from), which `history` and `run --baseline` key
+/// builds by; older reports read back without it.
+pub const REPORT_FORMAT_VERSION: u32 = 3;
 
 /// The oldest report.json layout this build still reads (1: a per-turn `ledger.turns`, folded
 /// into runs on reading).
@@ -143,6 +145,10 @@ pub struct RunRecord {
     /// Set when `stop: decided` ended the run before its last turn: at which turn and why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub early_stop: Option<EarlyStop>,
+    /// Where the run came from (leakloop, engine library, model, host, scenario file, build);
+    /// absent in reports before format 3 and in records built in code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
 }
 
 impl RunRecord {
@@ -172,7 +178,7 @@ mod tests {
     #[rstest::rstest]
     #[case::oldest(1.into(), FormatVersion::Readable)]
     #[case::current(REPORT_FORMAT_VERSION.into(), FormatVersion::Readable)]
-    #[case::newer(3.into(), FormatVersion::Newer(3))]
+    #[case::newer((REPORT_FORMAT_VERSION + 1).into(), FormatVersion::Newer(u64::from(REPORT_FORMAT_VERSION) + 1))]
     #[case::older(0.into(), FormatVersion::Older(0))]
     #[case::negative((-1).into(), FormatVersion::NotAWholeNumber)]
     #[case::fractional(1.5.into(), FormatVersion::NotAWholeNumber)]

@@ -105,6 +105,7 @@ pub fn run_scenario_on(
         engine_errors: run.engine_errors,
         outcome,
         early_stop: run.early_stop,
+        provenance: None,
     }
 }
 
@@ -270,6 +271,7 @@ impl Run<'_> {
             engine_errors: std::mem::take(&mut self.engine_errors),
             outcome: RunOutcome::Completed,
             early_stop: None,
+            provenance: None,
         };
         let decision = stop.look(&so_far);
         self.samples = so_far.samples;

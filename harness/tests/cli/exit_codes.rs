@@ -136,6 +136,15 @@ const BUILDS: &str = "fixtures/scenarios/bisect-sim-builds.yaml";
 #[case::report_unfinished_run(&["report", "{tmp}/unfinished"], Stdout::Open, "", 3)]
 #[case::report_empty_folder(&["report", "{tmp}/empty"], Stdout::Open, "", 2)]
 #[case::report_bad_format(&["report", "{tmp}/pass", "--format", "html"], Stdout::Open, "", 2)]
+#[case::run_bad_build_date(&["run", FLAT, "--build-date", "yesterday"], Stdout::Open, "", 2)]
+#[case::run_baseline_without_report(&["run", FLAT, "--baseline", "{tmp}/empty"], Stdout::Open, "", 2)]
+// history: 0 no regression (also with a full stdout: the verdict decides), 2 bad input, 4 an
+// --out folder that cannot be made; 1 (a regression) needs a dozen builds: history.rs.
+#[case::history_no_change(&["history", "{tmp}/pass", "{tmp}/pass"], Stdout::Open, "", 0)]
+#[case::history_no_change_full_stdout(&["history", "{tmp}/pass", "{tmp}/pass"], Stdout::Full, "", 0)]
+#[case::history_one_build(&["history", "{tmp}/pass"], Stdout::Open, "", 2)]
+#[case::history_empty_build(&["history", "{tmp}/pass", "{tmp}/empty"], Stdout::Open, "", 2)]
+#[case::history_out_cannot_be_made(&["history", "{tmp}/pass", "{tmp}/pass", "--out", "/dev/null/out"], Stdout::Open, "", 4)]
 // compare: 2 bad input, 3 a missing engine library (as in `run --lib`).
 #[case::compare_one_lib(&["compare", LITERT, "--lib", "{tmp}/a.so"], Stdout::Open, "", 2)]
 #[case::compare_not_litert(&["compare", FLAT, "--lib", "{tmp}/a.so", "--lib", "{tmp}/b.so"], Stdout::Open, "", 2)]

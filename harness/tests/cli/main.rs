@@ -11,6 +11,7 @@ mod compare;
 mod drivers;
 mod exit_codes;
 mod fixtures;
+mod history;
 mod interrupted;
 mod library;
 mod opencl;

@@ -4,7 +4,9 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use leakloop::report::examples::{clean_run, crashed_run, leak_run};
-use leakloop::report::{write_reports, SampleStream, PLOT_SVG, REPORT_JSON, SUMMARY_MD};
+use leakloop::report::{
+    write_reports, SampleStream, FORMAT_VERSION, PLOT_SVG, REPORT_JSON, SUMMARY_MD,
+};
 use leakloop::runner::RunObserver;
 
 fn leakloop(args: &[&str], env: &[(&str, &str)]) -> Output {
@@ -157,7 +159,11 @@ fn a_report_from_a_newer_leakloop_asks_for_an_upgrade() {
     let text = std::fs::read_to_string(&report).unwrap();
     std::fs::write(
         &report,
-        text.replacen("\"format_version\":2", "\"format_version\":9", 1),
+        text.replacen(
+            &format!("\"format_version\":{FORMAT_VERSION}"),
+            "\"format_version\":9",
+            1,
+        ),
     )
     .unwrap();
     let output = leakloop(&["report", path(dir.path())], &[]);

@@ -4,6 +4,7 @@
 
 pub(crate) mod changepoint;
 pub(crate) mod mann_kendall;
+pub(crate) mod mann_whitney;
 pub(crate) mod ratchet;
 pub(crate) mod robust;
 pub(crate) mod theil_sen;

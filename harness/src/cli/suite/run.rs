@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::analyze::Verdict;
+use crate::cli::baseline::Baseline;
+use crate::cli::history::min_change_flag;
 use crate::cli::interrupt::InFlight;
 use crate::cli::output;
 use crate::cli::run::{claim_out, run_and_analyze, write_out, Format, RunArgs};
@@ -15,10 +17,12 @@ use crate::cli::suite::inputs::{expand, is_pattern, SuiteFile};
 use crate::cli::suite::partition::{fnv1a64, Partition};
 use crate::cli::suite::schedule::{run_jobs, Device};
 use crate::cli::{CliError, Exit, Outcome};
+use crate::report::provenance::{process_env, resolve_build};
 use crate::report::{
     render_suite_text, write_suite_reports, EntryStatus, OutDir, SuiteEntry, SuiteIdentity,
     SuitePartition, SuiteReport, WorstMetric,
 };
+use crate::runner::{BuildStamp, CiRun};
 use crate::scenario::{load_scenario_with, Overrides, Scenario};
 
 /// Whether these arguments ask for a suite rather than today's single run: several paths, a
@@ -55,12 +59,26 @@ pub(crate) fn plan(args: &[PathBuf], partition: Option<Partition>) -> Result<Pla
 /// Runs a suite (see the module doc).
 pub(crate) fn run_suite(args: &RunArgs) -> Result<Outcome, CliError> {
     let plan = plan(&args.scenarios, args.partition)?;
+    // One build stamp for every scenario of the suite; a bad flag is refused before any runs.
+    let build = resolve_build(
+        args.build_id.as_deref(),
+        args.build_date.as_deref(),
+        &process_env,
+        std::time::SystemTime::now(),
+    )
+    .map_err(CliError::bad_input)?;
+    if let Some(text) = args.baseline_min_change.as_deref() {
+        min_change_flag("--baseline-min-change", Some(text))?;
+    }
     let root = args.out.as_deref().map(claim_out).transpose()?;
     let options = SuiteOptions {
         overrides: args.overrides(),
         jobs: args.jobs.map_or_else(default_jobs, |j| j as usize),
         partition: args.partition,
         quiet: args.quiet,
+        build: Some(build),
+        baseline: args.baseline.clone(),
+        baseline_min_change: args.baseline_min_change.clone(),
     };
     let report = run_plan(&options, &plan, root.as_ref().map(OutDir::dir));
     match args.format {
@@ -104,6 +122,13 @@ pub(crate) struct SuiteOptions {
     pub partition: Option<Partition>,
     /// No progress lines.
     pub quiet: bool,
+    /// The build stamp of every run (`--build-id`, `--build-date`); none: each run's own from
+    /// the environment.
+    pub build: Option<(BuildStamp, Option<CiRun>)>,
+    /// `--baseline`: the earlier suite (or run) folder each scenario is compared with, by name.
+    pub baseline: Option<PathBuf>,
+    /// `--baseline-min-change`.
+    pub baseline_min_change: Option<String>,
 }
 
 /// Loads and runs every file of `plan`, each into `root/<folder>` when there is a root; returns
@@ -133,7 +158,7 @@ pub(crate) fn run_plan(args: &SuiteOptions, plan: &Plan, root: Option<&Path>) ->
     let results = run_jobs(
         &devices,
         jobs,
-        |i| run_one(&plan.files[i], &loaded[i], root),
+        |i| run_one(&plan.files[i], &loaded[i], root, args),
         |_, (entry, _): &(SuiteEntry, Exit)| {
             let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
             if !args.quiet {
@@ -187,6 +212,7 @@ fn run_one(
     file: &SuiteFile,
     loaded: &Result<Scenario, Failure>,
     root: Option<&Path>,
+    options: &SuiteOptions,
 ) -> (SuiteEntry, Exit) {
     let started = Instant::now();
     let mut entry = SuiteEntry {
@@ -208,7 +234,7 @@ fn run_one(
         }
         Ok(scenario) => {
             entry.name = Some(scenario.name.clone());
-            match run_into_folder(scenario, file, root) {
+            match run_into_folder(scenario, file, root, options) {
                 Ok((exit, verdict)) => {
                     entry.status = EntryStatus::of_verdict(verdict.status);
                     entry.worst_metric = WorstMetric::of(&verdict);
@@ -238,12 +264,26 @@ fn run_into_folder(
     scenario: &Scenario,
     file: &SuiteFile,
     root: Option<&Path>,
+    options: &SuiteOptions,
 ) -> Result<(Exit, Verdict), CliError> {
+    // The baseline is found (by scenario name) before the folder is claimed or anything runs.
+    let baseline = options
+        .baseline
+        .as_deref()
+        .map(|dir| Baseline::load(dir, scenario, options.baseline_min_change.as_deref()))
+        .transpose()?;
     let out = root
         .map(|root| claim_out(&root.join(&file.folder)))
         .transpose()?;
     let in_flight = InFlight::default();
-    let (record, verdict, out) = run_and_analyze(scenario, out, true, &in_flight, Format::Text)?;
+    if let Some(build) = &options.build {
+        in_flight.set_build(build.clone());
+    }
+    let (record, mut verdict, out) =
+        run_and_analyze(scenario, out, true, &in_flight, Format::Text)?;
+    if let Some(baseline) = &baseline {
+        baseline.apply(&record, &mut verdict);
+    }
     write_out(out, &record, &verdict);
     Ok((Exit::of_run(&record, &verdict), verdict))
 }

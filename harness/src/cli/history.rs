@@ -1,0 +1,342 @@
+//! `leakloop history DIR...`: the reports of successive builds (one folder per build, oldest
+//! first: a run's `--out` folder or a suite folder), per scenario and metric a table of the growth
+//! per turn and the plateau size over the builds, the changes beyond the builds' own spread
+//! (`analyze::find_changes`) with the first build of each, and a trend plot per scenario. A
+//! rise of either figure is a regression and ends the command with exit 1.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use crate::analyze::{find_changes, Change, ChangeOptions, VerdictStatus, DEFAULT_WINDOW};
+use crate::cli::output;
+use crate::cli::table::aligned;
+use crate::cli::{CliError, Exit, Outcome};
+use crate::report::history::{read_build, BuildReports, RunFigures};
+use crate::report::{
+    format_signed_bytes, render_trends_svg, write_atomic, ReportError, Trend, TrendPoint,
+};
+
+/// Arguments of `leakloop history`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct HistoryArgs {
+    /// One folder per build, oldest first: a run's `--out` folder, a suite folder (per-scenario
+    /// report.json files in its subfolders), or several runs of a build.
+    #[arg(required = true, value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// Builds in the window after a candidate change (the builds before it: twice as many).
+    #[arg(long, default_value_t = DEFAULT_WINDOW as u32, value_parser = clap::value_parser!(u32).range(2..=100))]
+    pub window: u32,
+    /// A change must also exceed this much (bytes per turn for growth, bytes for plateaus;
+    /// e.g. `4KiB`).
+    #[arg(long, value_name = "SIZE")]
+    pub min_change: Option<String>,
+    /// Only these metrics (default: every analysed metric).
+    #[arg(long = "metric", value_name = "METRIC")]
+    pub metrics: Vec<String>,
+    /// Write history.txt (the table) and one trend plot per scenario (`SCENARIO.svg`) here.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// A `--min-change`-style size flag in bytes (0 when absent); a bad size names the flag.
+pub(crate) fn min_change_flag(flag: &str, text: Option<&str>) -> Result<f64, CliError> {
+    match text {
+        Some(text) => Ok(leakloop_units::parse_size(text)
+            .map_err(|e| CliError::bad_input(e.one_line(flag, text)))?
+            as f64),
+        None => Ok(0.0),
+    }
+}
+
+/// The two figures compared across builds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Figure {
+    Growth,
+    Plateau,
+}
+
+impl Figure {
+    const ALL: [Figure; 2] = [Figure::Growth, Figure::Plateau];
+
+    fn describe(self) -> &'static str {
+        match self {
+            Figure::Growth => "growth per turn",
+            Figure::Plateau => "plateau",
+        }
+    }
+
+    fn of(self, run: &RunFigures, metric: &str) -> Option<f64> {
+        let m = run.metrics.get(metric)?;
+        Some(match self {
+            Figure::Growth => m.growth_per_turn,
+            Figure::Plateau => m.plateau,
+        })
+    }
+
+    fn show(self, value: f64) -> String {
+        match self {
+            Figure::Growth => format!("{}/turn", format_signed_bytes(value)),
+            Figure::Plateau => format_signed_bytes(value),
+        }
+    }
+}
+
+/// A change of one figure of one metric of one scenario.
+struct Finding {
+    scenario: String,
+    metric: String,
+    figure: Figure,
+    change: Change,
+}
+
+pub(crate) fn run(args: HistoryArgs) -> Result<Outcome, CliError> {
+    let min_change = min_change_flag("--min-change", args.min_change.as_deref())?;
+    if args.dirs.len() < 2 {
+        return Err(CliError::bad_input(
+            "history needs the folders of at least two builds",
+        ));
+    }
+    let options = ChangeOptions {
+        window: args.window as usize,
+        back_window: 2 * args.window as usize,
+        min_change,
+        ..ChangeOptions::default()
+    };
+    // Created before anything is judged: a folder that cannot be made is an output failure.
+    if let Some(out) = &args.out {
+        std::fs::create_dir_all(out).map_err(|source| ReportError::Write {
+            path: out.clone(),
+            source,
+        })?;
+    }
+    let mut builds = Vec::with_capacity(args.dirs.len());
+    for dir in &args.dirs {
+        let build = read_build(dir).map_err(|e| CliError::from(e).context("history"))?;
+        for note in &build.skipped {
+            output::note(&format!("history: skipped {note}"));
+        }
+        builds.push(build);
+    }
+    let labels: Vec<String> = builds.iter().map(BuildReports::label).collect();
+    let scenarios: BTreeSet<&String> = builds.iter().flat_map(|b| b.runs.keys()).collect();
+
+    let mut text = format!(
+        "history: {} builds ({} .. {}), {} scenario(s); a change is a shift beyond the builds' \
+         spread over {} builds against the {} before (Mann-Whitney, p < {})\n",
+        builds.len(),
+        labels[0],
+        labels[labels.len() - 1],
+        scenarios.len(),
+        options.window,
+        options.back_window,
+        options.alpha
+    );
+    let mut findings = Vec::new();
+    let mut plots = Vec::new();
+    for scenario in scenarios {
+        let runs: Vec<Vec<&RunFigures>> = builds
+            .iter()
+            .map(|b| {
+                b.runs
+                    .get(scenario)
+                    .map(|r| r.iter().filter(|r| r.completed).collect())
+                    .unwrap_or_default()
+            })
+            .collect();
+        let metrics: BTreeSet<&String> = runs
+            .iter()
+            .flatten()
+            .flat_map(|r| r.metrics.keys())
+            .filter(|m| args.metrics.is_empty() || args.metrics.contains(m))
+            .collect();
+        let mut trends = Vec::new();
+        for metric in metrics {
+            let mut series_changes = BTreeMap::new();
+            for figure in Figure::ALL {
+                let values: Vec<Vec<f64>> = runs
+                    .iter()
+                    .map(|rs| rs.iter().filter_map(|r| figure.of(r, metric)).collect())
+                    .collect();
+                let changes = find_changes(&values, &options);
+                trends.push(Trend {
+                    title: format!("{scenario}: {metric} {}", figure.describe()),
+                    metric: format!("{metric} {}", figure.describe()),
+                    bytes: true,
+                    points: labels
+                        .iter()
+                        .zip(&values)
+                        .map(|(label, v)| TrendPoint {
+                            label: label.clone(),
+                            values: v.clone(),
+                        })
+                        .collect(),
+                    first_change: changes.iter().find(|c| c.is_rise()).map(|c| c.build),
+                });
+                series_changes.insert(figure.describe(), (values, changes.clone()));
+                findings.extend(changes.into_iter().map(|change| Finding {
+                    scenario: scenario.clone(),
+                    metric: metric.clone(),
+                    figure,
+                    change,
+                }));
+            }
+            render_block(
+                &mut text,
+                scenario,
+                metric,
+                &labels,
+                &builds,
+                &series_changes,
+            );
+        }
+        plots.push((scenario.clone(), trends));
+    }
+    for f in &findings {
+        let _ = writeln!(text, "{}", finding_line(f, &labels));
+    }
+    let regressions = findings.iter().filter(|f| f.change.is_rise()).count();
+    let _ = writeln!(
+        text,
+        "{}",
+        match regressions {
+            0 => "history: no regression beyond the builds' own spread".to_owned(),
+            n => format!("history: {n} regression(s)"),
+        }
+    );
+    output::print(&text);
+    if let Some(out) = &args.out {
+        write_outputs(out, &text, &plots);
+    }
+    Ok(Outcome::Verdict(if regressions > 0 {
+        Exit::ExpectationFailed
+    } else {
+        Exit::Pass
+    }))
+}
+
+/// Writes history.txt and the plots; a failure is a warning (the verdict was printed).
+fn write_outputs(out: &std::path::Path, text: &str, plots: &[(String, Vec<Trend>)]) {
+    let mut written = vec![(out.join("history.txt"), text.to_owned())];
+    for (scenario, trends) in plots {
+        match render_trends_svg(trends) {
+            Ok(svg) => written.push((out.join(format!("{scenario}.svg")), svg)),
+            Err(e) => output::warning(&e.to_string()),
+        }
+    }
+    for (path, body) in written {
+        if let Err(e) = write_atomic(&path, body.as_bytes()) {
+            output::warning(&format!("the verdict above stands, but {e}"));
+        }
+    }
+    output::println(&format!("history: trend plots in {}", out.display()));
+}
+
+/// One scenario's metric: a row per build with its figures, and what changed.
+fn render_block(
+    text: &mut String,
+    scenario: &str,
+    metric: &str,
+    labels: &[String],
+    builds: &[BuildReports],
+    series: &BTreeMap<&str, (Vec<Vec<f64>>, Vec<Change>)>,
+) {
+    let _ = writeln!(text, "\nscenario `{scenario}`, metric {metric}");
+    let mut rows = vec![[
+        "build",
+        "date",
+        "runs",
+        "growth/turn",
+        "plateau",
+        "verdicts",
+        "change",
+    ]
+    .map(String::from)];
+    let growth = &series[Figure::Growth.describe()];
+    let plateau = &series[Figure::Plateau.describe()];
+    for (i, label) in labels.iter().enumerate() {
+        let median = |values: &[f64], figure: Figure| {
+            let mut v = values.to_vec();
+            v.sort_by(f64::total_cmp);
+            match v.len() {
+                0 => "-".to_owned(),
+                n if n % 2 == 1 => figure.show(v[n / 2]),
+                n => figure.show((v[n / 2 - 1] + v[n / 2]) / 2.0),
+            }
+        };
+        let mut marks = Vec::new();
+        for (figure, (_, changes)) in [(Figure::Growth, growth), (Figure::Plateau, plateau)] {
+            for c in changes.iter().filter(|c| c.build == i) {
+                marks.push(format!(
+                    "{} {}",
+                    figure.describe(),
+                    if c.is_rise() { "ROSE" } else { "fell" }
+                ));
+            }
+        }
+        rows.push([
+            label.clone(),
+            builds[i].date().unwrap_or_else(|| "-".to_owned()),
+            growth.0[i].len().to_string(),
+            median(&growth.0[i], Figure::Growth),
+            median(&plateau.0[i], Figure::Plateau),
+            verdict_words(
+                builds[i]
+                    .runs
+                    .get(scenario)
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[]),
+            ),
+            marks.join(", "),
+        ]);
+    }
+    text.push_str(&aligned(&rows, &[0, 1, 5, 6]));
+}
+
+/// `2 PASS, 1 FAIL`, counting every run of the build (also those not compared).
+fn verdict_words(runs: &[RunFigures]) -> String {
+    let mut words = Vec::new();
+    for (status, word) in [
+        (VerdictStatus::Pass, "PASS"),
+        (VerdictStatus::Fail, "FAIL"),
+        (VerdictStatus::EngineFailed, "ENGINE FAILED"),
+        (VerdictStatus::Interrupted, "INTERRUPTED"),
+    ] {
+        let n = runs.iter().filter(|r| r.status == status).count();
+        if n > 0 {
+            words.push(format!("{n} {word}"));
+        }
+    }
+    if words.is_empty() {
+        "-".to_owned()
+    } else {
+        words.join(", ")
+    }
+}
+
+fn finding_line(f: &Finding, labels: &[String]) -> String {
+    let c = &f.change;
+    let range = |r: &std::ops::Range<usize>| match r.len() {
+        1 => labels[r.start].clone(),
+        _ => format!("{}..{}", labels[r.start], labels[r.end - 1]),
+    };
+    format!(
+        "{}: `{}` {} {} from build {}: {} (median of {}) against {} (median of {}); spread {}, \
+         Mann-Whitney p = {:.2e}",
+        if c.is_rise() {
+            "REGRESSION"
+        } else {
+            "improvement"
+        },
+        f.scenario,
+        f.metric,
+        f.figure.describe(),
+        labels[c.build],
+        f.figure.show(c.after_median),
+        range(&c.after),
+        f.figure.show(c.before_median),
+        range(&c.before),
+        f.figure.show(c.spread).trim_start_matches('+'),
+        c.p_value
+    )
+}

@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::scenario::raw::{RawEngine, UnitText};
+use crate::scenario::target::{AdbProcess, AdbTarget, Target};
 use crate::scenario::validate::Context;
 use crate::scenario::ScenarioError;
 
@@ -51,6 +52,10 @@ pub enum AttachProcess {
     Command(Vec<String>),
     /// A process already running; leakloop neither starts nor stops it.
     Pid(u32),
+    /// The process the scenario's target names (`target: {adb: {package | pid}}`: an app on an
+    /// Android device), sampled there by the target's probe; leakloop neither starts nor stops
+    /// it.
+    OnTarget,
 }
 
 /// Marker lines: where they are read and the patterns that recognise them.
@@ -164,13 +169,8 @@ pub(crate) fn validate_attach(
                 "give either `command` (leakloop starts the process) or `pid` (it runs already), not both",
             ))
         }
-        (None, None) => {
-            return Err(cx.invalid_key(
-                "engine.backend",
-                "the attach backend needs `command: [program, args...]` (leakloop starts it) \
-                 or `pid: N` (a process already running)",
-            ))
-        }
+        // The app on the target's device; [`check_attach_target`] refuses any other target.
+        (None, None) => AttachProcess::OnTarget,
         (Some(argv), None) => AttachProcess::Command(argv_of("engine.command", argv, cx)?),
         (None, Some(pid)) => {
             if !(1..=i64::from(i32::MAX)).contains(&pid) {
@@ -224,7 +224,7 @@ fn validate_markers(
         ));
     }
     let source = if let Some(stream) = raw.stream {
-        if let AttachProcess::Pid(_) = process {
+        if let AttachProcess::Pid(_) | AttachProcess::OnTarget = process {
             return Err(cx.invalid(
                 "engine.markers.stream",
                 "the output of a process leakloop did not start cannot be read: give `file` or `command`",
@@ -256,6 +256,7 @@ fn validate_markers(
                      its output cannot be read",
                 ))
             }
+            AttachProcess::OnTarget => return Err(needs_a_process(cx)),
         }
     };
     let pattern = raw
@@ -282,6 +283,50 @@ fn validate_markers(
         ledger,
         timeout,
     })
+}
+
+/// The error for an attach engine that names no process: with neither `command` nor `pid`, it
+/// measures a device's app and must say where the app's markers come from.
+fn needs_a_process(cx: &Context<'_>) -> ScenarioError {
+    cx.invalid_key(
+        "engine.backend",
+        "the attach backend needs `command: [program, args...]` (leakloop starts it), `pid: N` \
+         (a process already running), or, for an app on an Android device, \
+         `target: {adb: {package: ...}}` with `markers: {command: [adb, -s, SERIAL, logcat, -v, \
+         raw, -s, 'TAG:I']}`",
+    )
+}
+
+/// Checks an attach engine against the scenario's target: a device's app (`target: {adb:
+/// {package | pid}}`) is the measured process, so `command` and `pid` are refused beside it, and
+/// an engine without them needs such a target. Other targets are refused by the caller.
+pub(crate) fn check_attach_target(
+    attach: &AttachSpec,
+    target: &Target,
+    cx: &Context<'_>,
+) -> Result<(), ScenarioError> {
+    let app = matches!(
+        target,
+        Target::Adb(AdbTarget {
+            process: AdbProcess::Package(_) | AdbProcess::Pid(_),
+            ..
+        })
+    );
+    match (&attach.process, app) {
+        (AttachProcess::OnTarget, false) => Err(needs_a_process(cx)),
+        (AttachProcess::Command(_), true) => Err(cx.invalid_key(
+            "engine.command",
+            "with `target: {adb: {package | pid}}` the measured process is the app on the device, \
+             which leakloop neither starts nor stops: remove `command` (the app's markers come \
+             from `markers.command`)",
+        )),
+        (AttachProcess::Pid(_), true) => Err(cx.invalid_key(
+            "engine.pid",
+            "with `target: {adb: {package | pid}}` the measured process is the app on the device: \
+             remove `engine.pid` (a device pid goes in `target.adb.pid`)",
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// A regex that compiles and has every named group in `groups`.

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::scenario::attach::validate_attach;
+use crate::scenario::attach::{check_attach_target, validate_attach};
 use crate::scenario::error::{did_you_mean, ScenarioError, ScenarioErrorKind};
 use crate::scenario::model::text_tokens;
 use crate::scenario::model::{
@@ -153,6 +153,9 @@ pub(crate) fn validate(raw: RawScenario, cx: &Context<'_>) -> Result<Scenario, S
             "an attached process is not leakloop's worker: a remote target that starts a worker \
              cannot hold it (sample a device's app with `target: {adb: {package: ...}}`)",
         ));
+    }
+    if let Some(attach) = &engine.attach {
+        check_attach_target(attach, &target, cx)?;
     }
     if target.remote_worker().is_some() {
         // The engine runs in the worker on the target; there is no in-process form of that.

@@ -239,3 +239,110 @@ fn a_native_worker_runs_through_adb_shell_and_samples_its_own_proc() {
     let spread = pss.iter().max().unwrap() - pss.iter().min().unwrap();
     assert!(spread < 64 << 20, "the worker's own pss: {pss:?}");
 }
+
+/// A fake `adb` for an app judged in attach mode: `logcat -v raw -s LeakLoop:I` prints `TURN n
+/// CLOSED` every 300 ms (then stays open, as logcat does), and `shell dumpsys meminfo
+/// com.android.launcher3` prints a real output (fixtures/dumpsys/launcher3_detailed.txt) whose
+/// Native Heap and TOTAL PSS grow by `growth_kb` per call. From call `alive + 1` on, dumpsys
+/// says the app is not running (`gone: "app"`) or adb says the device is not found (`gone:
+/// "device"`).
+fn fake_app_adb(dir: &Path, growth_kb: u32, alive: u32, gone: &str) -> PathBuf {
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/dumpsys/launcher3_detailed.txt");
+    let count = dir.join("dumpsys-calls");
+    let script = format!(
+        r#"#!/bin/sh
+while [ "$1" = "-s" ]; do serial=$2; shift 2; done
+case "$*" in
+get-state) echo device ;;
+"logcat -v raw -s LeakLoop:I")
+  i=1; while [ $i -le 12 ]; do sleep 0.3; echo "TURN $i CLOSED"; i=$((i + 1)); done
+  exec sleep 30 ;;
+"shell sh -c 'dumpsys meminfo com.android.launcher3'")
+  n=$(cat "{count}" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > "{count}"
+  if [ $n -gt {alive} ]; then
+    case "{gone}" in
+    app) echo "No process found for: com.android.launcher3"; exit 0 ;;
+    *) echo "error: device '$serial' not found" >&2; exit 1 ;;
+    esac
+  fi
+  sed -e "s/24380/$((24380 + n * {growth_kb}))/g" -e "s/105529/$((105529 + n * {growth_kb}))/g" "{fixture}" ;;
+*) echo "fake adb: $* is not played" >&2; exit 1 ;;
+esac
+"#,
+        count = count.display(),
+        fixture = fixture.display(),
+    );
+    executable(&dir.join(format!("adb-app-{growth_kb}-{gone}")), &script)
+}
+
+/// An attach scenario for the fake app: no `command` or `pid`, markers from `adb logcat`.
+fn app_attach_scenario(dir: &Path, adb: &Path) -> PathBuf {
+    let path = dir.join("app-attach.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "name: app-attach\nengine:\n  backend: attach\n  markers:\n    command: [{adb}, -s, \
+             R58M, logcat, -v, raw, -s, 'LeakLoop:I']\n    timeout: 10s\n\
+             target: {{adb: {{serial: R58M, package: com.android.launcher3}}}}\n\
+             warmup_turns: 1\nturns: 6\nsample: {{settle: 20ms}}\nwatch: [native_heap, pss]\n\
+             expect:\n  native_heap: {{tolerance: 256KiB, max_growth_per_turn: 64KiB}}\n",
+            adb = adb.display()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+#[rstest::rstest]
+#[case::leaking(1024, 1)]
+#[case::flat(0, 0)]
+fn an_attached_app_is_sampled_with_dumpsys_at_each_logcat_marker(
+    #[case] growth_kb: u32,
+    #[case] exit: i32,
+) {
+    let tmp = tempfile::tempdir().unwrap();
+    let adb = fake_app_adb(tmp.path(), growth_kb, 100, "app");
+    let path = app_attach_scenario(tmp.path(), &adb);
+    let out = tmp.path().join("out");
+    let (code, text) = run(&path, &out, &[("LEAKLOOP_ADB", adb.display().to_string())]);
+    assert_eq!(code, Some(exit), "{text}");
+    let report = read_report(&out.join("report.json")).unwrap();
+    let samples = &report.record.samples;
+    // The baseline after attaching, then one sample per marked turn.
+    let turns: Vec<u32> = samples.iter().map(|s| s.turn).collect();
+    assert_eq!(turns, [0, 1, 2, 3, 4, 5, 6, 7], "{text}");
+    for (call, sample) in (1u64..).zip(samples) {
+        let kb = 24380 + call * u64::from(growth_kb);
+        assert_eq!(sample.metrics.get("native_heap"), Some(&(kb * 1024)));
+    }
+    let details = &report.record.backend.details;
+    assert_eq!(
+        details.get("target").map(String::as_str),
+        Some("adb -s R58M dumpsys meminfo com.android.launcher3")
+    );
+    assert_eq!(
+        details.get("process").map(String::as_str),
+        Some("the target's app")
+    );
+}
+
+#[rstest::rstest]
+#[case::app_dies("app", "com.android.launcher3 is not running on the device")]
+#[case::device_vanishes("device", "the device went away")]
+fn an_attached_app_or_its_device_gone_mid_run_is_an_engine_failure_keeping_the_samples(
+    #[case] gone: &str,
+    #[case] says: &str,
+) {
+    let tmp = tempfile::tempdir().unwrap();
+    // The baseline and turns 1-3 are sampled; the fourth marker's sample finds it gone.
+    let adb = fake_app_adb(tmp.path(), 0, 4, gone);
+    let path = app_attach_scenario(tmp.path(), &adb);
+    let out = tmp.path().join("out");
+    let (code, text) = run(&path, &out, &[("LEAKLOOP_ADB", adb.display().to_string())]);
+    assert_eq!(code, Some(3), "{text}");
+    assert!(text.contains(says), "{text}");
+    let report = read_report(&out.join("report.json")).unwrap();
+    let turns: Vec<u32> = report.record.samples.iter().map(|s| s.turn).collect();
+    assert_eq!(turns, [0, 1, 2, 3], "{text}");
+}

@@ -326,7 +326,9 @@ const SCHEMA_REJECTS: &[(&str, &str, &str)] = &[
     ("target-adb-two-processes", "/target", "oneOf"),
     ("target-unknown-kind", "/target", "oneOf"),
     ("missing-turn", "", "required"),
-    ("attach-without-process", "/engine", "oneOf"),
+    ("attach-without-process", "", "required"),
+    ("attach-app-with-command", "/target", "not"),
+    ("attach-target-ssh", "/target", "not"),
     ("attach-pid-reads-stdout", "/engine/markers", "anyOf"),
     (
         "attach-pattern-without-turn",

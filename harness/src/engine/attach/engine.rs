@@ -99,6 +99,8 @@ impl AttachEngine {
                 check_pid(*pid)?;
                 self.pid = Some(*pid);
             }
+            // The app on the device: the target's probe samples it and finds it gone.
+            AttachProcess::OnTarget => {}
         }
         match markers {
             MarkerSource::Stdout | MarkerSource::Stderr => {}
@@ -299,6 +301,7 @@ impl Engine for AttachEngine {
         let (version, process) = match &self.spec.process {
             AttachProcess::Command(argv) => ("started", argv.join(" ")),
             AttachProcess::Pid(pid) => ("pid", format!("pid {pid}")),
+            AttachProcess::OnTarget => ("target", "the target's app".to_owned()),
         };
         details.insert(
             "process".to_owned(),

@@ -4,7 +4,7 @@
 
 use crate::engine::{
     BackendInfo, Engine, EngineError, EngineSnapshot, GenerateOutcome, GenerateRequest, Prompt,
-    SessionId,
+    SessionId, TurnMarks,
 };
 use crate::scenario::SessionOptions;
 
@@ -87,6 +87,9 @@ impl<P: TargetProbe> Engine for Probed<P> {
     }
     fn simulated_clock_ms(&self) -> Option<f64> {
         self.inner.simulated_clock_ms()
+    }
+    fn turn_marks(&mut self) -> Option<&mut dyn TurnMarks> {
+        self.inner.turn_marks()
     }
     fn process_id(&self) -> Option<u32> {
         if self.probe.measures_elsewhere() {

@@ -102,8 +102,7 @@ fn real_adb_without_a_device_is_an_engine_failure_and_an_unknown_serial_bad_inpu
 /// A fake `adb` in `dir`: `get-state` answers as a device in `state` would; `shell dumpsys
 /// meminfo ...` prints the fixture `calls` times, then the device is gone.
 fn fake_adb(dir: &Path, state: &str, calls: u32) -> PathBuf {
-    let fixture =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/dumpsys/launcher3_detailed.txt");
+    let fixture = launcher3_dumpsys();
     let count = dir.join("calls");
     let script = format!(
         r#"#!/bin/sh
@@ -129,6 +128,11 @@ esac
         fixture = fixture.display(),
     );
     executable(&dir.join(format!("adb-{state}")), &script)
+}
+
+/// The real `dumpsys meminfo com.android.launcher3` output the fake adbs print.
+fn launcher3_dumpsys() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/dumpsys/launcher3_detailed.txt")
 }
 
 /// Writes `script` to `path`, executable.
@@ -247,8 +251,7 @@ fn a_native_worker_runs_through_adb_shell_and_samples_its_own_proc() {
 /// says the app is not running (`gone: "app"`) or adb says the device is not found (`gone:
 /// "device"`).
 fn fake_app_adb(dir: &Path, growth_kb: u32, alive: u32, gone: &str) -> PathBuf {
-    let fixture =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/dumpsys/launcher3_detailed.txt");
+    let fixture = launcher3_dumpsys();
     let count = dir.join("dumpsys-calls");
     let script = format!(
         r#"#!/bin/sh

@@ -158,6 +158,7 @@ fn redact(text: &str) -> String {
 #[case::target_remote_exec("target-remote-exec", Kind::Invalid, Some("target"))]
 #[case::attach_without_process("attach-without-process", Kind::Invalid, Some("engine.backend"))]
 #[case::attach_app_with_command("attach-app-with-command", Kind::Invalid, Some("engine.command"))]
+#[case::attach_app_with_pid("attach-app-with-pid", Kind::Invalid, Some("engine.pid"))]
 #[case::attach_target_ssh("attach-target-ssh", Kind::Invalid, Some("target"))]
 #[case::attach_pid_reads_stdout(
     "attach-pid-reads-stdout",

@@ -328,6 +328,7 @@ const SCHEMA_REJECTS: &[(&str, &str, &str)] = &[
     ("missing-turn", "", "required"),
     ("attach-without-process", "", "required"),
     ("attach-app-with-command", "/target", "not"),
+    ("attach-app-with-pid", "/target", "not"),
     ("attach-target-ssh", "/target", "not"),
     ("attach-pid-reads-stdout", "/engine/markers", "anyOf"),
     (

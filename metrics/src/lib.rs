@@ -10,7 +10,7 @@
 //! and both must name the same metrics.
 //!
 //! Adding a metric is adding one row here (and, if no existing probe provides it, a probe: see
-//! "Adding a probe" in docs/probes.md).
+//! "Adding a probe" in docs/metrics.md).
 #![warn(missing_docs)]
 
 /// The unit a metric's values are in.

@@ -16,12 +16,14 @@ use crate::cli::suite::{self, Partition};
 use crate::cli::{CliError, Exit, Outcome};
 use crate::engine::build_on_target;
 use crate::engine::litert_lm::check_library;
+use crate::engine::transport::BuildError;
+use crate::probe::target_for;
 use crate::report::provenance::{process_env, resolve_build};
 use crate::report::{
     print_terminal, provenance, render_report_json, write_reports, Fanout, OutDir,
     ProgressObserver, SampleStream,
 };
-use crate::runner::{run_scenario_until, RunRecord};
+use crate::runner::{backend_on, run_scenario_on, RunRecord};
 use crate::scenario::{load_scenario_with, BackendKind, Device, Overrides, Scenario, StopMode};
 
 /// Arguments of `leakloop run`.
@@ -290,8 +292,13 @@ pub(crate) fn run_and_analyze_timed(
         return Err(why.into());
     }
     let started = std::time::Instant::now();
-    let mut engine = match build_on_target(scenario) {
-        Ok(engine) => engine,
+    // Where the engine's process is measured; a device that does not answer stops the run
+    // before anything starts.
+    let built = target_for(scenario)
+        .map_err(BuildError::from)
+        .and_then(|target| Ok((target, build_on_target(scenario)?)));
+    let (target, mut engine) = match built {
+        Ok(built) => built,
         Err(e) => {
             release(out);
             return Err(CliError::from(e).context(format!(
@@ -311,10 +318,11 @@ pub(crate) fn run_and_analyze_timed(
     // Hashed before the first turn: an interrupted run keeps it, and a model file swapped
     // while the run goes is not mistaken for the one that ran.
     let (build, ci) = in_flight.build();
-    let provenance = provenance::collect(scenario, &engine.describe(), &build, ci.as_ref());
+    let backend = backend_on(target.as_ref(), engine.as_ref());
+    let provenance = provenance::collect(scenario, &backend, &build, ci.as_ref());
     in_flight.start(Pending {
         scenario: scenario.clone(),
-        backend: engine.describe(),
+        backend,
         stream,
         samples: Vec::new(),
         out,
@@ -327,7 +335,13 @@ pub(crate) fn run_and_analyze_timed(
         let mut observer = in_flight.observer();
         let mut fanout = Fanout::new(vec![&mut progress, &mut observer]);
         let mut stop = stop_rule_for(scenario);
-        run_scenario_until(scenario, engine.as_mut(), &mut fanout, stop.as_mut())
+        run_scenario_on(
+            target.as_ref(),
+            scenario,
+            engine.as_mut(),
+            &mut fanout,
+            stop.as_mut(),
+        )
     };
     drop(engine);
     progress.finish();

@@ -4,9 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use crate::cli::{CliError, Outcome};
-use crate::engine::transport::{exit_on_hangup, Probed, SelfProbe, HANGUP_GRACE};
+use crate::engine::transport::{exit_on_hangup, HANGUP_GRACE};
 use crate::engine::{build_in_process, serve_stdio, Engine};
 use crate::input::read_bounded;
+use crate::probe::SelfReporting;
 use crate::scenario::{load_scenario, Scenario, MAX_SCENARIO_BYTES};
 
 /// Arguments of `leakloop worker`.
@@ -30,7 +31,7 @@ pub(crate) fn run(args: WorkerArgs) -> Result<Outcome, CliError> {
             given,
             Box::new(|scenario: &Scenario| {
                 let engine = build_in_process(scenario)?;
-                Ok(Box::new(Probed::new(engine, SelfProbe::new(scenario))) as Box<dyn Engine>)
+                Ok(Box::new(SelfReporting::new(engine, scenario)) as Box<dyn Engine>)
             }),
         )?;
     } else {

@@ -15,16 +15,14 @@ use std::path::PathBuf;
 use crate::engine::opencl::{
     find_interposer, interposer_env, opencl_name_shim, preload_env, OpenClNameShim,
 };
-use crate::engine::transport::{
-    remote_parts, BuildError, DumpsysProbe, Probed, RemoteEngine, Transport,
-};
+use crate::engine::transport::{remote_parts, BuildError, RemoteEngine};
 #[cfg(not(target_os = "android"))]
 use crate::engine::OpenClEngine;
 use crate::engine::{
     AttachEngine, Engine, EngineError, EngineErrorKind, LitertLmEngine, SimEngine, WorkerCommand,
     WorkerEngine,
 };
-use crate::scenario::{AdbProcess, BackendKind, Scenario, Target};
+use crate::scenario::{BackendKind, Scenario};
 
 /// Builds the engine for `scenario` (its backend, options, faults and seed): in a worker process
 /// (`leakloop worker`) when `engine.isolate` is set, in this process otherwise, and on the
@@ -44,8 +42,9 @@ pub fn build_engine_with(
 }
 
 /// Builds the engine for `scenario` where its `target` says: a worker started on an ssh host or
-/// an Android device, or this machine's engine sampled with `dumpsys meminfo` of a device's
-/// app; telling a target failure (bad input, or a transport that failed) from an engine's.
+/// an Android device, or on this machine (also the driver of a device's app, which the runner
+/// samples through `probe::target_for`); telling a target failure (bad input, or a transport
+/// that failed) from an engine's.
 pub fn build_on_target(scenario: &Scenario) -> Result<Box<dyn Engine>, BuildError> {
     build_on_target_with(scenario, None)
 }
@@ -57,20 +56,9 @@ fn build_on_target_with(
     if let Some((transport, worker)) = remote_parts(scenario) {
         return Ok(Box::new(RemoteEngine::launch(transport, worker, scenario)?));
     }
-    let engine = build_here(scenario, worker)?;
-    match &scenario.target {
-        Target::Adb(adb) => {
-            let subject = match &adb.process {
-                AdbProcess::Package(package) => package.clone(),
-                AdbProcess::Pid(pid) => pid.to_string(),
-                AdbProcess::Native(_) => unreachable!("a native target runs a remote worker"),
-            };
-            let transport = Transport::Adb(adb.clone());
-            let probe = DumpsysProbe::new(transport, subject)?;
-            Ok(Box::new(Probed::new(engine, probe)))
-        }
-        Target::Local | Target::Ssh(_) => Ok(engine),
-    }
+    // An app on a device is measured by its target's probe (`probe::target_for`); its driver
+    // runs here.
+    Ok(build_here(scenario, worker)?)
 }
 
 /// The engine on this machine: in a worker process (`worker`, or `leakloop worker`) or in this

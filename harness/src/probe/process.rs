@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use leakloop_metrics::names::{ANON_RSS, PSS, RSS, SWAP};
 use leakloop_metrics::ProbeKind;
 
+use crate::engine::EngineError;
+
 /// A process whose memory could not be read.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot read memory of process {pid}: {cause}")]
@@ -16,6 +18,10 @@ pub struct ProbeError {
     pub pid: u32,
     /// Why.
     pub cause: String,
+    /// When the target itself failed (a device gone, a probe command that failed), the error
+    /// that ends the run; `None` when only the process could not be read (the engine's next
+    /// call says how it died).
+    pub fatal: Option<EngineError>,
 }
 
 /// Reads the memory metrics of process `pid`, in bytes: `rss`, `pss`, `anon_rss`, `swap` where
@@ -116,6 +122,7 @@ mod imp {
             .map_err(|e| ProbeError {
                 pid,
                 cause: format!("/proc/{pid}/{file}: {e}"),
+                fatal: None,
             })
     }
 
@@ -162,6 +169,7 @@ mod imp {
             return Err(ProbeError {
                 pid,
                 cause: "no memory fields in /proc status".into(),
+                fatal: None,
             });
         }
         Ok(())
@@ -201,6 +209,7 @@ mod imp {
         let process = system.process(spid).ok_or_else(|| ProbeError {
             pid,
             cause: "no such process".into(),
+            fatal: None,
         })?;
         out(RSS, process.memory());
         Ok(())

@@ -12,7 +12,9 @@ use std::fmt;
 
 use leakloop_metrics::{Metric, Platform, ProbeKind};
 
-use super::ProbeError;
+use super::{AdbAppTarget, ProbeError, RemoteWorkerTarget};
+use crate::engine::transport::TargetError;
+use crate::scenario::{Scenario, Target as ScenarioTarget};
 
 /// Reads memory metrics of a process from outside it.
 pub trait Probe: fmt::Debug + Send {
@@ -36,6 +38,32 @@ pub trait Target: fmt::Debug {
     /// Opens probe `kind` for `metrics` (all provided by it); `None` when there is nothing to
     /// read for them.
     fn open(&self, kind: ProbeKind, metrics: &[&'static Metric]) -> Option<Box<dyn Probe>>;
+
+    /// The process id the probes read, given the engine's process on this machine (if any):
+    /// that process here; on a target that names its process itself (an app by package), its
+    /// own id (0 when it has none), the engine's local process being only its driver.
+    fn measured_process(&self, engine_pid: Option<u32>) -> Option<u32> {
+        engine_pid
+    }
+
+    /// Where the process is measured, for the report's backend details (`target`); `None` to
+    /// say nothing.
+    fn describe(&self) -> Option<String> {
+        None
+    }
+}
+
+/// The target `scenario` names: this machine, a remote worker's machine (which reports its own
+/// memory), or an app on an Android device (after checking that the device answers).
+pub fn target_for(scenario: &Scenario) -> Result<Box<dyn Target>, TargetError> {
+    Ok(match &scenario.target {
+        ScenarioTarget::Local => Box::new(LocalTarget),
+        ScenarioTarget::Ssh(_) => Box::new(RemoteWorkerTarget::new(Platform::Linux)),
+        ScenarioTarget::Adb(adb) => match AdbAppTarget::connect(adb) {
+            Some(app) => Box::new(app?),
+            None => Box::new(RemoteWorkerTarget::new(Platform::Android)),
+        },
+    })
 }
 
 /// This machine: `/proc` on Linux and Android, `task_info` on macOS, `sysinfo` elsewhere.
@@ -117,7 +145,7 @@ impl ProbeSet {
     }
 
     /// Reads every probe for process `pid`; the first probe that fails ends the read with its
-    /// error (the process is gone or unreadable).
+    /// error (the process is gone or unreadable, or the target failed: [`ProbeError::fatal`]).
     pub fn read(
         &mut self,
         pid: u32,

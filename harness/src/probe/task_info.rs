@@ -91,7 +91,11 @@ impl Probe for TaskInfoProbe {
         } else {
             other(pid)
         }
-        .map_err(|cause| ProbeError { pid, cause })?;
+        .map_err(|cause| ProbeError {
+            pid,
+            cause,
+            fatal: None,
+        })?;
         out(PHYS_FOOTPRINT, found.phys_footprint);
         out(RSS, found.resident);
         Ok(())

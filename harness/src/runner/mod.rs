@@ -16,5 +16,7 @@ pub use record::{
     FormatVersion, Phase, RunOutcome, RunRecord, Sample, OLDEST_REPORT_FORMAT_VERSION,
     REPORT_FORMAT_VERSION,
 };
-pub use run_loop::{run_scenario, run_scenario_on, run_scenario_until, NoObserver, RunObserver};
+pub use run_loop::{
+    backend_on, run_scenario, run_scenario_on, run_scenario_until, NoObserver, RunObserver,
+};
 pub use stop::{EarlyStop, RunAllTurns, StopRule};

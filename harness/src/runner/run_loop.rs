@@ -8,8 +8,8 @@
 
 use std::time::Instant;
 
-use crate::engine::{Engine, EngineError, GenerateRequest, Ledger, SessionId};
-use crate::probe::{LocalTarget, ProbeSet, Target};
+use crate::engine::{BackendInfo, Engine, EngineError, GenerateRequest, Ledger, SessionId};
+use crate::probe::{LocalTarget, ProbeError, ProbeSet, Target};
 use crate::runner::clock::Clock;
 use crate::runner::prompt::prompt_for_turn;
 use crate::runner::{
@@ -77,6 +77,7 @@ pub fn run_scenario_on(
         observer,
         source,
         probe,
+        target,
         started: Instant::now(),
         ledger: Ledger::new(),
         samples,
@@ -98,7 +99,7 @@ pub fn run_scenario_on(
     // actually opened), so the record takes their description after the run.
     RunRecord {
         scenario: scenario.clone(),
-        backend: run.engine.describe(),
+        backend: backend_on(target, run.engine),
         samples: run.samples,
         ledger: run.ledger,
         turns_completed: run.turns_completed,
@@ -107,6 +108,16 @@ pub fn run_scenario_on(
         early_stop: run.early_stop,
         provenance: None,
     }
+}
+
+/// What `engine` says of itself, with where `target` measures it (`details.target`) when the
+/// target says.
+pub fn backend_on(target: &dyn Target, engine: &dyn Engine) -> BackendInfo {
+    let mut backend = engine.describe();
+    if let Some(place) = target.describe() {
+        backend.details.insert("target".into(), place);
+    }
+    backend
 }
 
 /// How many samples a complete run of `scenario` takes.
@@ -174,6 +185,9 @@ struct Run<'a> {
     source: String,
     /// The target's probes for the watched metrics the runner reads itself (empty when none).
     probe: ProbeSet,
+    /// Where the engine's process lives; asked at each sample which process the probes read
+    /// ([`Target::measured_process`]): an engine may learn its process only when it loads.
+    target: &'a dyn Target,
     started: Instant,
     ledger: Ledger,
     samples: Vec<Sample>,
@@ -492,18 +506,31 @@ impl Run<'_> {
         for (name, value) in &snapshot.metrics {
             metrics.insert(name, *value);
         }
-        if let Some(pid) = self.engine.process_id().filter(|_| !self.probe.is_empty()) {
+        let measured = self.target.measured_process(self.engine.process_id());
+        if let Some(pid) = measured.filter(|_| !self.probe.is_empty()) {
             // A probe that cannot read the process means the process is gone; the engine call
             // that follows reports how it died, so the sample is kept with what the engine said.
+            // A target that failed (a device gone) ends the run here: no engine call would see it.
             let mut probed = Metrics::new();
-            if self
+            match self
                 .probe
                 .read(pid, &mut |name, value| probed.insert(name, value))
-                .is_ok()
             {
-                for (name, value) in &probed {
-                    metrics.insert(name, *value);
+                Ok(()) => {
+                    for (name, value) in &probed {
+                        metrics.insert(name, *value);
+                    }
                 }
+                Err(ProbeError {
+                    fatal: Some(error), ..
+                }) => {
+                    return Err(Failure {
+                        turn,
+                        step: "sample",
+                        error,
+                    })
+                }
+                Err(_) => {}
             }
         }
         let t_ms = self

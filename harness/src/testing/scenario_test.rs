@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use crate::analyze::{analyze_run, stop_rule_for};
 use crate::engine::litert_lm::{check_library, discover_library};
 use crate::engine::{build_engine_with, skip_or_require, EngineError, WorkerCommand};
+use crate::probe::target_for;
 use crate::report::{write_reports, OutDir, ReportError, SampleStream};
-use crate::runner::run_scenario_until;
+use crate::runner::run_scenario_on;
 use crate::scenario::{
     load_scenario, parse_scenario, BackendKind, EngineSpec, MetricExpectation, PromptSpec,
     Scenario, ScenarioError, SessionOptions, Step,
@@ -242,17 +243,24 @@ impl ScenarioTest {
             (true, Some(command)) => Some(command),
             (true, None) => Some(this_test_worker().map_err(RunError::Worker)?),
         };
-        let mut engine =
-            build_engine_with(&scenario, worker.as_ref()).map_err(|error| RunError::Engine {
-                backend: scenario.engine.backend.as_str(),
-                scenario: scenario.name.clone(),
-                error,
-            })?;
+        let engine_error = |error| RunError::Engine {
+            backend: scenario.engine.backend.as_str(),
+            scenario: scenario.name.clone(),
+            error,
+        };
+        let target = target_for(&scenario).map_err(|e| engine_error(e.into()))?;
+        let mut engine = build_engine_with(&scenario, worker.as_ref()).map_err(engine_error)?;
         let reports = Reports::for_run(self.reports_in, &scenario.name)?;
         let out = OutDir::claim(reports.path())?;
         let mut stream = SampleStream::create(out.dir())?;
         let mut stop = stop_rule_for(&scenario);
-        let record = run_scenario_until(&scenario, engine.as_mut(), &mut stream, stop.as_mut());
+        let record = run_scenario_on(
+            target.as_ref(),
+            &scenario,
+            engine.as_mut(),
+            &mut stream,
+            stop.as_mut(),
+        );
         drop(engine);
         let mut problems = Vec::new();
         if let Err(e) = stream.finish() {

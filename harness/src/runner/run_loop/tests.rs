@@ -726,3 +726,86 @@ fn a_stop_rule_is_not_asked_after_the_last_turn() {
     assert_eq!(record.early_stop, None);
     assert_eq!(record.turns_completed, 2);
 }
+
+/// A device whose one probe reads `.0` samples, then finds the device gone.
+#[derive(Debug)]
+struct VanishingDevice(u32);
+
+#[derive(Debug)]
+struct VanishingProbe(u32);
+
+impl crate::probe::Probe for VanishingProbe {
+    fn kind(&self) -> leakloop_metrics::ProbeKind {
+        leakloop_metrics::ProbeKind::Dumpsys
+    }
+
+    fn read(&mut self, pid: u32, out: &mut dyn FnMut(&'static str, u64)) -> Result<(), ProbeError> {
+        if self.0 == 0 {
+            let how = "the device went away".to_owned();
+            return Err(ProbeError {
+                pid,
+                cause: how.clone(),
+                fatal: Some(EngineError::new(EngineErrorKind::Crashed { how }, "gone")),
+            });
+        }
+        self.0 -= 1;
+        out("pss", 42);
+        Ok(())
+    }
+}
+
+impl Target for VanishingDevice {
+    fn platform(&self) -> leakloop_metrics::Platform {
+        leakloop_metrics::Platform::Android
+    }
+    fn offers(&self, kind: leakloop_metrics::ProbeKind) -> bool {
+        kind == leakloop_metrics::ProbeKind::Dumpsys
+    }
+    fn open(
+        &self,
+        _kind: leakloop_metrics::ProbeKind,
+        _metrics: &[&'static leakloop_metrics::Metric],
+    ) -> Option<Box<dyn crate::probe::Probe>> {
+        Some(Box::new(VanishingProbe(self.0)))
+    }
+    fn measured_process(&self, _engine_pid: Option<u32>) -> Option<u32> {
+        Some(0)
+    }
+    fn describe(&self) -> Option<String> {
+        Some("a fake device".into())
+    }
+}
+
+#[test]
+fn a_target_that_fails_while_sampling_ends_the_run_keeping_its_samples() {
+    let mut s = scenario(5, chat_turn());
+    s.watch = vec!["pss".into()];
+    let mut engine = crate::engine::SimEngine::from_scenario(&s).unwrap();
+    let record = run_scenario_on(
+        &VanishingDevice(3),
+        &s,
+        &mut engine,
+        &mut NoObserver,
+        &mut RunAllTurns,
+    );
+    // The app's process is the one measured, although the engine (its driver) has none here.
+    assert_eq!(record.samples.len(), 3, "{:?}", record.samples);
+    assert!(record
+        .samples
+        .iter()
+        .all(|s| s.metrics.get("pss") == Some(&42)));
+    match &record.outcome {
+        RunOutcome::EngineFailed { step, error, .. } => {
+            assert_eq!(step, "sample");
+            assert!(
+                matches!(&error.kind, EngineErrorKind::Crashed { how } if how == "the device went away"),
+                "{error}"
+            );
+        }
+        other => panic!("the run must end with the device: {other:?}"),
+    }
+    assert_eq!(
+        record.backend.details.get("target").map(String::as_str),
+        Some("a fake device")
+    );
+}

@@ -183,13 +183,16 @@ fn one_file_keeps_the_single_run_layout() {
     );
 }
 
-/// Durations and timings differ between two runs of the same suite; nothing else may.
+/// Durations and timings differ between two runs of the same suite, and so does a build date
+/// taken from the run's start (provenance, to the second); nothing else may.
 fn without_timings(text: &str) -> String {
     let durations = regex::Regex::new(r"\d+\.\d+ s\b").unwrap();
     let json_durations = regex::Regex::new(r#""duration_s": [0-9.e-]+"#).unwrap();
     let times = regex::Regex::new(r#" time="[0-9.]+""#).unwrap();
+    let run_start = regex::Regex::new(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ").unwrap();
     let text = durations.replace_all(text, "<duration>");
     let text = json_durations.replace_all(&text, r#""duration_s": 0"#);
+    let text = run_start.replace_all(&text, "<run start>");
     times.replace_all(&text, "").into_owned()
 }
 
@@ -200,7 +203,8 @@ fn files_of(dir: &Path) -> BTreeMap<String, String> {
         if folder.is_dir() {
             for name in [SUMMARY_MD, JUNIT_XML] {
                 let key = format!("{}/{name}", folder.file_name().unwrap().to_string_lossy());
-                out.insert(key, std::fs::read_to_string(folder.join(name)).unwrap());
+                let contents = std::fs::read_to_string(folder.join(name)).unwrap();
+                out.insert(key, without_timings(&contents));
             }
         }
     }

@@ -3,7 +3,7 @@
 
 use std::process::{Command, Output};
 
-use crate::compare::workspace;
+use crate::common::workspace;
 
 const SCENARIO: &str = "fixtures/scenarios/bisect-sim-builds.yaml";
 

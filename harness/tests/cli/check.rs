@@ -6,12 +6,7 @@ use std::process::{Command, Output};
 
 use rstest::rstest;
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("harness sits in the workspace")
-        .to_owned()
-}
+use crate::common::workspace;
 
 /// Runs `leakloop check ARGS` from the workspace root, so paths in the output are relative.
 fn check(args: &[&str]) -> Output {

@@ -4,19 +4,14 @@
 //! (checkout, caching, uploading and downloading artifacts, publishing JUnit) is stood in for by
 //! copying each share's folder where download-artifact puts it (`parts/<artifact name>/`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use leakloop::bench::write_sim_suite;
 use leakloop::report::read_suite_report;
 use serde_yaml::Value;
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("harness sits in the workspace")
-        .to_owned()
-}
+use crate::common::workspace;
 
 fn workflow() -> Value {
     let path = workspace().join("ci/examples/github-nightly.yml");

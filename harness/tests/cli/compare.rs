@@ -3,18 +3,13 @@
 //! `target/litert-lm/`; without them it prints `SKIPPED: ...`, and fails when
 //! `LEAKLOOP_REQUIRE_ENGINE=1`. Bad usage and the simulator's engine files need no library.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
+
+use crate::common::workspace;
 
 const RELEASE: &str = "0.18.1";
 const SCENARIO: &str = "fixtures/scenarios/litert-cpu-chat.yaml";
-
-pub(crate) fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("harness sits in the workspace")
-        .to_owned()
-}
 
 /// Runs `leakloop compare ARGS` from the workspace root.
 fn compare(args: &[&str]) -> Output {

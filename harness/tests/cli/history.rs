@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crate::compare::workspace;
+use crate::common::workspace;
 
 pub(crate) const SCENARIO: &str = "fixtures/history/history-sim.yaml";
 

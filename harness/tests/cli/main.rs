@@ -7,6 +7,7 @@ mod bench;
 mod bisect;
 mod check;
 mod ci_workflow;
+mod common;
 mod compare;
 mod drivers;
 mod exit_codes;

@@ -7,9 +7,9 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 
+use crate::common::workspace;
 use leakloop::analyze::VerdictStatus;
 use leakloop::engine::litert_lm::discover_library;
 use leakloop::engine::{skip_or_require, EngineErrorKind, WORKER_BIN_ENV};
@@ -21,11 +21,6 @@ const INSTALL: &str = "python3 -m pip install litert-lm-api==0.18.1";
 const LEAKLOOP: &str = env!("CARGO_BIN_EXE_leakloop");
 /// Set in CI, where python3, the `litert_lm` package and the C library must all be there.
 const REQUIRE_ENV: &str = "LEAKLOOP_REQUIRE_ENGINE";
-
-/// The repository root (the workspace folder).
-fn repo_root() -> PathBuf {
-    crate::compare::workspace()
-}
 
 /// One real-engine run at a time in this test binary: two would measure each other's load.
 fn memory_lock() -> MutexGuard<'static, ()> {
@@ -43,7 +38,7 @@ fn require_litert(test: &str, model_file: &str) -> Option<()> {
         );
         return None;
     }
-    let model = repo_root().join("fixtures/models").join(model_file);
+    let model = workspace().join("fixtures/models").join(model_file);
     if !model.is_file() {
         skip_or_require(
             REQUIRE_ENV,
@@ -58,7 +53,7 @@ fn require_litert(test: &str, model_file: &str) -> Option<()> {
 fn the_driver_passes_its_own_tests() {
     let run = Command::new("python3")
         .args(["-m", "unittest", "discover", "-s", "drivers/tests", "-v"])
-        .current_dir(repo_root())
+        .current_dir(workspace())
         .output();
     let out = match run {
         Ok(out) => out,
@@ -134,7 +129,7 @@ fn have_binding(test: &str) -> bool {
 /// A committed file, as an absolute path: an exec driver runs in its scenario's folder, and
 /// paths resolved against a relative folder would not survive that change of directory.
 fn committed(path: &str) -> String {
-    repo_root().join(path).display().to_string()
+    workspace().join(path).display().to_string()
 }
 
 /// `leakloop ARGS --quiet --out DIR` from the repository root.
@@ -143,7 +138,7 @@ fn leakloop(args: &[&str], out: &Path) -> Output {
         .args(args)
         .args(["--quiet", "--out"])
         .arg(out)
-        .current_dir(repo_root())
+        .current_dir(workspace())
         // The C API side runs in leakloop's own worker: this build of it.
         .env(WORKER_BIN_ENV, LEAKLOOP)
         .env("NO_COLOR", "1")
@@ -285,7 +280,7 @@ fn the_driver_conforms_to_the_protocol() {
             "--",
         ])
         .arg("drivers/litert_lm_python.py")
-        .current_dir(repo_root())
+        .current_dir(workspace())
         .env("NO_COLOR", "1")
         .output()
         .expect("leakloop runs");

@@ -15,12 +15,7 @@ use leakloop::scenario::{
 };
 use serde_json::Value;
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("harness sits in the workspace")
-        .to_owned()
-}
+use crate::common::workspace;
 
 /// The schema document.
 fn schema() -> &'static Value {

@@ -3,12 +3,14 @@
 //! folder; junit.xml against the JUnit schema Jenkins' xUnit plugin reads.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use leakloop::bench::write_sim_suite;
 use leakloop::engine::skip_or_require;
 use leakloop::report::{read_suite_report, EntryStatus, JUNIT_XML, REPORT_JSON, SUMMARY_MD};
+
+use crate::common::workspace;
 
 fn leakloop(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_leakloop"))
@@ -28,13 +30,6 @@ fn text(output: &Output) -> String {
 
 fn path(p: &Path) -> &str {
     p.to_str().expect("temporary paths are UTF-8")
-}
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("harness sits in the workspace")
-        .to_owned()
 }
 
 /// A suite of `count` generated simulator scenarios (clean and leaky), plus `extra` files.

@@ -115,6 +115,13 @@ pub trait Engine {
     fn turn_marks(&mut self) -> Option<&mut dyn TurnMarks> {
         None
     }
+    /// Ends the engine's own process after the last call of a run and says how it ended: an
+    /// [`EngineErrorKind::Crashed`] error when it died by a signal or exited with a non-zero
+    /// status after its last reply (a crash at exit must not go unseen). Engines without a
+    /// process of their own have nothing to end.
+    fn shut_down(&mut self) -> Result<(), EngineError> {
+        Ok(())
+    }
 }
 
 /// Turn boundaries marked by the measured process (marker lines), for the runner's marker clock.

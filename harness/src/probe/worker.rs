@@ -115,6 +115,9 @@ impl Engine for SelfReporting {
     fn process_id(&self) -> Option<u32> {
         self.inner.process_id()
     }
+    fn shut_down(&mut self) -> Result<(), EngineError> {
+        self.inner.shut_down()
+    }
 }
 
 #[cfg(all(test, any(target_os = "linux", target_os = "android")))]

@@ -234,7 +234,13 @@ impl Run<'_> {
             self.ledger.record_delete(last, RUNNER_ENGINE);
             self.absorb_ledger(last)?;
         }
-        Ok(())
+        // A process that crashes while exiting (a native destructor on a dead engine) gave
+        // every reply: only its exit status shows it.
+        self.engine.shut_down().map_err(|error| Failure {
+            turn: last,
+            step: "exit",
+            error,
+        })
     }
 
     /// Runs or waits for the turn after `turn`; returns the turn that ended (past `turn + 1`

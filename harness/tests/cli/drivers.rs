@@ -67,6 +67,7 @@ fn text(output: &Output) -> String {
 #[case::counts_go_down("counts-go-down", 1, &["FAIL  snapshot", "`conversation` went down from 5 created"])]
 #[case::reserved_kind("reserved-kind", 1, &["FAIL  generate", "a kind only the runner gives"])]
 #[case::lingers("lingers", 1, &["FAIL  exit", "did not exit within 2s"])]
+#[case::crash_at_exit("crash-at-exit", 1, &["FAIL  exit", "signal 11 (SIGSEGV)", "| faulty driver: crashing at exit"])]
 fn driver_check_names_each_violation_plainly(
     #[case] fault: &str,
     #[case] code: i32,
@@ -192,6 +193,54 @@ fn a_failing_driver_ends_the_run_as_an_engine_failure_with_its_reports(
     };
     assert_eq!((turn, failed_step.as_str()), (1, step));
     assert!(error.message.contains(says), "{error}");
+}
+
+#[test]
+fn a_driver_that_crashes_at_exit_fails_the_run_with_every_sample_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = faulty_scenario(dir.path(), "crash-at-exit", "");
+    let out = dir.path().join("out");
+    let output = run(&path, &out);
+    let shown = text(&output);
+    assert_eq!(output.status.code(), Some(3), "{shown}");
+    assert!(
+        shown.contains("crashed at exit with signal 11 (SIGSEGV)"),
+        "{shown}"
+    );
+    let record = report(&out).record;
+    assert_eq!(record.turns_completed, 3);
+    let clean = tempfile::tempdir().unwrap();
+    let clean_path = faulty_scenario(clean.path(), "none", "");
+    let clean_out = clean.path().join("out");
+    let clean_run = run(&clean_path, &clean_out);
+    assert_eq!(clean_run.status.code(), Some(0), "{}", text(&clean_run));
+    assert!(
+        !text(&clean_run).contains("at exit"),
+        "{}",
+        text(&clean_run)
+    );
+    // The crash costs no sample: the run kept as many as the clean one.
+    assert_eq!(
+        record.samples.len(),
+        report(&clean_out).record.samples.len()
+    );
+    let RunOutcome::EngineFailed { turn, step, error } = record.outcome else {
+        panic!("not an engine failure: {shown}");
+    };
+    assert_eq!((turn, step.as_str()), (3, "exit"));
+    assert_eq!(
+        error.kind,
+        leakloop::engine::EngineErrorKind::Crashed {
+            how: "signal 11 (SIGSEGV)".into()
+        }
+    );
+    assert!(error.message.contains("after its last reply"), "{error}");
+    assert!(
+        error.message.contains("| faulty driver: crashing at exit"),
+        "{error}"
+    );
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains("SIGSEGV"), "{summary}");
 }
 
 #[test]

@@ -290,6 +290,7 @@ impl WorkerEngine {
             mut stdout,
             stderr_task,
         } = link;
+        let tail = self.stderr.clone();
         self.runtime.block_on(async {
             drop(stdin);
             let mut late = Vec::new();
@@ -322,8 +323,9 @@ impl WorkerEngine {
                 Ok(())
             } else {
                 Err(format!(
-                    "it ended with {} after its stdin closed (expected exit status 0)",
-                    describe_exit(status)
+                    "it ended with {} after its stdin closed (expected exit status 0){}",
+                    describe_exit(status),
+                    tail.render()
                 ))
             }
         })
@@ -625,6 +627,53 @@ impl Engine for WorkerEngine {
 
     fn process_id(&self) -> Option<u32> {
         self.link.as_ref().map(|_| self.pid)
+    }
+
+    /// Closes the worker's stdin and waits for it to exit (killing it after the grace time, as
+    /// dropping does). A worker that dies by a signal or exits non-zero after its last reply
+    /// fails as `Crashed`; one that lingers and is killed is not reported here (`driver-check`
+    /// flags it).
+    fn shut_down(&mut self) -> Result<(), EngineError> {
+        let Some(link) = self.link.take() else {
+            return Ok(());
+        };
+        let Link {
+            mut child,
+            stdin,
+            stdout,
+            stderr_task,
+        } = link;
+        let status = self.runtime.block_on(async {
+            drop(stdin);
+            let status = tokio::time::timeout(EXIT_GRACE, child.wait()).await;
+            if status.is_err() {
+                kill_and_reap(&mut child).await;
+            }
+            drop(stdout);
+            finish_stderr(stderr_task).await;
+            status
+        });
+        match status {
+            Ok(Ok(status)) if !status.success() => {
+                let how = describe_exit(status);
+                let who = if self.driver.is_some() {
+                    "driver"
+                } else {
+                    "worker"
+                };
+                let what = if how.starts_with("signal") {
+                    "crashed"
+                } else {
+                    "failed"
+                };
+                let message = format!(
+                    "the {who} (pid {}) {what} at exit with {how}, after its last reply",
+                    self.pid
+                );
+                Err(self.end(EngineErrorKind::Crashed { how }, message))
+            }
+            _ => Ok(()),
+        }
     }
 }
 

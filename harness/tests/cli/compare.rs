@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use crate::common::workspace;
+use crate::common::{streams as text, workspace};
 
 const RELEASE: &str = "0.18.1";
 const SCENARIO: &str = "fixtures/scenarios/litert-cpu-chat.yaml";
@@ -19,13 +19,6 @@ fn compare(args: &[&str]) -> Output {
         .current_dir(workspace())
         .output()
         .expect("the leakloop binary runs")
-}
-
-fn text(out: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 /// The folder `ci/fetch-litert-lm.sh` fills.

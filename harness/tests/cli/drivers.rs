@@ -13,6 +13,8 @@ use rstest::rstest;
 
 use crate::fixtures::{expected_exit, run};
 
+use crate::common::stdout_and_stderr as text;
+
 /// A path in the repository.
 fn repo(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path)
@@ -44,14 +46,6 @@ fn driver_check(args: &[&str]) -> Output {
         .env("NO_COLOR", "1")
         .output()
         .expect("leakloop runs")
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 #[rstest]

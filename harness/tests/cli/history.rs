@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crate::common::workspace;
+use crate::common::{streams as text, workspace};
 
 pub(crate) const SCENARIO: &str = "fixtures/history/history-sim.yaml";
 
@@ -18,13 +18,6 @@ pub(crate) fn leakloop(args: &[&str]) -> Output {
         .env("NO_COLOR", "1")
         .output()
         .expect("the leakloop binary runs")
-}
-
-fn text(out: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 /// Runs build `i` of a simulated history of `target` (the scenario, or a suite folder holding

@@ -10,7 +10,7 @@ use leakloop::bench::write_sim_suite;
 use leakloop::engine::skip_or_require;
 use leakloop::report::{read_suite_report, EntryStatus, JUNIT_XML, REPORT_JSON, SUMMARY_MD};
 
-use crate::common::workspace;
+use crate::common::{stdout_and_stderr as text, workspace};
 
 fn leakloop(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_leakloop"))
@@ -18,14 +18,6 @@ fn leakloop(args: &[&str]) -> Output {
         .env("NO_COLOR", "1")
         .output()
         .expect("the leakloop binary runs")
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 fn path(p: &Path) -> &str {

@@ -26,6 +26,9 @@ pub fn seed_corpus(root: &Path, target: Target) -> Vec<(PathBuf, Vec<u8>)> {
         }),
         Target::Report => (&["fixtures/traces"], |p| has_extension(p, "json")),
         Target::Dumpsys => (&["fixtures/dumpsys"], |p| has_extension(p, "txt")),
+        Target::Suite => (&["fixtures/suite-index"], |p| has_extension(p, "json")),
+        Target::Markers => (&["fixtures/attach/streams"], |p| has_extension(p, "txt")),
+        Target::Replies => (&["fixtures/drivers/replies"], |p| has_extension(p, "jsonl")),
     };
     let kept = format!("{FUZZ_FIXTURES}/{}", target.name());
     let mut files: Vec<PathBuf> = folders

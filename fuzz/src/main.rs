@@ -1,7 +1,7 @@
 //! `leakloop-fuzz`: runs the fuzz targets for a while (the CI step), prints what it did and
 //! exits 1 when an input broke a rule, with the inputs written out.
 //!
-//! Usage: `leakloop-fuzz [--seconds N] [--seed N] [--target scenario|trace|report|dumpsys]... [--out DIR]`
+//! Usage: `leakloop-fuzz [--seconds N] [--seed N] [--target scenario|trace|report|dumpsys|suite|markers|replies]... [--out DIR]`
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -107,7 +107,7 @@ fn main() -> ExitCode {
 fn usage(problem: &str) -> ! {
     eprintln!(
         "leakloop-fuzz: {problem}\nusage: leakloop-fuzz [--seconds N] [--seed N] \
-         [--target scenario|trace|report|dumpsys]... [--out DIR]"
+         [--target scenario|trace|report|dumpsys|suite|markers|replies]... [--out DIR]"
     );
     std::process::exit(2)
 }

@@ -135,11 +135,45 @@ fn dictionary(target: Target) -> Vec<&'static [u8]> {
         b"  ------",
         b":",
     ];
+    const SUITE: &[&[u8]] = &[
+        b"\"kind\": \"leakloop-suite\"",
+        b"\"folder\": \"../victim\"",
+        b"\"folder\": \"/\"",
+        b"\"path\": \"a/../../b.yaml\"",
+        b"\"partition\": {\"index\": 4294967295, \"count\": 0}",
+        b"\"exit_code\": 255",
+        b"\"suite_format_version\": 1",
+        b"18446744073709551615",
+        b"\"duration_s\": 1e308",
+    ];
+    const MARKERS: &[&[u8]] = &[
+        b"TURN 1 CLOSED\n",
+        b"TURN 18446744073709551615 CLOSED\n",
+        b"TURN 18446744073709551616 CLOSED\n",
+        b"LEDGER conversation created=18446744073709551615 deleted=0\n",
+        b"LEDGER conversation created=0 deleted=18446744073709551615\n",
+        b"LEDGER x created=1 deleted=2\n",
+        b"\r\n",
+        b"\x1b[2J",
+    ];
+    const REPLIES: &[&[u8]] = &[
+        b"{\"reply\":\"hello\",\"version\":2,\"pid\":4242,",
+        b"\"pid\":4294967296",
+        b"\"pid\":-1",
+        b"{\"reply\":\"error\",\"kind\":\"protocol\",\"message\":\"x\"}",
+        b"\"counts\":{\"conversation\":{\"created\":18446744073709551615,\"deleted\":0}}",
+        b"\"clock_ms\":1e308",
+        b"\"clock_ms\":NaN",
+        b"{\"reply\":\"done\"}\n",
+    ];
     let own = match target {
         Target::Scenario => SCENARIO,
         Target::Trace => TRACE,
         Target::Report => REPORT,
         Target::Dumpsys => DUMPSYS,
+        Target::Suite => SUITE,
+        Target::Markers => MARKERS,
+        Target::Replies => REPLIES,
     };
     [COMMON, own].concat()
 }

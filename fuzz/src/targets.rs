@@ -10,8 +10,9 @@ use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
 use leakloop::analyze::{load_trace, TraceErrorKind};
+use leakloop::fuzzing::{read_driver_replies, read_markers};
 use leakloop::probe::dumpsys::{self, DumpsysError};
-use leakloop::report::{read_report, ReportError};
+use leakloop::report::{read_report, read_suite_report, ReportError};
 use leakloop::scenario::{load_scenario, ScenarioErrorKind};
 
 /// A reader of user files.
@@ -26,6 +27,14 @@ pub enum Target {
     Report,
     /// The parser of Android's `dumpsys meminfo` output.
     Dumpsys,
+    /// The suite index (a suite's report.json) that `report` and `merge` read from suite and
+    /// share folders.
+    Suite,
+    /// An attached process's output: turn markers and `LEDGER` lines, folded into a ledger at
+    /// each turn as attach mode does.
+    Markers,
+    /// The lines an engine driver writes on stdout, read as protocol replies.
+    Replies,
 }
 
 /// How a reader answered one input.
@@ -41,11 +50,14 @@ pub enum Outcome {
 
 impl Target {
     /// Every target, in a fixed order.
-    pub const ALL: [Target; 4] = [
+    pub const ALL: [Target; 7] = [
         Target::Scenario,
         Target::Trace,
         Target::Report,
         Target::Dumpsys,
+        Target::Suite,
+        Target::Markers,
+        Target::Replies,
     ];
 
     /// The target's name on the command line and in `fixtures/fuzz/`.
@@ -55,6 +67,9 @@ impl Target {
             Target::Trace => "trace",
             Target::Report => "report",
             Target::Dumpsys => "dumpsys",
+            Target::Suite => "suite",
+            Target::Markers => "markers",
+            Target::Replies => "replies",
         }
     }
 
@@ -70,6 +85,9 @@ impl Target {
             Target::Trace => "csv",
             Target::Report => "json",
             Target::Dumpsys => "txt",
+            Target::Suite => "json",
+            Target::Markers => "txt",
+            Target::Replies => "jsonl",
         }
     }
 
@@ -80,6 +98,9 @@ impl Target {
             Target::Trace => trace(&input_file(self, bytes)),
             Target::Report => report(&input_file(self, bytes)),
             Target::Dumpsys => meminfo(bytes),
+            Target::Suite => suite(&input_file(self, bytes)),
+            Target::Markers => markers(bytes),
+            Target::Replies => replies(bytes),
         }
     }
 }
@@ -192,5 +213,55 @@ fn meminfo(bytes: &[u8]) -> Outcome {
             Outcome::Refused(e.to_string())
         }
         Err(e) => Outcome::Unlocated(e.to_string()),
+    }
+}
+
+/// The suite index reader: a file that is not a suite index is passed over (`Ok(None)`); one
+/// that says it is a suite index but cannot be read names the line or the key path.
+fn suite(path: &Path) -> Outcome {
+    match read_suite_report(path) {
+        Ok(_) => Outcome::Accepted,
+        Err(e) => {
+            let located = match &e {
+                ReportError::Parse { line, field, .. } => *line >= 1 || field.is_some(),
+                ReportError::FormatVersion { .. } => true,
+                _ => false,
+            };
+            if located {
+                Outcome::Refused(e.to_string())
+            } else {
+                Outcome::Unlocated(e.to_string())
+            }
+        }
+    }
+}
+
+/// An attached process's output. Breaks a rule when the board or the ledger keeps more than
+/// the stream could justify (more markers than lines), or when a break in the order of turns
+/// is described without naming its lines.
+fn markers(bytes: &[u8]) -> Outcome {
+    let read = read_markers(bytes);
+    let reading = &read.reading;
+    if reading.markers > reading.lines || reading.too_long > reading.lines {
+        return Outcome::Unlocated(format!("counted more than it read: {reading:?}"));
+    }
+    if read.ledger_kinds < reading.ledger_kinds {
+        return Outcome::Unlocated(format!(
+            "the ledger lost kinds the board kept: {} < {}",
+            read.ledger_kinds, reading.ledger_kinds
+        ));
+    }
+    match &reading.violation {
+        None => Outcome::Accepted,
+        Some(v) if v.contains("line") => Outcome::Refused(v.clone()),
+        Some(v) => Outcome::Unlocated(v.clone()),
+    }
+}
+
+/// A driver's stdout, line by line: each refused line is quoted in its message.
+fn replies(bytes: &[u8]) -> Outcome {
+    match read_driver_replies(bytes).into_iter().find_map(Result::err) {
+        None => Outcome::Accepted,
+        Some(message) => Outcome::Refused(message),
     }
 }

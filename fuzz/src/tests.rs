@@ -14,6 +14,9 @@ use crate::{
 #[case::trace(Target::Trace)]
 #[case::report(Target::Report)]
 #[case::dumpsys(Target::Dumpsys)]
+#[case::suite(Target::Suite)]
+#[case::markers(Target::Markers)]
+#[case::replies(Target::Replies)]
 fn seeds_and_kept_findings_break_no_rule(#[case] target: Target) {
     let corpus = seed_corpus(&workspace_root(), target);
     assert!(corpus.len() >= 3, "too few seeds for {}", target.name());
@@ -50,6 +53,9 @@ fn kept_findings_are_in_the_corpus() {
 #[case::trace(Target::Trace)]
 #[case::report(Target::Report)]
 #[case::dumpsys(Target::Dumpsys)]
+#[case::suite(Target::Suite)]
+#[case::markers(Target::Markers)]
+#[case::replies(Target::Replies)]
 fn a_short_fixed_run_breaks_no_rule(#[case] target: Target) {
     let seeds: Vec<Vec<u8>> = seed_corpus(&workspace_root(), target)
         .into_iter()

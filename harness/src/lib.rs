@@ -14,6 +14,8 @@
 pub mod analyze;
 pub mod bench;
 pub mod engine;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod input;
 pub mod probe;
 pub mod report;

@@ -2,7 +2,7 @@
 //! create/delete pairs, and one module per backend.
 
 mod api;
-mod attach;
+pub(crate) mod attach;
 mod factory;
 mod ledger;
 pub mod litert_lm;
@@ -10,7 +10,7 @@ pub mod opencl;
 mod sim;
 mod skip;
 pub mod transport;
-mod worker;
+pub(crate) mod worker;
 
 pub use api::{
     BackendInfo, Engine, EngineError, EngineErrorKind, EngineSnapshot, GenerateOutcome,

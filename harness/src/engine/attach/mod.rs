@@ -12,6 +12,9 @@ mod board;
 mod engine;
 mod lines;
 mod process;
+mod replay;
 mod source;
 
 pub use engine::AttachEngine;
+pub(crate) use replay::feed_marker_bytes;
+pub use replay::MarkerReading;

@@ -55,8 +55,10 @@
 //!   `lo > limit`, fails), and a growing metric with a `tolerance` has either crossed the limit
 //!   already or stays under it to the last allowed turn even at `hi`.
 //!
-//! The run stops at the first look at which every analysed metric is decided; with no metric to
-//! analyse it never stops early. Deciding `clean` thus needs the slope bounded tightly enough for
+//! The run stops at the first look at which every analysed metric is decided, or earlier, at the
+//! first look at which one decided metric fails one of its expectations (a longer run cannot
+//! turn that back into a pass, whatever the undecided metrics do); with no metric to analyse it
+//! never stops early. Deciding `clean` thus needs the slope bounded tightly enough for
 //! the remaining turns, so the longer the maximum, the later a clean run stops.
 
 use crate::runner::{RunAllTurns, RunRecord, StopRule};
@@ -280,6 +282,37 @@ impl StopWhenDecided {
     }
 }
 
+impl StopWhenDecided {
+    /// Why the run may stop because `metric`, decided, fails one of its expectations; `None`
+    /// when all of them hold.
+    fn decided_failure(
+        &self,
+        verdict: &Verdict,
+        metric: &str,
+        measured: u32,
+        levels: Levels,
+    ) -> Option<String> {
+        let failed = verdict.expectations.iter().find(|e| {
+            !e.passed
+                && e.name
+                    .strip_prefix(metric)
+                    .is_some_and(|rest| rest.starts_with('.'))
+        })?;
+        let class = verdict
+            .metrics
+            .get(metric)
+            .map_or("", |a| a.classification.as_str());
+        Some(format!(
+            "{} decided to fail after {measured} of {} measured turns ({metric} {class}; a \
+             longer run cannot make it pass; growth tested at alpha {}, intervals at {:.1}%)",
+            failed.name,
+            self.max_measured,
+            probability(levels.trend_alpha),
+            levels.confidence * 100.0,
+        ))
+    }
+}
+
 impl StopRule for StopWhenDecided {
     fn wants_look(&self, turn: u32) -> bool {
         self.looks.binary_search(&turn).is_ok()
@@ -294,16 +327,33 @@ impl StopRule for StopWhenDecided {
         }
         let turns_left = self.max_measured.saturating_sub(measured);
         let expect = &so_far.scenario.expect.metrics;
-        let all_decided = verdict.metrics.iter().all(|(name, a)| {
-            let expectation = expect.get(name);
-            let tolerance = ClassifyOptions {
-                tolerance: expectation.and_then(|e| e.tolerance),
-                ..ClassifyOptions::default()
-            }
-            .tolerance_bytes(a.baseline);
-            undecided(a, expectation, tolerance as f64, turns_left).is_none()
-        });
-        all_decided.then(|| self.reason(&verdict, measured, levels))
+        let decided: Vec<(&String, bool)> = verdict
+            .metrics
+            .iter()
+            .map(|(name, a)| {
+                let expectation = expect.get(name);
+                let tolerance = ClassifyOptions {
+                    tolerance: expectation.and_then(|e| e.tolerance),
+                    ..ClassifyOptions::default()
+                }
+                .tolerance_bytes(a.baseline);
+                let settled = undecided(a, expectation, tolerance as f64, turns_left).is_none();
+                (name, settled)
+            })
+            .collect();
+        // A failure that a longer run cannot undo ends the run at once: the other metrics
+        // cannot turn the verdict back into a pass.
+        if let Some(reason) = decided
+            .iter()
+            .filter(|(_, settled)| *settled)
+            .find_map(|(name, _)| self.decided_failure(&verdict, name, measured, levels))
+        {
+            return Some(reason);
+        }
+        decided
+            .iter()
+            .all(|(_, settled)| *settled)
+            .then(|| self.reason(&verdict, measured, levels))
     }
 }
 

@@ -99,6 +99,46 @@ fn a_leak_stops_within_a_few_looks_and_the_verdict_is_that_looks() {
     assert!(!verdict.expectations[0].passed, "{verdict:#?}");
 }
 
+/// A decided failure ends the run although another metric is still undecided: a step-noise
+/// series that stays inconclusive cannot make the leaking metric pass.
+#[test]
+fn a_decided_failure_stops_the_run_while_another_metric_is_undecided() {
+    let max = 100;
+    let m = look_schedule(max)[0];
+    let leak = values(m, 110 * MIB);
+    // Large steps up and down: no trend, far too noisy to be called clean this early.
+    let steps: Vec<u64> = (0..=m)
+        .map(|t| BASE + [0, 300, 50, 500, 120, 700, 0][t as usize % 7] * MIB)
+        .collect();
+    let mut run = record(&leak, max, limit(MIB));
+    run.samples = crate::analyze::test_support::samples(
+        &[("native_heap", leak.as_slice()), ("rss", steps.as_slice())],
+        0,
+        &[],
+    );
+    run.scenario
+        .expect
+        .metrics
+        .insert("rss".to_owned(), MetricExpectation::default());
+    let verdict = analyze_run_with(&run, look_levels(m, max));
+    assert!(
+        verdict.metrics["rss"].classification != Classification::Growth,
+        "{verdict:#?}"
+    );
+    let tolerance = ClassifyOptions::default().tolerance_bytes(verdict.metrics["rss"].baseline);
+    assert!(
+        undecided(&verdict.metrics["rss"], None, tolerance as f64, max - m).is_some(),
+        "the test needs an undecided second metric: {:#?}",
+        verdict.metrics["rss"]
+    );
+    let mut rule = StopWhenDecided::new(&run.scenario);
+    let reason = rule.look(&run).expect("a decided failure stops the run");
+    assert!(
+        reason.contains("native_heap.max_growth_per_turn decided to fail after 6 of 100"),
+        "{reason}"
+    );
+}
+
 #[test]
 fn a_run_that_was_not_stopped_spends_what_is_left() {
     let mut done = record(&values(12, 0), 12, limit(MIB));

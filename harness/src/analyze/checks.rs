@@ -26,6 +26,8 @@ pub enum ExpectationKind {
     Balanced,
     /// `engine_errors`: no engine call failed that the scenario did not inject.
     EngineErrors,
+    /// `max_live.<kind>`: at most so many objects of a ledger kind alive at once.
+    MaxLive,
 }
 
 impl ExpectationKind {
@@ -41,6 +43,7 @@ impl ExpectationKind {
     pub fn name_for(self, metric: &str) -> String {
         let key = match self {
             ExpectationKind::Balanced => "balanced",
+            ExpectationKind::MaxLive => "max_live",
             ExpectationKind::EngineErrors => ENGINE_ERRORS,
             per_metric => {
                 let key = Self::PER_METRIC
@@ -67,6 +70,9 @@ impl ExpectationKind {
         }
         if let Some(kind) = name.strip_prefix("balanced.") {
             return Some((ExpectationKind::Balanced, Some(kind)));
+        }
+        if let Some(kind) = name.strip_prefix("max_live.") {
+            return Some((ExpectationKind::MaxLive, Some(kind)));
         }
         let (metric, key) = name.rsplit_once('.')?;
         Self::PER_METRIC
@@ -194,7 +200,7 @@ impl Verdict {
         let Some((kind, Some(subject))) = parsed else {
             return check;
         };
-        if kind == ExpectationKind::Balanced {
+        if matches!(kind, ExpectationKind::Balanced | ExpectationKind::MaxLive) {
             check.ledger_kind = Some(subject.to_owned());
             return check;
         }
@@ -220,7 +226,9 @@ impl Verdict {
                 rule.max_growth_per_turn.map(|l| l as f64),
                 Some(analysis.slope_bytes_per_turn),
             ),
-            ExpectationKind::Balanced | ExpectationKind::EngineErrors => (None, None),
+            ExpectationKind::Balanced
+            | ExpectationKind::MaxLive
+            | ExpectationKind::EngineErrors => (None, None),
         };
         check
     }

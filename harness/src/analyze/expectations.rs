@@ -10,6 +10,9 @@
 //!   the point estimate; a slope that cannot be bounded fails, because the limit is not shown.
 //! - `balanced`: every kind in the ledger has as many deletes as creates; each unbalanced kind is
 //!   its own failed expectation naming the counts and the turn where it went off balance.
+//! - `max_live`: a kind bounded by `max_live` is judged by its live count instead of its balance:
+//!   the highest count of created-but-not-deleted objects at any turn boundary must stay within
+//!   the bound. A bound that matches no kind the run counted fails: the gate cannot show it.
 
 use crate::engine::Ledger;
 use crate::scenario::MetricExpectation;
@@ -149,9 +152,98 @@ fn first_sustained_crossing(series: &MetricSeries, limit: f64) -> u64 {
     first
 }
 
-/// Checks create/delete balance: one result per unbalanced kind, or one passing result.
-pub(crate) fn check_balanced(ledger: &Ledger) -> Vec<ExpectationResult> {
-    let imbalances = ledger.imbalances();
+/// Whether the `max_live` key `bound` names the ledger kind `kind` (`<source>/<name>`): a key
+/// with a `/` names one kind exactly, a bare name that kind from every source.
+pub(crate) fn bounds_kind(bound: &str, kind: &str) -> bool {
+    if bound.contains('/') {
+        bound == kind
+    } else {
+        kind.rsplit_once('/').map_or(kind, |(_, name)| name) == bound
+    }
+}
+
+/// The highest live count (created minus deleted, summed from the first turn) of `kind` at any
+/// turn boundary, with the first turn that reached it; `None` for a kind the ledger never saw.
+fn peak_live(ledger: &Ledger, kind: &str) -> Option<(i128, u32)> {
+    let runs = ledger.runs.get(kind)?;
+    let mut live = 0i128;
+    let mut peak: Option<(i128, u32)> = None;
+    for run in runs {
+        let step = i128::from(run.created) - i128::from(run.deleted);
+        let len = i128::from(run.last_turn.saturating_sub(run.first_turn)) + 1;
+        // Within a run the count moves by the same step each turn: its highest point is after
+        // the first turn of the run when it falls, after the last when it rises.
+        let (at, turn) = if step > 0 {
+            (live + step * len, run.last_turn)
+        } else {
+            (live + step, run.first_turn)
+        };
+        if peak.is_none_or(|(p, _)| at > p) {
+            peak = Some((at, turn));
+        }
+        live += step * len;
+    }
+    peak
+}
+
+/// Checks `max_live`: one result per ledger kind a bound names (each bound that names no kind
+/// the run counted fails).
+pub(crate) fn check_max_live(
+    ledger: &Ledger,
+    max_live: &std::collections::BTreeMap<String, u64>,
+) -> Vec<ExpectationResult> {
+    let mut results = Vec::new();
+    for (bound, &most) in max_live {
+        let kinds: Vec<&String> = ledger
+            .totals
+            .keys()
+            .filter(|kind| bounds_kind(bound, kind))
+            .collect();
+        if kinds.is_empty() {
+            results.push(ExpectationResult {
+                name: ExpectationKind::MaxLive.name_for(bound),
+                passed: false,
+                expected: format!("at most {most} `{bound}` alive at once"),
+                measured: format!(
+                    "no ledger kind `{bound}` was counted (kinds: {})",
+                    ledger
+                        .totals
+                        .keys()
+                        .map(String::as_str)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                turn: None,
+            });
+            continue;
+        }
+        for kind in kinds {
+            let (peak, turn) = peak_live(ledger, kind).unwrap_or((0, 0));
+            let passed = peak <= i128::from(most);
+            results.push(ExpectationResult {
+                name: ExpectationKind::MaxLive.name_for(kind),
+                passed,
+                expected: format!("at most {most} `{kind}` alive at once"),
+                measured: format!("at most {peak} alive (first reached at turn {turn})"),
+                turn: (!passed).then_some(u64::from(turn)),
+            });
+        }
+    }
+    results
+}
+
+/// Checks create/delete balance of every kind that no `max_live` key bounds: one result per
+/// unbalanced kind, or one passing result.
+pub(crate) fn check_balanced(
+    ledger: &Ledger,
+    max_live: &std::collections::BTreeMap<String, u64>,
+) -> Vec<ExpectationResult> {
+    let bounded = |kind: &str| max_live.keys().any(|b| bounds_kind(b, kind));
+    let imbalances: Vec<_> = ledger
+        .imbalances()
+        .into_iter()
+        .filter(|i| !bounded(&i.kind))
+        .collect();
     if imbalances.is_empty() {
         return vec![ExpectationResult {
             name: ExpectationKind::Balanced.name_for(""),
@@ -178,4 +270,60 @@ pub(crate) fn check_balanced(ledger: &Ledger) -> Vec<ExpectationResult> {
             turn: i.first_turn.map(u64::from),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::engine::KindCounts;
+
+    /// A ledger of one `app/conversation` kind from its cumulative counts after each turn.
+    fn ledger(cumulative: &[(u64, u64)]) -> Ledger {
+        let mut ledger = Ledger::new();
+        for (turn, &(created, deleted)) in cumulative.iter().enumerate() {
+            let counts =
+                BTreeMap::from([("conversation".to_owned(), KindCounts { created, deleted })]);
+            ledger.absorb_cumulative(turn as u32, "app", &counts);
+        }
+        ledger
+    }
+
+    #[test]
+    fn the_peak_is_the_highest_live_count_at_a_turn_boundary() {
+        // Rises by one a turn to 3, stays, falls to 1, rises to 2.
+        let rising = ledger(&[(1, 0), (2, 0), (3, 0), (4, 1), (5, 2), (5, 4), (6, 4)]);
+        assert_eq!(peak_live(&rising, "app/conversation"), Some((3, 2)));
+        // Opened and closed within every turn: never alive at a boundary.
+        let closed = ledger(&[(1, 1), (2, 2), (3, 3)]);
+        assert_eq!(peak_live(&closed, "app/conversation"), Some((0, 0)));
+        assert_eq!(peak_live(&closed, "app/interpreter"), None);
+    }
+
+    #[test]
+    fn a_bound_names_a_kind_from_every_source_or_from_one() {
+        assert!(bounds_kind("conversation", "sim/conversation"));
+        assert!(bounds_kind("conversation", "attach/conversation"));
+        assert!(bounds_kind("conversation", "conversation"));
+        assert!(!bounds_kind("conversation", "sim/conversations"));
+        assert!(bounds_kind("sim/conversation", "sim/conversation"));
+        assert!(!bounds_kind("sim/conversation", "attach/conversation"));
+    }
+
+    #[test]
+    fn a_kind_over_its_bound_fails_at_the_turn_it_first_got_there() {
+        let results = check_max_live(
+            &ledger(&[(1, 0), (2, 0), (3, 0), (4, 1)]),
+            &BTreeMap::from([("conversation".to_owned(), 2)]),
+        );
+        assert_eq!(results.len(), 1);
+        assert!(!results[0].passed);
+        assert_eq!(results[0].name, "max_live.app/conversation");
+        assert_eq!(
+            results[0].measured,
+            "at most 3 alive (first reached at turn 2)"
+        );
+        assert_eq!(results[0].turn, Some(2));
+    }
 }

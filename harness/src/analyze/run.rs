@@ -6,7 +6,7 @@ use crate::runner::{RunOutcome, RunRecord};
 use crate::scenario::FaultKind;
 
 use super::classify::{classify, ClassifyOptions};
-use super::expectations::{check_balanced, check_metric};
+use super::expectations::{check_balanced, check_max_live, check_metric};
 use super::sequential::{final_levels, Levels};
 use super::series::MetricSeries;
 use super::verdict::{ExpectationResult, MetricAnalysis, Verdict, VerdictStatus};
@@ -50,7 +50,17 @@ pub fn analyze_run_with(record: &RunRecord, levels: Levels) -> Verdict {
                 "every create has its delete",
                 why,
             )),
-            None => expectations.extend(check_balanced(&record.ledger)),
+            None => expectations.extend(check_balanced(&record.ledger, &scenario.expect.max_live)),
+        }
+    }
+    if !scenario.expect.max_live.is_empty() {
+        match &unknown_ledger {
+            Some(why) => expectations.push(not_evaluated(
+                "max_live",
+                "live objects within their bounds",
+                why,
+            )),
+            None => expectations.extend(check_max_live(&record.ledger, &scenario.expect.max_live)),
         }
     }
     for name in names {

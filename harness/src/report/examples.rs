@@ -119,6 +119,7 @@ pub fn leak_run() -> (RunRecord, Verdict) {
     scenario.reload_every = 5;
     scenario.expect = Expectations {
         balanced: true,
+        max_live: BTreeMap::new(),
         metrics: BTreeMap::from([
             (
                 "native_heap".to_owned(),
@@ -282,6 +283,7 @@ pub fn clean_run() -> (RunRecord, Verdict) {
     scenario.watch = vec!["native_heap".to_owned(), "rss".to_owned()];
     scenario.expect = Expectations {
         balanced: true,
+        max_live: BTreeMap::new(),
         metrics: BTreeMap::from([(
             "native_heap".to_owned(),
             MetricExpectation {

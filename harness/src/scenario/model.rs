@@ -419,8 +419,14 @@ pub struct MetricExpectation {
 /// What must hold for the scenario to pass.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Expectations {
-    /// Every create has its delete (call ledger).
+    /// Every create has its delete (call ledger). Kinds with a [`max_live`](Self::max_live)
+    /// bound are judged by that bound instead.
     pub balanced: bool,
+    /// The most objects alive at once per ledger kind (a cache that keeps the last N
+    /// conversations by design): `conversation` bounds that kind from every source,
+    /// `sim/conversation` one source's. Judged at every turn boundary over the whole run.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub max_live: BTreeMap<String, u64>,
     /// Per-metric expectations, by metric name.
     pub metrics: BTreeMap<String, MetricExpectation>,
 }

@@ -196,13 +196,18 @@ pub(crate) struct RawFault {
 #[derive(Debug, Default)]
 pub(crate) struct RawExpect {
     pub balanced: Option<bool>,
+    /// `max_live`: the most objects of each ledger kind alive at once.
+    pub max_live: Option<BTreeMap<String, u64>>,
     pub metrics: Vec<(String, RawMetricExpect)>,
-    /// The first key that is neither `balanced` nor a registered metric.
+    /// The first key that is neither `balanced`, `max_live` nor a registered metric.
     pub unknown: Option<String>,
 }
 
-/// The key of `expect:` that is not a metric.
+/// The key of `expect:` for create/delete balance.
 pub(crate) const EXPECT_BALANCED: &str = "balanced";
+
+/// The key of `expect:` for bounded live counts per ledger kind.
+pub(crate) const EXPECT_MAX_LIVE: &str = "max_live";
 
 /// Limits on one metric.
 #[derive(Debug, Default, Deserialize)]
@@ -261,6 +266,8 @@ impl<'de> Deserialize<'de> for RawExpect {
                 while let Some(key) = map.next_key::<String>()? {
                     if key == EXPECT_BALANCED {
                         out.balanced = Some(map.next_value()?);
+                    } else if key == EXPECT_MAX_LIVE {
+                        out.max_live = map.next_value()?;
                     } else if leakloop_metrics::metric(&key).is_some() {
                         if let Some(limits) = map.next_value::<Option<RawMetricExpect>>()? {
                             out.metrics.push((key, limits));

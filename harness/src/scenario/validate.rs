@@ -17,7 +17,8 @@ use crate::scenario::model::{
     OPENCL_PROFILES, SIM_PROFILES,
 };
 use crate::scenario::raw::{
-    RawEngine, RawExpect, RawMetricExpect, RawScenario, RawSend, RawStep, UnitText, EXPECT_BALANCED,
+    RawEngine, RawExpect, RawMetricExpect, RawScenario, RawSend, RawStep, UnitText,
+    EXPECT_BALANCED, EXPECT_MAX_LIVE,
 };
 use crate::scenario::spans::SpanIndex;
 use crate::scenario::target::validate_target;
@@ -840,7 +841,11 @@ fn fault_name(kind: FaultKind) -> &'static str {
 
 fn validate_expect(raw: RawExpect, cx: &Context<'_>) -> Result<Expectations, ScenarioError> {
     if let Some(name) = &raw.unknown {
-        let known = || std::iter::once(EXPECT_BALANCED).chain(METRICS.iter().copied());
+        let known = || {
+            [EXPECT_BALANCED, EXPECT_MAX_LIVE]
+                .into_iter()
+                .chain(METRICS.iter().copied())
+        };
         return Err(cx
             .invalid_key(
                 &format!("expect.{name}"),
@@ -854,8 +859,29 @@ fn validate_expect(raw: RawExpect, cx: &Context<'_>) -> Result<Expectations, Sce
         let path = format!("expect.{name}");
         metrics.insert(name.clone(), validate_metric(entry, &path, cx)?);
     }
+    let mut max_live = BTreeMap::new();
+    for (kind, bound) in raw.max_live.unwrap_or_default() {
+        let path = format!("expect.{EXPECT_MAX_LIVE}.{kind}");
+        let valid = !kind.is_empty()
+            && kind.len() <= 128
+            && !kind.starts_with('/')
+            && !kind.ends_with('/')
+            && kind
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_./-".contains(c));
+        if !valid {
+            return Err(cx.invalid(
+                &path,
+                "a ledger kind is a name such as `conversation`, or `source/kind` such as \
+                 `sim/conversation` (letters, digits, `_`, `.`, `-`, at most 128 characters)"
+                    .to_owned(),
+            ));
+        }
+        max_live.insert(kind, bound);
+    }
     Ok(Expectations {
         balanced: raw.balanced.unwrap_or(false),
+        max_live,
         metrics,
     })
 }

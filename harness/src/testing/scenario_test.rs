@@ -127,6 +127,14 @@ impl ScenarioTest {
         self
     }
 
+    /// Expects at most `most` objects of the ledger kind `kind` alive at once (`conversation`
+    /// for every source's, `sim/conversation` for one); that kind is then judged by this bound
+    /// instead of [`expect_balanced`](Self::expect_balanced).
+    pub fn expect_max_live(mut self, kind: &str, most: u64) -> Self {
+        self.scenario.expect.max_live.insert(kind.to_owned(), most);
+        self
+    }
+
     /// Sets the expectation on `metric` (replacing any earlier one).
     pub fn expect(mut self, metric: &str, expectation: MetricExpectation) -> Self {
         self.scenario

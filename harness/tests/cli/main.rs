@@ -15,6 +15,7 @@ mod fixtures;
 mod history;
 mod interrupted;
 mod library;
+mod max_live;
 mod opencl;
 mod out_dir;
 mod python_driver;

@@ -489,7 +489,8 @@ fn profile_and_metric_lists_are_the_dsl_constants() {
     assert_eq!(strings(at("/$defs/opencl_profile/enum")), OPENCL_PROFILES);
     assert_eq!(strings(at("/$defs/metric/enum")), METRICS);
     let expect_keys = keys("/$defs/expect/properties");
-    let wanted: BTreeSet<String> = std::iter::once("balanced")
+    let wanted: BTreeSet<String> = ["balanced", "max_live"]
+        .into_iter()
         .chain(METRICS.iter().copied())
         .map(str::to_owned)
         .collect();

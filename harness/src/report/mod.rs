@@ -22,6 +22,7 @@ mod plot;
 mod progress;
 pub mod provenance;
 mod redact;
+pub mod safe_path;
 mod samples;
 mod suite;
 mod summary_md;

@@ -16,6 +16,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::report::artifacts::{JUNIT_XML, PLOT_SVG, REPORT_JSON, SAMPLES_JSONL, SUMMARY_MD};
+use crate::report::safe_path::contained;
 use crate::report::ReportError;
 
 /// The lock file and in-progress marker of an output folder.
@@ -73,6 +74,32 @@ impl OutDir {
     /// The folder.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Clears the way for `name` inside the claimed folder (`merge` replacing a scenario folder):
+    /// removes what `DIR/name` holds, a folder with everything in it or a file or a link (never
+    /// followed), and returns the path. `name` was read from `file`'s `entry`; it must be one
+    /// plain name (`safe_path::check_name`), so nothing outside the claimed folder, and not its
+    /// lock, can ever be removed through it.
+    pub(crate) fn clear_entry(
+        &self,
+        name: &str,
+        file: &Path,
+        entry: &str,
+    ) -> Result<PathBuf, ReportError> {
+        let path = contained(&self.dir, name, file, entry)?;
+        let removed = match std::fs::symlink_metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e),
+            // Removes the folder's entries without following a link in it.
+            Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(&path),
+            Ok(_) => std::fs::remove_file(&path),
+        };
+        removed.map_err(|source| ReportError::Write {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(path)
     }
 
     /// Marks the run as ended (its reports written, or not: a failed write is the caller's

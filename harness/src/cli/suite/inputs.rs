@@ -49,11 +49,7 @@ pub(crate) fn expand(args: &[PathBuf]) -> Result<Vec<SuiteFile>, CliError> {
         found.repeated = false;
         if is_pattern(arg) {
             let pattern = arg.to_string_lossy();
-            let paths = glob::glob(&pattern).map_err(|e| {
-                CliError::bad_input(format!("`{pattern}` is not a valid pattern: {e}"))
-            })?;
-            for path in paths {
-                let path = path.map_err(|e| CliError::bad_input(format!("{pattern}: {e}")))?;
+            for path in pattern_matches(&pattern)? {
                 add(&path, &mut found, true)?;
             }
             if found.len() == before && !found.repeated {
@@ -85,6 +81,66 @@ pub(crate) fn expand(args: &[PathBuf]) -> Result<Vec<SuiteFile>, CliError> {
     files.sort_by(|a, b| a.relative.cmp(&b.relative));
     assign_folders(&mut files);
     Ok(files)
+}
+
+/// The paths that match a glob pattern, found by the bounded walk from the pattern's literal
+/// start (`nightly/` of `nightly/**/*.yaml`): links to folders are not entered (so `**` cannot
+/// loop), a `*` never crosses a `/`, and a pattern without `**` looks no deeper than its own
+/// number of parts.
+fn pattern_matches(pattern: &str) -> Result<Vec<PathBuf>, CliError> {
+    let invalid = |e: glob::PatternError| {
+        CliError::bad_input(format!("`{pattern}` is not a valid pattern: {e}"))
+    };
+    let matcher = glob::Pattern::new(pattern).map_err(invalid)?;
+    let path = Path::new(pattern);
+    let is_literal = |part: &std::ffi::OsStr| !part.to_string_lossy().contains(['*', '?', '[']);
+    let literal: PathBuf = path
+        .components()
+        .take_while(|c| is_literal(c.as_os_str()))
+        .collect();
+    let rest = path.components().count() - literal.components().count();
+    let (root, shown_root) = if literal.as_os_str().is_empty() {
+        (PathBuf::from("."), false)
+    } else {
+        (literal, true)
+    };
+    let limits = Limits {
+        max_depth: if pattern.contains("**") {
+            MAX_DEPTH
+        } else {
+            rest
+        },
+        max_entries: MAX_ENTRIES,
+        deep: if pattern.contains("**") {
+            Deep::Refuse
+        } else {
+            Deep::Stop
+        },
+    };
+    let options = glob::MatchOptions {
+        case_sensitive: true,
+        require_literal_separator: true,
+        require_literal_leading_dot: false,
+    };
+    if !root.is_dir() {
+        return Ok(Vec::new());
+    }
+    let found = walk(&root, limits, |_| false)
+        .map_err(|e| CliError::bad_input(format!("suite: {pattern}: {e}")))?;
+    Ok(found
+        .into_iter()
+        .map(|f| {
+            if shown_root {
+                f.path
+            } else {
+                f.path
+                    .strip_prefix(".")
+                    .map(Path::to_owned)
+                    .unwrap_or(f.path)
+            }
+        })
+        .filter(|p| matcher.matches_path_with(p, options))
+        .collect())
 }
 
 /// The scenario files found so far, each once.
@@ -348,6 +404,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         touch(dir.path(), "a.yaml");
         std::os::unix::fs::symlink(".", dir.path().join("self")).unwrap();
+        std::os::unix::fs::symlink(".", dir.path().join("self2")).unwrap();
         std::os::unix::fs::symlink("/", dir.path().join("root")).unwrap();
         std::os::unix::fs::symlink("a.yaml", dir.path().join("link.yaml")).unwrap();
         let files = expand(&[
@@ -355,6 +412,7 @@ mod tests {
             dir.path().join("a.yaml"),
             dir.path().join("self/a.yaml"),
             dir.path().join("*.yaml"),
+            dir.path().join("**/*.yaml"),
         ])
         .unwrap();
         assert_eq!(relatives(&files), [("a.yaml", "a")]);

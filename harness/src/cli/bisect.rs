@@ -16,6 +16,7 @@ use crate::cli::run::{claim_out, run_and_analyze, write_out, Format};
 use crate::cli::table::aligned;
 use crate::cli::{CliError, Outcome};
 use crate::engine::litert_lm::{check_library, DiscoverError, LibraryRefusal};
+use crate::report::safe_path::unique_slugs;
 use crate::report::{
     format_bytes, format_signed_bytes, remove_if_present, render_trend_svg, write_atomic, OutDir,
     Trend, TrendPoint,
@@ -169,6 +170,8 @@ fn bisect(args: &BisectArgs, out: Option<&OutDir>) -> Result<Outcome, CliError> 
     }
 
     let labels: Vec<String> = builds.iter().map(Build::label).collect();
+    // Each build's run folders under --out: its label made a safe, distinct name.
+    let folders = unique_slugs(labels.iter().map(String::as_str), &BISECT_FILES);
     let order = if args.bisect {
         Order::Bisect
     } else {
@@ -179,7 +182,14 @@ fn bisect(args: &BisectArgs, out: Option<&OutDir>) -> Result<Outcome, CliError> 
     // ends with it once the table of what did run is printed.
     let mut failure: Option<CliError> = None;
     let found = search(builds.len(), order, min_change, |i| {
-        let result = measure(&scenario, &builds[i], args, &watch, &mut failure);
+        let result = measure(
+            &scenario,
+            &builds[i],
+            &folders[i],
+            args,
+            &watch,
+            &mut failure,
+        );
         let figures = result.figures.clone();
         results[i] = Some(result);
         figures
@@ -253,10 +263,12 @@ fn with_build(scenario: &Scenario, build: &Build) -> Scenario {
 }
 
 /// Runs `args.runs` runs of the scenario on one build (fetching it first when needed). A run
-/// folder that cannot be claimed goes into `failure`, and nothing more runs.
+/// folder (under `--out`, in `folder`) that cannot be claimed goes into `failure`, and nothing
+/// more runs.
 fn measure(
     scenario: &Scenario,
     build: &Build,
+    folder: &str,
     args: &BisectArgs,
     watch: &str,
     failure: &mut Option<CliError>,
@@ -300,11 +312,11 @@ fn measure(
     for r in 0..args.runs {
         let mut s = base.clone();
         s.seed = scenario.seed.wrapping_add(u64::from(r));
-        let folder = args
+        let run_folder = args
             .out
             .as_ref()
-            .map(|d| d.join(safe_name(&label)).join(format!("run-{}", r + 1)));
-        let out = match folder.as_deref().map(claim_out).transpose() {
+            .map(|d| d.join(folder).join(format!("run-{}", r + 1)));
+        let out = match run_folder.as_deref().map(claim_out).transpose() {
             Ok(out) => out,
             Err(e) => {
                 result.note = "not run: its output folder could not be claimed".into();
@@ -359,20 +371,6 @@ fn measure(
         }
     }
     result
-}
-
-/// A build label as a folder name.
-fn safe_name(label: &str) -> String {
-    label
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
 }
 
 fn first_line(text: &str) -> String {

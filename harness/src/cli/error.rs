@@ -208,6 +208,8 @@ impl From<ReportError> for CliError {
             | ReportError::FormatVersion { .. }
             | ReportError::Inconsistent { .. }
             | ReportError::Busy { .. }
+            | ReportError::UnsafeName(_)
+            | ReportError::Walk(_)
             | ReportError::NothingToReport { .. } => CliError::BadInput(e.into()),
         }
     }

@@ -13,6 +13,7 @@ use crate::cli::output;
 use crate::cli::table::aligned;
 use crate::cli::{CliError, Exit, Outcome};
 use crate::report::history::{read_build, BuildReports, RunFigures};
+use crate::report::safe_path::unique_slugs;
 use crate::report::{
     format_signed_bytes, render_trends_svg, write_atomic, ReportError, Trend, TrendPoint,
 };
@@ -105,6 +106,10 @@ pub(crate) fn run(args: HistoryArgs) -> Result<Outcome, CliError> {
     };
     // Created before anything is judged: a folder that cannot be made is an output failure.
     if let Some(out) = &args.out {
+        // A signal while the plots are written leaves no temporary file in --out.
+        crate::cli::interrupt::install_for_writes("history").map_err(|e| {
+            CliError::Output(anyhow::anyhow!("cannot watch for SIGINT and SIGTERM: {e}"))
+        })?;
         std::fs::create_dir_all(out).map_err(|source| ReportError::Write {
             path: out.clone(),
             source,
@@ -215,12 +220,15 @@ pub(crate) fn run(args: HistoryArgs) -> Result<Outcome, CliError> {
     }))
 }
 
-/// Writes history.txt and the plots; a failure is a warning (the verdict was printed).
+/// Writes history.txt and the plots; a failure is a warning (the verdict was printed). A plot's
+/// file name is its scenario's name made safe (`report::safe_path::unique_slugs`): a name read
+/// from a report can never place a file outside `--out`, and two scenarios never share a plot.
 fn write_outputs(out: &std::path::Path, text: &str, plots: &[(String, Vec<Trend>)]) {
     let mut written = vec![(out.join("history.txt"), text.to_owned())];
-    for (scenario, trends) in plots {
+    let files = unique_slugs(plots.iter().map(|(scenario, _)| scenario.as_str()), &[]);
+    for ((_, trends), file) in plots.iter().zip(files) {
         match render_trends_svg(trends) {
-            Ok(svg) => written.push((out.join(format!("{scenario}.svg")), svg)),
+            Ok(svg) => written.push((out.join(format!("{file}.svg")), svg)),
             Err(e) => output::warning(&e.to_string()),
         }
     }

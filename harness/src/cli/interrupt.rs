@@ -25,7 +25,9 @@ use crate::cli::run::{finish_run, Format};
 use crate::cli::{conclude, Exit, Outcome};
 use crate::engine::BackendInfo;
 use crate::report::provenance::{process_env, resolve_build};
-use crate::report::{interrupted_record, read_samples, OutDir, SampleStream};
+use crate::report::{
+    discard_pending_writes, interrupted_record, read_samples, OutDir, SampleStream,
+};
 use crate::runner::{BuildStamp, CiRun, Provenance, RunObserver, Sample};
 use crate::scenario::Scenario;
 
@@ -119,6 +121,7 @@ impl InFlight {
                 let finish = AssertUnwindSafe(|| finish_interrupted(*pending, signal.as_str()));
                 let exit = std::panic::catch_unwind(finish)
                     .unwrap_or_else(|_| Exit::interrupted(signal.as_str()));
+                discard_pending_writes();
                 std::process::exit(conclude(Ok(Outcome::Verdict(exit))) as i32)
             }
             State::Idle => {
@@ -127,6 +130,7 @@ impl InFlight {
                     signal.as_str()
                 ));
                 let exit = Exit::interrupted(signal.as_str());
+                discard_pending_writes();
                 std::process::exit(conclude(Ok(Outcome::Verdict(exit))) as i32)
             }
             State::Finishing => {}
@@ -205,6 +209,27 @@ extern "C" fn on_signal(signal: libc::c_int) {
 
 /// Routes SIGINT and SIGTERM to `in_flight` for the rest of the process's life.
 pub(crate) fn install(in_flight: Arc<InFlight>) -> std::io::Result<()> {
+    route(move |signal| in_flight.interrupt(signal))
+}
+
+/// Routes SIGINT and SIGTERM of a command that writes files but runs no scenario (`history
+/// --out`): the signal ends it with 128 + the signal's number, after removing the temporaries of
+/// the atomic writes in progress, so no `.tmp` file is left behind.
+pub(crate) fn install_for_writes(command: &'static str) -> std::io::Result<()> {
+    route(move |signal| {
+        discard_pending_writes();
+        output::note(&format!(
+            "leakloop {command}: stopped by {}",
+            signal.as_str()
+        ));
+        let exit = Exit::interrupted(signal.as_str());
+        std::process::exit(conclude(Ok(Outcome::Verdict(exit))) as i32)
+    })
+}
+
+/// Hands each SIGINT and SIGTERM, for the rest of the process's life, to `on` on a thread of
+/// its own (the handler itself only writes the signal's number into a pipe).
+fn route(on: impl Fn(Signal) + Send + 'static) -> std::io::Result<()> {
     let (mut reader, writer) = std::io::pipe()?;
     // Never closed: the handler may write to it until the process exits.
     SIGNAL_PIPE.store(writer.into_raw_fd(), Ordering::Relaxed);
@@ -215,7 +240,7 @@ pub(crate) fn install(in_flight: Arc<InFlight>) -> std::io::Result<()> {
             match reader.read(&mut byte) {
                 Ok(1) => {
                     if let Ok(signal) = Signal::try_from(i32::from(byte[0])) {
-                        in_flight.interrupt(signal);
+                        on(signal);
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}

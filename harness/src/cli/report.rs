@@ -3,18 +3,22 @@
 //! has no report (it crashed, was killed, is still running, or could not write it), it says which
 //! as far as the folder's marker tells (`report/out_dir.rs`) and shows what samples.jsonl holds;
 //! it never shows an earlier run's verdict. A suite's folder (its report.json of kind
-//! `leakloop-suite`) shows the suite's table and rewrites its summary.md.
+//! `leakloop-suite`) shows the suite's table and rewrites its summary.md; its exit code is
+//! derived from the scenarios' own verdicts (each scenario folder's report.json, else the
+//! entry's status), never taken from the stored suite `exit_code` alone, and a stored code or
+//! entry that contradicts them is reported and exits at least 2.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::analyze::Verdict;
 use crate::cli::output;
 use crate::cli::{CliError, Exit, Outcome};
+use crate::input::printable;
 use crate::report::{
     inspect_out_dir, print_terminal, read_report, read_samples, read_suite_report, render_partial,
     render_plot_svg, render_suite_summary_md, render_suite_text, render_summary_md, write_atomic,
-    ReportError, RunState, StreamedSamples, SuiteReport, PLOT_SVG, REPORT_JSON, SAMPLES_JSONL,
-    SUMMARY_MD,
+    EntryStatus, ReportError, RunState, StreamedSamples, SuiteReport, PLOT_SVG, REPORT_JSON,
+    SAMPLES_JSONL, SUMMARY_MD,
 };
 use crate::runner::RunRecord;
 
@@ -72,8 +76,8 @@ pub(crate) fn run(args: ReportArgs) -> Result<Outcome, CliError> {
     Ok(Outcome::Verdict(Exit::of_verdict(verdict.status)))
 }
 
-/// A suite folder: its table (or summary.md), summary.md rewritten; exits with the suite's
-/// worst code.
+/// A suite folder: its table (or summary.md), summary.md rewritten; exits with the worst code
+/// of the scenarios' verdicts ([`suite_exit`]).
 fn report_suite(args: &ReportArgs, suite: &SuiteReport) -> Result<Outcome, CliError> {
     let summary = render_suite_summary_md(suite);
     match args.format {
@@ -85,15 +89,92 @@ fn report_suite(args: &ReportArgs, suite: &SuiteReport) -> Result<Outcome, CliEr
             output::warning(&format!("the verdicts above stand, but {e}"));
         }
     }
-    Exit::from_code(suite.exit_code)
-        .map(Outcome::Verdict)
-        .ok_or_else(|| {
-            CliError::bad_input(format!(
-                "{}: exit_code {} is no code leakloop gives",
-                args.dir.join(REPORT_JSON).display(),
-                suite.exit_code
-            ))
-        })
+    let (exit, contradictions) = suite_exit(&args.dir, suite);
+    for c in &contradictions {
+        output::warning(c);
+    }
+    Ok(Outcome::Verdict(exit))
+}
+
+/// The exit code of a suite folder, as `report` on each scenario's folder would give it (a run
+/// that did not finish exits 3), and what in the stored index contradicts the verdicts. A
+/// contradiction makes the code at least 2: the index was altered or is corrupt.
+fn suite_exit(dir: &Path, suite: &SuiteReport) -> (Exit, Vec<String>) {
+    let index = dir.join(REPORT_JSON);
+    let mut codes = Vec::new();
+    let mut run_codes = Vec::new();
+    let mut contradictions = Vec::new();
+    for (i, entry) in suite.scenarios.iter().enumerate() {
+        // The folder name was checked when the index was read: a plain name inside `dir`.
+        let report_path = dir.join(&entry.folder).join(REPORT_JSON);
+        let status = if entry.error.is_none() && report_path.is_file() {
+            match read_report(&report_path) {
+                Ok(run) => {
+                    let status = EntryStatus::of_verdict(run.verdict.status);
+                    if status != entry.status {
+                        contradictions.push(format!(
+                            "{}: scenarios[{i}] ({}) says `{}`, but its report {} says `{}`",
+                            index.display(),
+                            printable(&entry.path),
+                            entry.status.word(),
+                            report_path.display(),
+                            status.word()
+                        ));
+                    }
+                    status
+                }
+                Err(e) => {
+                    contradictions.push(format!("scenarios[{i}]: {e}"));
+                    codes.push(Exit::BadInput);
+                    entry.status
+                }
+            }
+        } else {
+            entry.status
+        };
+        let stored = Exit::from_code(entry.exit_code);
+        let run_code = match status {
+            EntryStatus::Pass => Exit::Pass,
+            EntryStatus::Fail => Exit::ExpectationFailed,
+            EntryStatus::EngineFailed => Exit::EngineFailed,
+            EntryStatus::Interrupted => stored
+                .filter(|e| *e >= Exit::InterruptedBySigint)
+                .unwrap_or(Exit::InterruptedBySigterm),
+            EntryStatus::Error => stored
+                .filter(|e| *e >= Exit::BadInput)
+                .unwrap_or(Exit::BadInput),
+        };
+        if stored != Some(run_code) {
+            contradictions.push(format!(
+                "{}: scenarios[{i}] ({}) stores exit code {}, but its verdict `{}` gives {}",
+                index.display(),
+                printable(&entry.path),
+                entry.exit_code,
+                status.word(),
+                run_code as u8
+            ));
+        }
+        run_codes.push(run_code);
+        codes.push(match status {
+            // As `report` on the scenario's own folder: a run that did not finish exits 3.
+            EntryStatus::Interrupted => Exit::EngineFailed,
+            _ => run_code,
+        });
+    }
+    let worst_run = Exit::worst(run_codes);
+    if suite.exit_code != worst_run as u8 {
+        contradictions.push(format!(
+            "{}: the stored exit_code {} contradicts the scenarios' verdicts, which give {}: the \
+             file was altered or is corrupt",
+            index.display(),
+            suite.exit_code,
+            worst_run as u8
+        ));
+    }
+    if !contradictions.is_empty() {
+        codes.push(Exit::BadInput);
+    }
+    (Exit::worst(codes), contradictions)
 }
 
 /// Rewrites summary.md and plot.svg from the report.

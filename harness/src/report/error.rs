@@ -74,6 +74,12 @@ pub enum ReportError {
         /// The status its expectations and outcome give.
         derived: String,
     },
+    /// A name read from a file cannot be a file name inside its folder (see `safe_path`).
+    #[error(transparent)]
+    UnsafeName(#[from] crate::report::safe_path::UnsafeName),
+    /// A folder walk met a symlink loop, or went past its depth or count limit (see `walk`).
+    #[error(transparent)]
+    Walk(#[from] crate::walk::WalkError),
     /// Rendering an artifact failed (e.g. the plot).
     #[error("cannot render {artifact}: {message}")]
     Render {

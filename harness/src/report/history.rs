@@ -13,10 +13,15 @@ use std::path::{Path, PathBuf};
 use crate::analyze::VerdictStatus;
 use crate::report::{read_report, read_suite_report, ReportError, ReportFile, REPORT_JSON};
 use crate::runner::{Provenance, RunOutcome};
+use crate::walk::{walk, Deep, Kind, Limits};
 
 /// How deep under a build folder report.json files are looked for (a suite folder, a partition
 /// folder inside a merged suite, a run folder inside a build).
 pub const MAX_DEPTH: usize = 4;
+
+/// How many files and folders a build folder may hold in all before it is refused (a bisect
+/// build with many runs, a large suite: far below; `/` or a home folder given by mistake: above).
+pub const MAX_ENTRIES: usize = 200_000;
 
 /// One figure pair of one metric in one run.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -111,37 +116,21 @@ fn is_suite_index(path: &Path) -> bool {
 }
 
 /// Every report.json at most [`MAX_DEPTH`] folders under `dir` (`dir/report.json` included),
-/// sorted by path. Symbolic links to folders are not followed.
+/// sorted by path, found by the one bounded walk (`crate::walk`): symbolic links are not
+/// followed, and a folder with more than [`MAX_ENTRIES`] entries is refused.
 pub fn find_report_files(dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
-    let mut found = Vec::new();
-    walk(dir, 0, &mut found)?;
+    let limits = Limits {
+        max_depth: MAX_DEPTH + 1,
+        max_entries: MAX_ENTRIES,
+        deep: Deep::Stop,
+    };
+    let mut found: Vec<PathBuf> = walk(dir, limits, |_| false)?
+        .into_iter()
+        .filter(|f| f.kind == Kind::File && f.path.file_name() == Some(REPORT_JSON.as_ref()))
+        .map(|f| f.path)
+        .collect();
     found.sort();
     Ok(found)
-}
-
-fn walk(dir: &Path, depth: usize, found: &mut Vec<PathBuf>) -> Result<(), ReportError> {
-    let entries = std::fs::read_dir(dir).map_err(|source| ReportError::Read {
-        path: dir.to_owned(),
-        source,
-    })?;
-    let mut folders = Vec::new();
-    for entry in entries.flatten() {
-        let Ok(kind) = entry.file_type() else {
-            continue;
-        };
-        if kind.is_dir() {
-            folders.push(entry.path());
-        } else if kind.is_file() && entry.file_name() == REPORT_JSON {
-            found.push(entry.path());
-        }
-    }
-    if depth < MAX_DEPTH {
-        folders.sort();
-        for folder in folders {
-            walk(&folder, depth + 1, found)?;
-        }
-    }
-    Ok(())
 }
 
 /// Reads the build in `dir`: every per-scenario report under it. A report.json that does not

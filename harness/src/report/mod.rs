@@ -22,6 +22,7 @@ mod plot;
 mod progress;
 pub mod provenance;
 mod redact;
+pub mod safe_path;
 mod samples;
 mod suite;
 mod summary_md;
@@ -33,6 +34,8 @@ mod trend;
 mod units;
 
 pub use artifacts::{write_reports, JUNIT_XML, PLOT_SVG, REPORT_JSON, SAMPLES_JSONL, SUMMARY_MD};
+#[cfg(feature = "cli")]
+pub(crate) use atomic::discard_pending_writes;
 pub use atomic::write_atomic;
 pub use error::ReportError;
 pub use fanout::Fanout;

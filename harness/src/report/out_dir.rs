@@ -9,14 +9,22 @@
 //! the lock belongs to a run that crashed or was killed; a second run, or a `leakloop report`,
 //! that finds the lock held knows a run is still writing there. The lock file itself stays: an
 //! advisory lock on a file that is deleted and re-created could be held by two processes at once.
+//!
+//! Claims nest: a folder inside a folder another process holds (`run --out suite/x` while a suite
+//! writes `suite/`) is refused as busy, naming the held folder, and so is a folder with a held
+//! folder one or two levels inside it (a suite started over a running scenario's folder). Claims
+//! this process holds itself (a suite's scenario folders, a bisect's run folders) are its own.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 use crate::report::artifacts::{JUNIT_XML, PLOT_SVG, REPORT_JSON, SAMPLES_JSONL, SUMMARY_MD};
+use crate::report::safe_path::contained;
 use crate::report::ReportError;
+use crate::walk::{walk, Deep, Kind, Limits};
 
 /// The lock file and in-progress marker of an output folder.
 pub const LOCK_FILE: &str = ".leakloop.lock";
@@ -28,11 +36,75 @@ const RUNNING: &str = "running";
 /// does for any file a program creates.
 pub(crate) const FILE_MODE: u32 = 0o666;
 
+/// The folders this process holds claims on (canonical paths).
+static HELD: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
 /// A run's claim on its output folder: held from before the engine starts until the run ends.
 #[derive(Debug)]
 pub struct OutDir {
     dir: PathBuf,
     lock: File,
+    /// The canonical path, as registered in [`HELD`].
+    canonical: Option<PathBuf>,
+}
+
+impl Drop for OutDir {
+    fn drop(&mut self) {
+        if let Some(canonical) = &self.canonical {
+            let mut held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(i) = held.iter().position(|p| p == canonical) {
+                held.swap_remove(i);
+            }
+        }
+    }
+}
+
+/// Whether another process holds the claim on `folder` (its lock file is locked, and not by this
+/// process). A lock file that cannot be opened or locked is no claim.
+fn held_elsewhere(folder: &Path) -> bool {
+    let Ok(lock) = open_lock_file(&folder.join(LOCK_FILE), false) else {
+        return false;
+    };
+    match lock.try_lock_shared() {
+        Err(TryLockError::WouldBlock) => {
+            let ours = folder.canonicalize().ok().is_some_and(|c| {
+                HELD.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .contains(&c)
+            });
+            !ours
+        }
+        _ => false,
+    }
+}
+
+/// A folder that another process holds, above `dir` or up to two levels inside it.
+fn claimed_nearby(dir: &Path) -> Option<PathBuf> {
+    let existing = dir.ancestors().find_map(|a| {
+        let a = if a.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            a
+        };
+        a.canonicalize().ok()
+    })?;
+    let ancestors = existing.ancestors().filter(|a| *a != dir);
+    if let Some(held) = ancestors.into_iter().find(|a| held_elsewhere(a)) {
+        return Some(held.to_owned());
+    }
+    // Inside: only the first two levels (a suite's scenario folders, a bisect's run folders),
+    // and only as far as a cheap look goes.
+    let limits = Limits {
+        max_depth: 2,
+        max_entries: 10_000,
+        deep: Deep::Stop,
+    };
+    let inside = walk(dir, limits, |name| name.to_string_lossy().starts_with('.')).ok()?;
+    inside
+        .into_iter()
+        .filter(|f| f.kind == Kind::Dir)
+        .map(|f| f.path)
+        .find(|f| held_elsewhere(f))
 }
 
 impl OutDir {
@@ -40,6 +112,9 @@ impl OutDir {
     /// removes every artifact of the previous run. A folder locked by another leakloop process
     /// is refused with [`ReportError::Busy`].
     pub fn claim(dir: &Path) -> Result<Self, ReportError> {
+        if let Some(held) = claimed_nearby(dir) {
+            return Err(ReportError::Busy { dir: held });
+        }
         create_folder(dir)?;
         let lock_path = dir.join(LOCK_FILE);
         let write_error = |source| ReportError::Write {
@@ -64,15 +139,48 @@ impl OutDir {
         for name in [REPORT_JSON, JUNIT_XML, SUMMARY_MD, PLOT_SVG, SAMPLES_JSONL] {
             remove_if_present(&dir.join(name))?;
         }
+        let canonical = dir.canonicalize().ok();
+        if let Some(c) = &canonical {
+            HELD.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(c.clone());
+        }
         Ok(Self {
             dir: dir.to_owned(),
             lock,
+            canonical,
         })
     }
 
     /// The folder.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Clears the way for `name` inside the claimed folder (`merge` replacing a scenario folder):
+    /// removes what `DIR/name` holds, a folder with everything in it or a file or a link (never
+    /// followed), and returns the path. `name` was read from `file`'s `entry`; it must be one
+    /// plain name (`safe_path::check_name`), so nothing outside the claimed folder, and not its
+    /// lock, can ever be removed through it.
+    pub(crate) fn clear_entry(
+        &self,
+        name: &str,
+        file: &Path,
+        entry: &str,
+    ) -> Result<PathBuf, ReportError> {
+        let path = contained(&self.dir, name, file, entry)?;
+        let removed = match std::fs::symlink_metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e),
+            // Removes the folder's entries without following a link in it.
+            Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(&path),
+            Ok(_) => std::fs::remove_file(&path),
+        };
+        removed.map_err(|source| ReportError::Write {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(path)
     }
 
     /// Marks the run as ended (its reports written, or not: a failed write is the caller's
@@ -237,6 +345,35 @@ mod tests {
         assert!(err.to_string().contains("another leakloop"), "{err}");
         first.release().unwrap();
         OutDir::claim(dir.path()).unwrap().release().unwrap();
+    }
+
+    #[test]
+    fn a_folder_inside_or_around_one_held_by_another_process_is_busy() {
+        let dir = tempfile::tempdir().unwrap();
+        let suite = dir.path().join("suite");
+        // Another process's claim: the lock taken on a descriptor this process never registered.
+        std::fs::create_dir_all(&suite).unwrap();
+        let other = open_lock_file(&suite.join(LOCK_FILE), true).unwrap();
+        other.try_lock().unwrap();
+        let err = OutDir::claim(&suite.join("x")).unwrap_err();
+        assert!(
+            matches!(&err, ReportError::Busy { dir } if dir.ends_with("suite")),
+            "{err}"
+        );
+        assert!(
+            !suite.join("x").exists(),
+            "nothing is created in a held folder"
+        );
+        let err = OutDir::claim(dir.path()).unwrap_err();
+        assert!(
+            matches!(&err, ReportError::Busy { dir } if dir.ends_with("suite")),
+            "{err}"
+        );
+        drop(other);
+        // This process's own claim: its folders inside are its own to claim.
+        let own = OutDir::claim(&suite).unwrap();
+        OutDir::claim(&suite.join("x")).unwrap().release().unwrap();
+        own.release().unwrap();
     }
 
     #[test]

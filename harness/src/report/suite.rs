@@ -16,6 +16,7 @@ use crate::analyze::{Classification, Verdict, VerdictStatus};
 use crate::input::{read_bounded, utf8_text};
 use crate::report::facts::{metric_passed, status_word};
 use crate::report::junit::{junit_suite, strip_testsuites_skipped};
+use crate::report::safe_path::{contained, NameProblem, UnsafeName};
 use crate::report::table::{render_table, Cell};
 use crate::report::units::format_per_turn;
 use crate::report::{read_report, write_atomic, ReportError, JUNIT_XML, REPORT_JSON, SUMMARY_MD};
@@ -496,7 +497,29 @@ pub fn read_suite_report(path: &Path) -> Result<Option<SuiteReport>, ReportError
             ),
         });
     }
+    check_folders(path, &report)?;
     Ok(Some(report))
+}
+
+/// Each entry's `folder` is structure (`merge` copies and replaces it, `report` reads it): it
+/// must be one plain name inside the suite's folder, and no two entries may share one
+/// (`report::safe_path`); otherwise the whole index is refused, naming the entry.
+fn check_folders(path: &Path, report: &SuiteReport) -> Result<(), ReportError> {
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, entry) in report.scenarios.iter().enumerate() {
+        let name = format!("scenarios[{i}].folder");
+        contained(Path::new(""), &entry.folder, path, &name)?;
+        if !seen.insert(entry.folder.to_lowercase()) {
+            return Err(UnsafeName {
+                file: path.to_owned(),
+                entry: name,
+                name: entry.folder.clone(),
+                problem: NameProblem::Taken,
+            }
+            .into());
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ mod check;
 mod ci_workflow;
 mod common;
 mod compare;
+mod containment;
 mod drivers;
 mod exit_codes;
 mod fixtures;

@@ -2,12 +2,27 @@
 //! `*.yml` (recursively, skipping hidden entries), and glob patterns (`nightly/**/*.yaml`). Each
 //! scenario gets its path relative to the suite root (the deepest folder holding them all,
 //! written with `/`) and an output folder name derived from it, unique within the suite.
+//!
+//! Folders are searched by the one bounded walk (`crate::walk`): a symlinked folder is never
+//! entered (a link to a scenario file is taken), at most [`MAX_DEPTH`] levels deep and
+//! [`MAX_ENTRIES`] entries per argument, beyond which the suite is refused (exit 2, naming the
+//! limit and the folder). A file reached twice (named twice, through a link, by a folder and a
+//! glob) is one scenario: files are told apart by device and inode.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, HashSet};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
-use crate::cli::suite::partition::fnv1a64;
 use crate::cli::CliError;
+use crate::report::safe_path::{slug, slug_char, unique_names};
+use crate::report::{JUNIT_XML, LOCK_FILE, REPORT_JSON, SUMMARY_MD};
+use crate::walk::{walk, Deep, Kind, Limits};
+
+/// Folder levels searched under a folder argument.
+pub(crate) const MAX_DEPTH: usize = 32;
+
+/// Entries (files, folders, links) looked at under one folder argument.
+pub(crate) const MAX_ENTRIES: usize = 100_000;
 
 /// One scenario file of a suite.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,26 +43,24 @@ pub(crate) fn is_pattern(arg: &Path) -> bool {
 
 /// Expands the arguments into the suite's scenario files, sorted by relative path, each once.
 pub(crate) fn expand(args: &[PathBuf]) -> Result<Vec<SuiteFile>, CliError> {
-    let mut found: BTreeMap<PathBuf, PathBuf> = BTreeMap::new();
+    let mut found = Found::default();
     for arg in args {
         let before = found.len();
+        found.repeated = false;
         if is_pattern(arg) {
             let pattern = arg.to_string_lossy();
-            let paths = glob::glob(&pattern).map_err(|e| {
-                CliError::bad_input(format!("`{pattern}` is not a valid pattern: {e}"))
-            })?;
-            for path in paths {
-                let path = path.map_err(|e| CliError::bad_input(format!("{pattern}: {e}")))?;
+            for path in pattern_matches(&pattern)? {
                 add(&path, &mut found, true)?;
             }
-            if found.len() == before {
+            if found.len() == before && !found.repeated {
                 return Err(CliError::bad_input(format!(
                     "`{pattern}` matches no scenario file"
                 )));
             }
         } else {
+            found.repeated = false;
             add(arg, &mut found, false)?;
-            if found.len() == before && arg.is_dir() {
+            if found.len() == before && !found.repeated && arg.is_dir() {
                 return Err(CliError::bad_input(format!(
                     "{} holds no scenario file (*.yaml, *.yml)",
                     arg.display()
@@ -55,8 +68,9 @@ pub(crate) fn expand(args: &[PathBuf]) -> Result<Vec<SuiteFile>, CliError> {
             }
         }
     }
-    let root = common_root(found.keys());
+    let root = common_root(found.files.keys());
     let mut files: Vec<SuiteFile> = found
+        .files
         .into_iter()
         .map(|(absolute, path)| SuiteFile {
             relative: relative_text(&absolute, &root),
@@ -69,24 +83,111 @@ pub(crate) fn expand(args: &[PathBuf]) -> Result<Vec<SuiteFile>, CliError> {
     Ok(files)
 }
 
-/// Adds a file, or a folder's scenario files, keyed by absolute path so that a file named twice
-/// runs once. A folder matched by a glob is searched like a named one.
-fn add(
-    path: &Path,
-    found: &mut BTreeMap<PathBuf, PathBuf>,
-    from_pattern: bool,
-) -> Result<(), CliError> {
+/// The paths that match a glob pattern, found by the bounded walk from the pattern's literal
+/// start (`nightly/` of `nightly/**/*.yaml`): links to folders are not entered (so `**` cannot
+/// loop), a `*` never crosses a `/`, and a pattern without `**` looks no deeper than its own
+/// number of parts.
+fn pattern_matches(pattern: &str) -> Result<Vec<PathBuf>, CliError> {
+    let invalid = |e: glob::PatternError| {
+        CliError::bad_input(format!("`{pattern}` is not a valid pattern: {e}"))
+    };
+    let matcher = glob::Pattern::new(pattern).map_err(invalid)?;
+    let path = Path::new(pattern);
+    let is_literal = |part: &std::ffi::OsStr| !part.to_string_lossy().contains(['*', '?', '[']);
+    let literal: PathBuf = path
+        .components()
+        .take_while(|c| is_literal(c.as_os_str()))
+        .collect();
+    let rest = path.components().count() - literal.components().count();
+    let (root, shown_root) = if literal.as_os_str().is_empty() {
+        (PathBuf::from("."), false)
+    } else {
+        (literal, true)
+    };
+    let limits = Limits {
+        max_depth: if pattern.contains("**") {
+            MAX_DEPTH
+        } else {
+            rest
+        },
+        max_entries: MAX_ENTRIES,
+        deep: if pattern.contains("**") {
+            Deep::Refuse
+        } else {
+            Deep::Stop
+        },
+    };
+    let options = glob::MatchOptions {
+        case_sensitive: true,
+        require_literal_separator: true,
+        require_literal_leading_dot: false,
+    };
+    if !root.is_dir() {
+        return Ok(Vec::new());
+    }
+    let found = walk(&root, limits, |_| false)
+        .map_err(|e| CliError::bad_input(format!("suite: {pattern}: {e}")))?;
+    Ok(found
+        .into_iter()
+        .map(|f| {
+            if shown_root {
+                f.path
+            } else {
+                f.path
+                    .strip_prefix(".")
+                    .map(Path::to_owned)
+                    .unwrap_or(f.path)
+            }
+        })
+        .filter(|p| matcher.matches_path_with(p, options))
+        .collect())
+}
+
+/// The scenario files found so far, each once.
+#[derive(Default)]
+struct Found {
+    /// By absolute path: the file as found.
+    files: BTreeMap<PathBuf, PathBuf>,
+    /// Device and inode of every file taken.
+    ids: HashSet<(u64, u64)>,
+    /// Whether the argument being expanded reached a file already taken.
+    repeated: bool,
+}
+
+impl Found {
+    fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    /// Takes `path` unless the same file (device and inode) was taken before.
+    fn insert(&mut self, path: &Path, meta: &std::fs::Metadata) {
+        if self.ids.insert((meta.dev(), meta.ino())) {
+            self.files
+                .entry(absolute(path))
+                .or_insert_with(|| path.to_owned());
+        } else {
+            self.repeated = true;
+        }
+    }
+}
+
+/// Adds a file, or a folder's scenario files, so that a file named twice runs once. A folder
+/// matched by a glob is searched like a named one.
+fn add(path: &Path, found: &mut Found, from_pattern: bool) -> Result<(), CliError> {
     let meta = std::fs::metadata(path).map_err(|e| {
         CliError::bad_input(format!("cannot read scenario {}: {e}", path.display()))
     })?;
     if meta.is_dir() {
         for file in scenario_files_under(path)? {
-            found.entry(absolute(&file)).or_insert(file);
+            // A link whose target vanished is no scenario: passed over like a non-YAML file.
+            if let Ok(meta) = std::fs::metadata(&file) {
+                if meta.is_file() {
+                    found.insert(&file, &meta);
+                }
+            }
         }
     } else if !from_pattern || has_scenario_extension(path) {
-        found
-            .entry(absolute(path))
-            .or_insert_with(|| path.to_owned());
+        found.insert(path, &meta);
     }
     Ok(())
 }
@@ -98,28 +199,21 @@ fn has_scenario_extension(path: &Path) -> bool {
     )
 }
 
-/// The `*.yaml` and `*.yml` files under `dir`, recursively, in name order; entries whose name
-/// starts with `.` are skipped.
+/// The `*.yaml` and `*.yml` files (and links to them) under `dir`, recursively through folders
+/// that are not links, in path order; entries whose name starts with `.` are skipped.
 fn scenario_files_under(dir: &Path) -> Result<Vec<PathBuf>, CliError> {
-    let mut out = Vec::new();
-    let mut pending = vec![dir.to_owned()];
-    while let Some(dir) = pending.pop() {
-        let entries = std::fs::read_dir(&dir)
-            .map_err(|e| CliError::bad_input(format!("cannot read {}: {e}", dir.display())))?;
-        let mut paths: Vec<PathBuf> = entries
-            .filter_map(Result::ok)
-            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-            .map(|e| e.path())
-            .collect();
-        paths.sort();
-        for path in paths {
-            if path.is_dir() {
-                pending.push(path);
-            } else if has_scenario_extension(&path) {
-                out.push(path);
-            }
-        }
-    }
+    let limits = Limits {
+        max_depth: MAX_DEPTH,
+        max_entries: MAX_ENTRIES,
+        deep: Deep::Refuse,
+    };
+    let found = walk(dir, limits, |name| name.to_string_lossy().starts_with('.'))
+        .map_err(|e| CliError::bad_input(format!("suite: {e}")))?;
+    let mut out: Vec<PathBuf> = found
+        .into_iter()
+        .filter(|f| matches!(f.kind, Kind::File | Kind::Symlink) && has_scenario_extension(&f.path))
+        .map(|f| f.path)
+        .collect();
     out.sort();
     Ok(out)
 }
@@ -175,27 +269,16 @@ fn relative_text(file: &Path, root: &Path) -> String {
 /// Gives each file an output folder name: its relative path without the extension, folders
 /// joined by `--`, characters other than letters, digits, `.`, `_` and `-` replaced by `_`.
 /// Names that would clash (also when only their case differs, for case-insensitive file
-/// systems) each get `-` and 8 hex digits of their path's hash. Decided over the whole suite,
-/// so that every partition names a scenario's folder the same way.
+/// systems, or with the suite's own files) each get `-` and 8 hex digits of their path's hash
+/// (`report::safe_path::unique_names`). Decided over the whole suite, so that every partition
+/// names a scenario's folder the same way.
 fn assign_folders(files: &mut [SuiteFile]) {
-    let base: Vec<String> = files.iter().map(|f| folder_base(&f.relative)).collect();
-    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-    for name in &base {
-        *seen.entry(name.to_lowercase()).or_default() += 1;
+    let relatives: Vec<String> = files.iter().map(|f| f.relative.clone()).collect();
+    let reserved = [REPORT_JSON, SUMMARY_MD, JUNIT_XML, LOCK_FILE];
+    let folders = unique_names(relatives.iter().map(String::as_str), folder_base, &reserved);
+    for (file, folder) in files.iter_mut().zip(folders) {
+        file.folder = folder;
     }
-    let mut taken = BTreeSet::new();
-    for (file, name) in files.iter_mut().zip(base) {
-        file.folder = if seen[&name.to_lowercase()] > 1 {
-            format!(
-                "{name}-{:08x}",
-                fnv1a64(file.relative.as_bytes()) & 0xffff_ffff
-            )
-        } else {
-            name
-        };
-        taken.insert(file.folder.to_lowercase());
-    }
-    debug_assert_eq!(taken.len(), files.len(), "folder names are unique");
 }
 
 fn folder_base(relative: &str) -> String {
@@ -205,29 +288,17 @@ fn folder_base(relative: &str) -> String {
         .unwrap_or(relative);
     let name: String = stem
         .split('/')
-        .map(|part| {
-            part.chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                        c
-                    } else {
-                        '_'
-                    }
-                })
-                .collect::<String>()
-        })
+        .map(|part| part.chars().map(slug_char).collect::<String>())
         .collect::<Vec<_>>()
         .join("--");
-    // `.` and `..` would be no folder of their own.
-    if name.trim_matches('.').is_empty() {
-        format!("_{name}")
-    } else {
-        name
-    }
+    // `.`, `..` and hidden names are no scenario's folder, and a name has a length limit.
+    slug(&name)
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
 
     fn touch(root: &Path, relative: &str) {
@@ -326,5 +397,38 @@ mod tests {
         let err = expand(&[dir.path().join("gone.yaml")]).unwrap_err();
         assert!(err.to_string().contains("gone.yaml"), "{err}");
         assert_eq!(err.exit(), crate::cli::Exit::BadInput);
+    }
+
+    #[test]
+    fn links_to_folders_are_not_entered_and_a_file_reached_twice_runs_once() {
+        let dir = tempfile::tempdir().unwrap();
+        touch(dir.path(), "a.yaml");
+        std::os::unix::fs::symlink(".", dir.path().join("self")).unwrap();
+        std::os::unix::fs::symlink(".", dir.path().join("self2")).unwrap();
+        std::os::unix::fs::symlink("/", dir.path().join("root")).unwrap();
+        std::os::unix::fs::symlink("a.yaml", dir.path().join("link.yaml")).unwrap();
+        let files = expand(&[
+            dir.path().to_owned(),
+            dir.path().join("a.yaml"),
+            dir.path().join("self/a.yaml"),
+            dir.path().join("*.yaml"),
+            dir.path().join("**/*.yaml"),
+        ])
+        .unwrap();
+        assert_eq!(relatives(&files), [("a.yaml", "a")]);
+    }
+
+    #[test]
+    fn a_folder_nested_past_the_limit_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let deep: Vec<String> = (0..=MAX_DEPTH).map(|i| format!("d{i}")).collect();
+        touch(dir.path(), &format!("{}/x.yaml", deep.join("/")));
+        let err = expand(&[dir.path().to_owned()]).unwrap_err();
+        assert_eq!(err.exit(), crate::cli::Exit::BadInput);
+        assert!(
+            err.to_string()
+                .contains(&format!("nested more than {MAX_DEPTH} folders deep")),
+            "{err}"
+        );
     }
 }

@@ -3,6 +3,13 @@
 //! every scenario folder copied, and the suite's report.json, summary.md and junit.xml
 //! rendered from the joined entries. It refuses partitions of different suites, partitions
 //! given twice, and a missing partition, naming them.
+//!
+//! A share is data, not trusted structure: its index's `folder` entries must be plain names
+//! (`report::safe_path`, checked when the index is read), a scenario folder or anything in it
+//! that is a symbolic link, a FIFO or a device is refused (exit 2, naming it), and the copy walks
+//! each folder with the one bounded walk (`crate::walk`). Everything is checked before `--out` is
+//! claimed, and the only thing ever removed is a scenario folder inside the claimed `--out`
+//! (`OutDir::clear_entry`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,10 +21,11 @@ use crate::cli::run::claim_out;
 use crate::cli::suite::partition::share_of;
 use crate::cli::suite::run::write_index;
 use crate::cli::{CliError, Exit, Outcome};
+use crate::input::open_regular;
 use crate::report::{
-    read_suite_report, remove_if_present, render_suite_text, ReportError, SuiteReport, LOCK_FILE,
-    REPORT_JSON,
+    read_suite_report, render_suite_text, ReportError, SuiteReport, LOCK_FILE, REPORT_JSON,
 };
+use crate::walk::{walk, Deep, Found, Kind, Limits};
 
 /// Arguments of `leakloop merge`.
 ///
@@ -53,18 +61,28 @@ pub(crate) fn run(args: MergeArgs) -> Result<Outcome, CliError> {
             )));
         }
     }
-    let out = claim_out(&args.out)?;
+    // Every share's folders are checked before --out is claimed: a refusal changes nothing.
+    let mut copies = Vec::new();
     for (dir, report) in &parts {
-        for entry in &report.scenarios {
-            let target = out.dir().join(&entry.folder);
-            copy_folder(&dir.join(&entry.folder), &target).map_err(|e| {
-                CliError::Output(anyhow!(e).context(format!(
-                    "cannot copy the folder of {} into {}",
-                    entry.path,
-                    out.dir().display()
-                )))
-            })?;
+        for (i, entry) in report.scenarios.iter().enumerate() {
+            if let Some(items) = plan_copy(&dir.join(&entry.folder))? {
+                copies.push((dir, i, entry, items));
+            }
         }
+    }
+    let out = claim_out(&args.out)?;
+    for (dir, i, entry, items) in copies {
+        let index = dir.join(REPORT_JSON);
+        let copied = out
+            .clear_entry(&entry.folder, &index, &format!("scenarios[{i}].folder"))
+            .and_then(|target| copy_items(&dir.join(&entry.folder), &target, &items));
+        copied.map_err(|e| {
+            CliError::Output(anyhow!(e).context(format!(
+                "cannot copy the folder of {} into {}",
+                entry.path,
+                out.dir().display()
+            )))
+        })?;
     }
     if args.quiet {
         output::println(&merged.counts_line());
@@ -205,38 +223,81 @@ pub(crate) fn join(parts: &[(PathBuf, SuiteReport)]) -> Result<SuiteReport, CliE
     ))
 }
 
-/// Copies a scenario folder (its files and subfolders; never its lock, and never through a
-/// symlink), replacing what `to` held. A scenario that never ran has no folder: nothing to copy.
-fn copy_folder(from: &Path, to: &Path) -> Result<(), ReportError> {
-    let read_error = |source| ReportError::Read {
-        path: from.to_owned(),
-        source,
+/// How deep a scenario folder's own tree may go (a run writes one level).
+const MAX_COPY_DEPTH: usize = 8;
+
+/// How many files and folders one scenario folder may hold.
+const MAX_COPY_ENTRIES: usize = 10_000;
+
+/// What to copy of a share's scenario folder `from`: its files and subfolders (never its lock),
+/// found by the bounded walk; `None` when the scenario never ran (no folder). A folder that is a
+/// link, or that holds a link, a FIFO or a device, is refused (bad input, naming it).
+fn plan_copy(from: &Path) -> Result<Option<Vec<Found>>, CliError> {
+    let refuse = |path: &Path, what: &str| {
+        CliError::bad_input(format!(
+            "{} is {what}: merge copies only the folders and regular files a run writes, and \
+             follows no link",
+            path.display()
+        ))
     };
+    let meta = match std::fs::symlink_metadata(from) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(CliError::bad_input(format!(
+                "cannot read {}: {e}",
+                from.display()
+            )))
+        }
+        Ok(meta) => meta,
+    };
+    if meta.file_type().is_symlink() {
+        return Err(refuse(from, "a symbolic link"));
+    }
+    if !meta.is_dir() {
+        return Err(refuse(from, "not a folder"));
+    }
+    let limits = Limits {
+        max_depth: MAX_COPY_DEPTH,
+        max_entries: MAX_COPY_ENTRIES,
+        deep: Deep::Refuse,
+    };
+    let items = walk(from, limits, |name| name == LOCK_FILE)
+        .map_err(|e| CliError::bad_input(format!("merge: {e}")))?;
+    for item in &items {
+        match item.kind {
+            Kind::File | Kind::Dir => {}
+            Kind::Symlink => return Err(refuse(&item.path, "a symbolic link")),
+            Kind::Other => return Err(refuse(&item.path, "a FIFO, socket or device")),
+        }
+    }
+    Ok(Some(items))
+}
+
+/// Copies the planned `items` of `from` into the fresh folder `to` (inside the claimed --out).
+/// Each file is opened without blocking and checked to be a regular file on its descriptor, so
+/// a file swapped for a FIFO after the check cannot hang the merge.
+fn copy_items(from: &Path, to: &Path, items: &[Found]) -> Result<(), ReportError> {
     let write_error = |path: &Path, source| ReportError::Write {
         path: path.to_owned(),
         source,
     };
-    if !from.is_dir() {
-        return Ok(());
-    }
-    if to.is_dir() {
-        std::fs::remove_dir_all(to).map_err(|e| write_error(to, e))?;
-    } else {
-        remove_if_present(to)?;
-    }
-    std::fs::create_dir_all(to).map_err(|e| write_error(to, e))?;
-    for item in std::fs::read_dir(from).map_err(read_error)? {
-        let item = item.map_err(read_error)?;
-        let kind = item.file_type().map_err(read_error)?;
-        let target = to.join(item.file_name());
-        if item.file_name() == LOCK_FILE || kind.is_symlink() {
+    std::fs::create_dir(to).map_err(|e| write_error(to, e))?;
+    for item in items {
+        let Ok(relative) = item.path.strip_prefix(from) else {
+            continue;
+        };
+        let target = to.join(relative);
+        if item.kind == Kind::Dir {
+            std::fs::create_dir(&target).map_err(|e| write_error(&target, e))?;
             continue;
         }
-        if kind.is_dir() {
-            copy_folder(&item.path(), &target)?;
-        } else {
-            std::fs::copy(item.path(), &target).map_err(|e| write_error(&target, e))?;
-        }
+        let mut source = open_regular(&item.path)?;
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&target)
+            .map_err(|e| write_error(&target, e))?;
+        std::io::copy(&mut source, &mut file).map_err(|e| write_error(&target, e))?;
     }
     Ok(())
 }

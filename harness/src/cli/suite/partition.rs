@@ -50,12 +50,8 @@ pub(crate) fn share_of(relative_path: &str, count: u32) -> u32 {
     (fnv1a64(relative_path.as_bytes()) % u64::from(count.max(1))) as u32 + 1
 }
 
-/// FNV-1a, 64 bits: a fixed, documented hash (Rust's own `Hasher`s may change between releases).
-pub(crate) fn fnv1a64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, b| {
-        (hash ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
+/// The hash that also keeps file names apart (one definition: a change to it shows in both).
+pub(crate) use crate::report::safe_path::fnv1a64;
 
 #[cfg(test)]
 mod tests {

@@ -1,7 +1,6 @@
 //! Marker sources: threads that read lines from a pipe (the started process's stdout or stderr,
 //! or a marker command's stdout) or follow a file, and feed them to the [`Board`].
 
-use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,11 +9,22 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::engine::attach::board::{Board, Patterns};
-use crate::engine::attach::lines::{for_each_line, Line};
+use crate::engine::attach::lines::{for_each_line, Line, LineSplitter};
+use crate::input::{InputError, InputErrorKind};
 use crate::scenario::MAX_MARKER_LINE;
 
 /// How often a followed file is checked for new lines.
 const FILE_POLL: Duration = Duration::from_millis(20);
+
+/// The most bytes of a followed file one poll reads; when more is waiting the next poll comes at
+/// once, so a burst is read at full speed but a file that grows for ever cannot keep the
+/// follower from stopping.
+const POLL_READ_BYTES: u64 = 8 << 20;
+
+/// The bytes of a followed file read at a time: with the line cap ([`MAX_MARKER_LINE`]), all
+/// the memory a follower holds, whatever is appended between two polls (a 512 MiB burst costs
+/// 64 KiB, not 512 MiB).
+const READ_CHUNK: usize = 64 << 10;
 
 /// Reads `pipe` line by line in a thread: markers into the board when `patterns` is given,
 /// otherwise only remembered for error messages (the other stream). Marks the source ended at
@@ -56,17 +66,26 @@ pub(crate) struct FileFollower {
 }
 
 impl FileFollower {
-    /// Follows `path` from its current end (from its start if it appears later, or is
-    /// truncated), feeding new lines to the board.
+    /// Follows `path` from its current end (from its start if it appears later, is truncated,
+    /// or is replaced by another file), feeding new lines to the board. A path that is not a
+    /// regular file (a FIFO, a device, a folder), now or later, stops the follower and is
+    /// recorded on the board as the markers' failure.
     pub fn start(path: &Path, board: Board, patterns: Patterns) -> std::io::Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
-        let start_at = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        // stat(2) never blocks, whatever the path is; what is not a regular file is refused by
+        // the first poll.
+        let (identity, pos) = match std::fs::metadata(path) {
+            Ok(meta) if meta.is_file() => (Some(identity(&meta)), meta.len()),
+            _ => (None, 0),
+        };
         let follow = Follow {
             path: path.to_owned(),
             board,
             patterns,
-            pos: start_at,
-            partial: Vec::new(),
+            identity,
+            pos,
+            splitter: LineSplitter::new(MAX_MARKER_LINE),
+            buffer: vec![0; READ_CHUNK].into_boxed_slice(),
         };
         let flag = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
@@ -88,62 +107,99 @@ impl Drop for FileFollower {
     }
 }
 
+/// Which file a path named when it was opened: its device and inode.
+type Identity = (u64, u64);
+
+fn identity(meta: &std::fs::Metadata) -> Identity {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
+}
+
 struct Follow {
     path: PathBuf,
     board: Board,
     patterns: Patterns,
+    /// The file read so far, once there was one: a different file at the path (a log rotated
+    /// or replaced by a rename) is read from its start, not from the old file's offset.
+    identity: Option<Identity>,
     /// Bytes of the file already read.
     pos: u64,
-    /// A line whose newline has not been written yet (bounded like any line).
-    partial: Vec<u8>,
+    /// The line whose newline has not been written yet (bounded like any line).
+    splitter: LineSplitter,
+    /// What one read fills: the most bytes of the file in memory at once.
+    buffer: Box<[u8]>,
 }
 
 impl Follow {
     fn run(mut self, stop: &AtomicBool) {
         while !stop.load(Ordering::Relaxed) {
-            self.poll();
-            std::thread::sleep(FILE_POLL);
+            match self.poll() {
+                // More is waiting: read on at once.
+                Ok(true) => {}
+                Ok(false) => std::thread::sleep(FILE_POLL),
+                Err(why) => {
+                    self.board.update(|s| {
+                        s.violation.get_or_insert(why);
+                    });
+                    return;
+                }
+            }
         }
     }
 
-    /// Reads what was appended since the last poll; complete lines are fed, the rest kept.
-    fn poll(&mut self) {
-        let Ok(mut file) = File::open(&self.path) else {
-            return; // not created yet, or moved away for a moment
+    /// Reads what was appended since the last poll (at most [`POLL_READ_BYTES`]) and feeds its
+    /// complete lines. Whether more may be waiting; an error when the path is not a regular
+    /// file.
+    fn poll(&mut self) -> Result<bool, String> {
+        // Opened without blocking and checked on the open descriptor, on every reopen: a FIFO
+        // swapped in mid-run is refused, never waited on.
+        let mut file = match crate::input::open_regular(&self.path) {
+            Ok(file) => file,
+            Err(InputError {
+                kind: InputErrorKind::NotAFile(what),
+                ..
+            }) => {
+                return Err(format!(
+                    "the marker file {} is {what}, not a regular file; `markers.file` must name \
+                     a regular file that the process appends to",
+                    crate::input::printable(&self.path.display().to_string())
+                ))
+            }
+            // Not created yet, or moved away for a moment.
+            Err(_) => return Ok(false),
         };
-        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-        if len < self.pos {
-            // Truncated or replaced: start again from its beginning.
-            self.pos = 0;
-            self.partial.clear();
+        let Ok(meta) = file.metadata() else {
+            return Ok(false);
+        };
+        let now = identity(&meta);
+        if self.identity != Some(now) || meta.len() < self.pos {
+            // A new file, or this one truncated: start again from its beginning.
+            if self.identity.is_some() {
+                self.pos = 0;
+                self.splitter.reset();
+            }
+            self.identity = Some(now);
         }
-        if len == self.pos || file.seek(SeekFrom::Start(self.pos)).is_err() {
-            return;
+        if meta.len() == self.pos || file.seek(SeekFrom::Start(self.pos)).is_err() {
+            return Ok(false);
         }
-        let mut fresh = Vec::new();
-        let Ok(n) = file.take(len - self.pos).read_to_end(&mut fresh) else {
-            return;
-        };
-        self.pos += n as u64;
-        // Only whole lines are fed; the unfinished tail waits for its newline.
-        let complete = match fresh.iter().rposition(|b| *b == b'\n') {
-            Some(i) => i + 1,
-            None => 0,
-        };
-        let mut bytes = std::mem::take(&mut self.partial);
-        bytes.extend_from_slice(&fresh[..complete]);
-        let rest = &fresh[complete..];
-        if !bytes.is_empty() {
-            let _ = for_each_line(bytes.as_slice(), MAX_MARKER_LINE, |line| {
-                self.patterns.feed(&self.board, "the marker file", line);
+        let mut read = 0u64;
+        while read < POLL_READ_BYTES {
+            let n = match file.read(&mut self.buffer) {
+                Ok(0) => return Ok(false),
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => return Ok(false),
+            };
+            read += n as u64;
+            self.pos += n as u64;
+            let (board, patterns) = (&self.board, &self.patterns);
+            self.splitter.push(&self.buffer[..n], &mut |line| {
+                patterns.feed(board, "the marker file", line);
                 true
             });
         }
-        // A partial line past the bound is kept only up to it plus one byte, which is enough
-        // for it to be reported as too long once it ends.
-        let room = (MAX_MARKER_LINE + 2).saturating_sub(self.partial.len());
-        self.partial
-            .extend_from_slice(&rest[..rest.len().min(room)]);
+        Ok(true)
     }
 }
 

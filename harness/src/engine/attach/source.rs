@@ -255,6 +255,93 @@ mod tests {
         assert!(wait_for_turn(&board, 5));
     }
 
+    fn mkfifo(path: &Path) {
+        let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path; mkfifo only creates the file.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    }
+
+    fn wait_for_violation(board: &Board) -> String {
+        let state = board.wait_for(Duration::from_secs(10), |s| s.violation.is_some());
+        state.violation.clone().expect("no violation within 10s")
+    }
+
+    /// Issue 20: a FIFO at the path, from the start or renamed over the file mid-run, is
+    /// refused without blocking (no writer ever opens it).
+    #[test]
+    fn a_fifo_planted_or_swapped_in_is_refused_not_waited_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let planted = dir.path().join("planted.log");
+        mkfifo(&planted);
+        let board = Board::default();
+        let _follower = FileFollower::start(&planted, board.clone(), patterns()).unwrap();
+        let why = wait_for_violation(&board);
+        assert!(
+            why.contains(&format!(
+                "the marker file {} is a named pipe (FIFO), not a regular file",
+                planted.display()
+            )),
+            "{why}"
+        );
+
+        let path = dir.path().join("app.log");
+        std::fs::write(&path, "").unwrap();
+        let board = Board::default();
+        let follower = FileFollower::start(&path, board.clone(), patterns()).unwrap();
+        std::fs::write(&path, "TURN 1 CLOSED\n").unwrap();
+        assert!(wait_for_turn(&board, 1));
+        let fifo = dir.path().join("fifo");
+        mkfifo(&fifo);
+        std::fs::rename(&fifo, &path).unwrap();
+        assert!(wait_for_violation(&board).contains("is a named pipe (FIFO)"));
+        drop(follower); // the thread ended: dropping joins it at once
+    }
+
+    #[test]
+    fn a_folder_at_the_path_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let board = Board::default();
+        let _follower = FileFollower::start(dir.path(), board.clone(), patterns()).unwrap();
+        assert!(wait_for_violation(&board).contains("is a folder, not a regular file"));
+    }
+
+    /// Issue 20 (class 8): a file renamed over the followed one is read from its start, even
+    /// when it is larger than the old file's offset.
+    #[test]
+    fn a_replaced_file_is_read_from_its_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("app.log");
+        std::fs::write(&path, "TURN 1 CLOSED\n").unwrap();
+        let board = Board::default();
+        let _follower = FileFollower::start(&path, board.clone(), patterns()).unwrap();
+        std::thread::sleep(FILE_POLL * 3);
+        let new = dir.path().join("new.log");
+        let mut text = "TURN 7 CLOSED\n".to_owned();
+        text.push_str(&"filler line\n".repeat(100));
+        std::fs::write(&new, text).unwrap();
+        std::fs::rename(&new, &path).unwrap();
+        assert!(
+            wait_for_turn(&board, 7),
+            "the new file was read from the old offset"
+        );
+    }
+
+    /// A burst far larger than one poll's read is read whole, in bounded pieces.
+    #[test]
+    fn a_burst_larger_than_a_poll_is_read_to_its_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("app.log");
+        std::fs::write(&path, "").unwrap();
+        let board = Board::default();
+        let _follower = FileFollower::start(&path, board.clone(), patterns()).unwrap();
+        // Long lines, so that the test is not slowed by millions of board updates.
+        let line = format!("{}\n", "x".repeat(1023));
+        let mut burst = line.repeat(2 * POLL_READ_BYTES as usize / line.len() + 1);
+        burst.push_str("TURN 3 CLOSED\n");
+        std::fs::write(&path, burst).unwrap();
+        assert!(wait_for_turn(&board, 3));
+    }
+
     #[test]
     fn a_pipe_that_ends_marks_the_source_ended() {
         let board = Board::default();

@@ -1,6 +1,7 @@
 //! Marker sources: threads that read lines from a pipe (the started process's stdout or stderr,
 //! or a marker command's stdout) or follow a file, and feed them to the [`Board`].
 
+use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -72,21 +73,23 @@ impl FileFollower {
     /// recorded on the board as the markers' failure.
     pub fn start(path: &Path, board: Board, patterns: Patterns) -> std::io::Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
-        // stat(2) never blocks, whatever the path is; what is not a regular file is refused by
-        // the first poll.
-        let (identity, pos) = match std::fs::metadata(path) {
-            Ok(meta) if meta.is_file() => (Some(identity(&meta)), meta.len()),
-            _ => (None, 0),
-        };
-        let follow = Follow {
+        let mut follow = Follow {
             path: path.to_owned(),
             board,
             patterns,
-            identity,
-            pos,
+            current: None,
+            pos: 0,
             splitter: LineSplitter::new(MAX_MARKER_LINE),
             buffer: vec![0; READ_CHUNK].into_boxed_slice(),
         };
+        // What is there already was written before the run: reading starts at its end. What is
+        // not a regular file is refused by the first poll.
+        if let Some((mut file, id)) = open_at(path).ok().flatten() {
+            if let Ok(end) = file.seek(SeekFrom::End(0)) {
+                follow.pos = end;
+                follow.current = Some((file, id));
+            }
+        }
         let flag = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
             .name("leakloop-marker-file".into())
@@ -110,19 +113,40 @@ impl Drop for FileFollower {
 /// Which file a path named when it was opened: its device and inode.
 type Identity = (u64, u64);
 
-fn identity(meta: &std::fs::Metadata) -> Identity {
+/// The regular file at `path` with its identity; `None` when there is none (not created yet,
+/// moved away for a moment); an error naming what is there when it is not a regular file.
+///
+/// It is opened without blocking and checked on the open descriptor, on every call: a FIFO
+/// swapped in mid-run is refused, never waited on.
+fn open_at(path: &Path) -> Result<Option<(File, Identity)>, String> {
     use std::os::unix::fs::MetadataExt;
-    (meta.dev(), meta.ino())
+    match crate::input::open_regular(path) {
+        Ok(file) => Ok(file
+            .metadata()
+            .ok()
+            .map(|meta| (meta.dev(), meta.ino()))
+            .map(|id| (file, id))),
+        Err(InputError {
+            kind: InputErrorKind::NotAFile(what),
+            ..
+        }) => Err(format!(
+            "the marker file {} is {what}, not a regular file; `markers.file` must name a \
+             regular file that the process appends to",
+            crate::input::printable(&path.display().to_string())
+        )),
+        Err(_) => Ok(None),
+    }
 }
 
 struct Follow {
     path: PathBuf,
     board: Board,
     patterns: Patterns,
-    /// The file read so far, once there was one: a different file at the path (a log rotated
-    /// or replaced by a rename) is read from its start, not from the old file's offset.
-    identity: Option<Identity>,
-    /// Bytes of the file already read.
+    /// The file being read, kept open: when another file takes its path (a log rotated or
+    /// replaced by a rename), the rest of this one is read first, then the new one from its
+    /// start, not from this one's offset.
+    current: Option<(File, Identity)>,
+    /// Bytes of the current file already read.
     pos: u64,
     /// The line whose newline has not been written yet (bounded like any line).
     splitter: LineSplitter,
@@ -151,45 +175,58 @@ impl Follow {
     /// complete lines. Whether more may be waiting; an error when the path is not a regular
     /// file.
     fn poll(&mut self) -> Result<bool, String> {
-        // Opened without blocking and checked on the open descriptor, on every reopen: a FIFO
-        // swapped in mid-run is refused, never waited on.
-        let mut file = match crate::input::open_regular(&self.path) {
-            Ok(file) => file,
-            Err(InputError {
-                kind: InputErrorKind::NotAFile(what),
-                ..
-            }) => {
-                return Err(format!(
-                    "the marker file {} is {what}, not a regular file; `markers.file` must name \
-                     a regular file that the process appends to",
-                    crate::input::printable(&self.path.display().to_string())
-                ))
+        let at_path = open_at(&self.path)?;
+        if let Some((mut file, id)) = self.current.take() {
+            let more = self.read_on(&mut file);
+            self.current = Some((file, id));
+            if more {
+                return Ok(true);
             }
-            // Not created yet, or moved away for a moment.
-            Err(_) => return Ok(false),
-        };
-        let Ok(meta) = file.metadata() else {
-            return Ok(false);
-        };
-        let now = identity(&meta);
-        if self.identity != Some(now) || meta.len() < self.pos {
-            // A new file, or this one truncated: start again from its beginning.
-            if self.identity.is_some() {
-                self.pos = 0;
-                self.splitter.reset();
-            }
-            self.identity = Some(now);
         }
-        if meta.len() == self.pos || file.seek(SeekFrom::Start(self.pos)).is_err() {
+        let Some((mut file, id)) = at_path else {
             return Ok(false);
+        };
+        if self
+            .current
+            .as_ref()
+            .is_some_and(|(_, current)| *current == id)
+        {
+            return Ok(false);
+        }
+        if self.current.is_some() {
+            // Replaced: the old file's unfinished last line ends with it.
+            let (board, patterns) = (&self.board, &self.patterns);
+            self.splitter.finish(&mut |line| {
+                patterns.feed(board, "the marker file", line);
+                true
+            });
+            self.splitter.reset();
+        }
+        self.pos = 0;
+        let more = self.read_on(&mut file);
+        self.current = Some((file, id));
+        Ok(more)
+    }
+
+    /// Reads `file` on from the offset (from its start if it was truncated below it), at most
+    /// [`POLL_READ_BYTES`]; whether it stopped before the end.
+    fn read_on(&mut self, file: &mut File) -> bool {
+        let len = file.metadata().map_or(0, |m| m.len());
+        if len < self.pos {
+            // Truncated in place: start again from its beginning.
+            self.pos = 0;
+            self.splitter.reset();
+        }
+        if file.seek(SeekFrom::Start(self.pos)).is_err() {
+            return false;
         }
         let mut read = 0u64;
         while read < POLL_READ_BYTES {
             let n = match file.read(&mut self.buffer) {
-                Ok(0) => return Ok(false),
+                Ok(0) => return false,
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(_) => return Ok(false),
+                Err(_) => return false,
             };
             read += n as u64;
             self.pos += n as u64;
@@ -199,7 +236,7 @@ impl Follow {
                 true
             });
         }
-        Ok(true)
+        true
     }
 }
 

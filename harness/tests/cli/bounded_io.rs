@@ -37,7 +37,7 @@ fn run_measured(scenario: &Path, dir: &Path) -> Ran {
     let out = dir.join(format!("{name}.out"));
     let stdout = dir.join(format!("{name}.stdout"));
     let stderr = dir.join(format!("{name}.stderr"));
-    let child = Command::new(env!("CARGO_BIN_EXE_leakloop"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_leakloop"))
         .arg("run")
         .arg(scenario)
         .arg("--quiet")
@@ -49,7 +49,6 @@ fn run_measured(scenario: &Path, dir: &Path) -> Ran {
         .stderr(File::create(&stderr).unwrap())
         .spawn()
         .expect("leakloop runs");
-    let pid = libc::pid_t::try_from(child.id()).unwrap();
     let started = Instant::now();
     let mut peak = 0;
     let status = loop {
@@ -57,16 +56,12 @@ fn run_measured(scenario: &Path, dir: &Path) -> Ran {
         if let Some(hwm) = vm_hwm(child.id()) {
             peak = peak.max(hwm);
         }
-        let mut status = 0;
-        // SAFETY: waitpid writes only into `status`; `pid` is our own unreaped child.
-        let got = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-        assert!(got >= 0, "waitpid: {}", std::io::Error::last_os_error());
-        if got == pid {
+        if let Some(status) = child.try_wait().unwrap() {
             break status;
         }
         if started.elapsed() > HANG_GUARD {
-            // SAFETY: signalling our own unreaped child.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            let _ = child.kill();
+            let _ = child.wait();
             panic!(
                 "leakloop hung: {}",
                 std::fs::read_to_string(&stderr).unwrap()
@@ -74,7 +69,7 @@ fn run_measured(scenario: &Path, dir: &Path) -> Ran {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    let code = status.code();
     let text = format!(
         "{}{}",
         std::fs::read_to_string(&stdout).unwrap(),

@@ -11,6 +11,11 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+/// The most resource kinds one source may report: a driver's snapshot (more is a protocol
+/// error) or an attached process's LEDGER markers (markers of further kinds are counted, not
+/// kept), so that a process inventing kinds cannot grow leakloop's tables or the report.
+pub(crate) const MAX_SOURCE_KINDS: usize = 256;
+
 /// Created and deleted counts of one resource kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KindCounts {
@@ -21,17 +26,66 @@ pub struct KindCounts {
 }
 
 impl KindCounts {
-    /// Live resources: created minus deleted (negative means more deletes than creates).
+    /// Live resources: created minus deleted (negative means more deletes than creates),
+    /// clamped to the range of `i64` (counts come from other processes and may be huge).
     pub fn live(&self) -> i64 {
-        self.created as i64 - self.deleted as i64
+        let live = i128::from(self.created) - i128::from(self.deleted);
+        i64::try_from(live).unwrap_or(if live < 0 { i64::MIN } else { i64::MAX })
     }
 
-    fn saturating_delta(&self, earlier: &KindCounts) -> KindCounts {
-        KindCounts {
-            created: self.created.saturating_sub(earlier.created),
-            deleted: self.deleted.saturating_sub(earlier.deleted),
-        }
+    /// What happened between `earlier` and these cumulative counts of `kind`, or why that is
+    /// impossible (a count went down).
+    fn delta_since(&self, earlier: &KindCounts, kind: &str) -> Result<KindCounts, CountError> {
+        let went_down = |which, before, now| CountError::WentDown {
+            kind: kind.to_owned(),
+            which,
+            before,
+            now,
+        };
+        Ok(KindCounts {
+            created: self
+                .created
+                .checked_sub(earlier.created)
+                .ok_or_else(|| went_down("created", earlier.created, self.created))?,
+            deleted: self
+                .deleted
+                .checked_sub(earlier.deleted)
+                .ok_or_else(|| went_down("deleted", earlier.deleted, self.deleted))?,
+        })
     }
+}
+
+/// Cumulative counts from a backend (a driver's snapshot, an attached process's LEDGER markers)
+/// that cannot be true; the runner fails the run on them as a protocol error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CountError {
+    /// A cumulative count fell: a process restarted its counters, or lies.
+    #[error(
+        "the cumulative {which} count of `{kind}` went down from {before} to {now}; cumulative \
+         counts never fall"
+    )]
+    WentDown {
+        /// The kind as the backend named it.
+        kind: String,
+        /// `created` or `deleted`.
+        which: &'static str,
+        /// The count before.
+        before: u64,
+        /// The count now.
+        now: u64,
+    },
+    /// A total passed 2^64-1.
+    #[error("the total {which} count of `{kind}` passes 2^64-1 ({total} + {delta})")]
+    Overflow {
+        /// The ledger kind.
+        kind: String,
+        /// `created` or `deleted`.
+        which: &'static str,
+        /// The total so far.
+        total: u64,
+        /// What was to be added.
+        delta: u64,
+    },
 }
 
 /// Consecutive turns in which one kind saw the same creates and deletes: the ledger's per-turn
@@ -140,18 +194,35 @@ impl Ledger {
         Self::default()
     }
 
-    fn add(&mut self, turn: u32, kind: &str, delta: KindCounts) {
+    /// Adds `delta` to `kind`'s totals and to `turn`. A total that would pass 2^64-1 is left as
+    /// it was and nothing is recorded; a turn's counts never exceed the total, so the runs
+    /// cannot overflow once the totals did not.
+    fn add(&mut self, turn: u32, kind: &str, delta: KindCounts) -> Result<(), CountError> {
         match self.totals.get_mut(kind) {
-            Some(_) if delta == KindCounts::default() => return,
+            Some(_) if delta == KindCounts::default() => return Ok(()),
             Some(total) => {
-                total.created += delta.created;
-                total.deleted += delta.deleted;
+                let overflow = |which, total, delta| CountError::Overflow {
+                    kind: kind.to_owned(),
+                    which,
+                    total,
+                    delta,
+                };
+                let created = total
+                    .created
+                    .checked_add(delta.created)
+                    .ok_or_else(|| overflow("created", total.created, delta.created))?;
+                let deleted = total
+                    .deleted
+                    .checked_add(delta.deleted)
+                    .ok_or_else(|| overflow("deleted", total.deleted, delta.deleted))?;
+                *total = KindCounts { created, deleted };
             }
             None => {
                 self.totals.insert(kind.to_owned(), delta);
             }
         }
         self.add_run(turn, kind, delta);
+        Ok(())
     }
 
     /// Adds `delta` to `kind`'s counts in `turn` (turns arrive in order).
@@ -188,9 +259,10 @@ impl Ledger {
         }
     }
 
-    /// Records one creation of `kind` during `turn`.
+    /// Records one creation of `kind` during `turn`. (The runner's own calls: one at a time,
+    /// they cannot reach 2^64, so a total that would is left as it was.)
     pub fn record_create(&mut self, turn: u32, kind: &str) {
-        self.add(
+        let _ = self.add(
             turn,
             kind,
             KindCounts {
@@ -200,9 +272,9 @@ impl Ledger {
         );
     }
 
-    /// Records one deletion of `kind` during `turn`.
+    /// Records one deletion of `kind` during `turn` (see [`Ledger::record_create`]).
     pub fn record_delete(&mut self, turn: u32, kind: &str) {
-        self.add(
+        let _ = self.add(
             turn,
             kind,
             KindCounts {
@@ -214,12 +286,15 @@ impl Ledger {
 
     /// Folds in a backend's cumulative counts (as reported by `Engine::snapshot`), attributing what
     /// changed since the previous snapshot to `turn`. Kinds are stored as `<source>/<kind>`.
+    ///
+    /// Counts from another process are checked, never trusted: one that went down, or a total
+    /// past 2^64-1, is a [`CountError`], and the kind's earlier counts are kept as they were.
     pub fn absorb_cumulative(
         &mut self,
         turn: u32,
         source: &str,
         cumulative: &BTreeMap<String, KindCounts>,
-    ) {
+    ) -> Result<(), CountError> {
         for (kind, counts) in cumulative {
             let seen = match self.last_cumulative.get_mut(source) {
                 Some(seen) => seen,
@@ -231,14 +306,24 @@ impl Ledger {
                     .entry(kind.clone())
                     .or_insert_with(|| (format!("{source}/{kind}"), KindCounts::default())),
             };
-            let delta = counts.saturating_delta(previous);
-            *previous = *counts;
+            let delta = counts.delta_since(previous, kind)?;
+            let before = std::mem::replace(previous, *counts);
             if delta == KindCounts::default() && self.totals.contains_key(key.as_str()) {
                 continue;
             }
             let key = key.clone();
-            self.add(turn, &key, delta);
+            if let Err(e) = self.add(turn, &key, delta) {
+                if let Some((_, previous)) = self
+                    .last_cumulative
+                    .get_mut(source)
+                    .and_then(|seen| seen.get_mut(kind.as_str()))
+                {
+                    *previous = before;
+                }
+                return Err(e);
+            }
         }
+        Ok(())
     }
 
     /// The creates and deletes of `kind` during `turn` (zero when it saw none).
@@ -375,7 +460,7 @@ mod tests {
                 deleted: 0,
             },
         );
-        ledger.absorb_cumulative(0, "sim", &cumulative);
+        ledger.absorb_cumulative(0, "sim", &cumulative).unwrap();
         for turn in 1..=4u64 {
             let deleted = if turn < 3 { turn } else { 2 };
             cumulative.insert(
@@ -385,7 +470,9 @@ mod tests {
                     deleted,
                 },
             );
-            ledger.absorb_cumulative(turn as u32, "sim", &cumulative);
+            ledger
+                .absorb_cumulative(turn as u32, "sim", &cumulative)
+                .unwrap();
         }
         let imbalances = ledger.imbalances();
         assert_eq!(imbalances.len(), 1);
@@ -415,6 +502,51 @@ mod tests {
                 },
             ]
         );
+    }
+
+    /// Issue 20: counts of 2^64-1, then 0, then 2^64-1 neither panic nor wrap: the fall is a
+    /// `CountError`, and so is a total past 2^64-1.
+    #[test]
+    fn impossible_cumulative_counts_are_errors_not_panics_or_wraps() {
+        let counts = |created| {
+            BTreeMap::from([(
+                "k".to_owned(),
+                KindCounts {
+                    created,
+                    deleted: 0,
+                },
+            )])
+        };
+        let mut ledger = Ledger::new();
+        ledger
+            .absorb_cumulative(1, "driver", &counts(u64::MAX))
+            .unwrap();
+        let err = ledger
+            .absorb_cumulative(2, "driver", &counts(0))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "the cumulative created count of `k` went down from {} to 0; cumulative counts \
+                 never fall",
+                u64::MAX
+            )
+        );
+        // The earlier counts stand: the same maximum again is no change.
+        ledger
+            .absorb_cumulative(3, "driver", &counts(u64::MAX))
+            .unwrap();
+        assert_eq!(ledger.totals["driver/k"].created, u64::MAX);
+        assert_eq!(ledger.totals["driver/k"].live(), i64::MAX);
+
+        // Two sources of one kind name are one total: their sum can pass 2^64-1.
+        let mut ledger = Ledger::new();
+        ledger.record_create(0, "a/k");
+        let err = ledger
+            .absorb_cumulative(1, "a", &counts(u64::MAX))
+            .unwrap_err();
+        assert!(matches!(err, CountError::Overflow { .. }), "{err}");
+        assert_eq!(ledger.totals["a/k"].created, 1);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 mod api;
 pub(crate) mod attach;
 mod factory;
-mod ledger;
+pub(crate) mod ledger;
 pub mod litert_lm;
 pub mod opencl;
 mod sim;
@@ -18,7 +18,7 @@ pub use api::{
 };
 pub use attach::AttachEngine;
 pub use factory::{build_engine, build_engine_with, build_in_process, build_on_target};
-pub use ledger::{KindCounts, Ledger, LedgerImbalance, LedgerRun, TurnLedger};
+pub use ledger::{CountError, KindCounts, Ledger, LedgerImbalance, LedgerRun, TurnLedger};
 pub use litert_lm::LitertLmEngine;
 #[cfg(not(target_os = "android"))]
 pub use opencl::OpenClEngine;

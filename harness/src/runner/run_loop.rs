@@ -480,9 +480,30 @@ impl Run<'_> {
             step: "snapshot",
             error,
         })?;
+        self.absorb_counts(turn, "snapshot", &snapshot.ledger)
+    }
+
+    /// Folds the engine's cumulative counts into the ledger; impossible ones (a count that fell,
+    /// a total past 2^64-1) fail the run at `step` as a protocol error, its samples kept.
+    fn absorb_counts(
+        &mut self,
+        turn: u32,
+        step: &'static str,
+        counts: &std::collections::BTreeMap<String, crate::engine::KindCounts>,
+    ) -> Result<(), Failure> {
         self.ledger
-            .absorb_cumulative(turn, &self.source, &snapshot.ledger);
-        Ok(())
+            .absorb_cumulative(turn, &self.source, counts)
+            .map_err(|e| Failure {
+                turn,
+                step,
+                error: EngineError::new(
+                    crate::engine::EngineErrorKind::Protocol,
+                    format!(
+                        "the {} backend reported impossible counts: {e}",
+                        self.source
+                    ),
+                ),
+            })
     }
 
     /// Settles, then records every metric the engine and the target's probes can see.
@@ -505,8 +526,7 @@ impl Run<'_> {
             step: "sample",
             error,
         })?;
-        self.ledger
-            .absorb_cumulative(turn, &self.source, &snapshot.ledger);
+        self.absorb_counts(turn, "sample", &snapshot.ledger)?;
         self.ledger_current = true;
         let mut metrics = Metrics::new();
         for (name, value) in &snapshot.metrics {

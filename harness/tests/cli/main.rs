@@ -5,6 +5,7 @@ mod analyze;
 mod attach;
 mod bench;
 mod bisect;
+mod bounded_io;
 mod check;
 mod ci_workflow;
 mod common;

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use regex::Regex;
 
 use crate::engine::attach::lines::Line;
+use crate::engine::ledger::MAX_SOURCE_KINDS;
 use crate::engine::KindCounts;
 
 /// How many recent non-marker lines of each stream are kept to explain a failure.
@@ -35,10 +36,14 @@ pub(crate) struct BoardState {
     pub first: Option<Mark>,
     /// Turn markers seen.
     pub markers: u64,
-    /// The first repeated or out-of-order turn number, described.
+    /// The first reason the markers cannot be trusted, described: a repeated or out-of-order
+    /// turn number, a count too large for 64 bits, a marker file that is not a regular file.
     pub violation: Option<String>,
-    /// Cumulative counts per kind from ledger markers (the latest line for each kind).
+    /// Cumulative counts per kind from ledger markers (the latest line for each kind), at most
+    /// [`MAX_SOURCE_KINDS`] kinds.
     pub ledger: BTreeMap<String, KindCounts>,
+    /// Ledger markers of kinds past the first [`MAX_SOURCE_KINDS`], counted and dropped.
+    pub ledger_lines_dropped: u64,
     /// Lines longer than the bound, skipped.
     pub too_long: u64,
     /// Lines read from the marker source.
@@ -157,14 +162,34 @@ impl Patterns {
             return;
         }
         if let Some(caps) = self.ledger.captures(text) {
-            let count = |name| caps.name(name).and_then(|m| m.as_str().parse::<u64>().ok());
+            let count = |name| caps.name(name).map(|m| m.as_str().parse::<u64>());
             if let (Some(kind), Some(created), Some(deleted)) =
                 (caps.name("kind"), count("created"), count("deleted"))
             {
-                let kind = kind.as_str().to_owned();
+                let kind = kind.as_str();
                 board.update(|s| {
                     s.lines += 1;
-                    s.ledger.insert(kind, KindCounts { created, deleted });
+                    let line = s.lines;
+                    let (Ok(created), Ok(deleted)) = (created, deleted) else {
+                        s.violation.get_or_insert_with(|| {
+                            format!(
+                                "line {line} matches the ledger marker but a count is not a \
+                                 whole number below 2^64: {}",
+                                crate::input::shorten(&crate::input::printable(text), 120)
+                            )
+                        });
+                        return;
+                    };
+                    let counts = KindCounts { created, deleted };
+                    let full = s.ledger.len() >= MAX_SOURCE_KINDS;
+                    match s.ledger.get_mut(kind) {
+                        Some(kept) => *kept = counts,
+                        // A process inventing kinds costs a counter, not a table entry each.
+                        None if full => s.ledger_lines_dropped += 1,
+                        None => {
+                            s.ledger.insert(kind.to_owned(), counts);
+                        }
+                    }
                 });
                 return;
             }
@@ -266,6 +291,30 @@ mod tests {
     fn a_turn_number_too_large_for_a_count_is_a_violation() {
         let s = fed(&["TURN 99999999999999999999999 CLOSED"]);
         assert!(s.violation.unwrap().contains("not a whole number"));
+    }
+
+    #[test]
+    fn ledger_kinds_past_the_cap_are_counted_not_kept() {
+        let lines: Vec<String> = (0..MAX_SOURCE_KINDS + 100)
+            .map(|i| format!("LEDGER kind{i} created=1 deleted=0"))
+            .chain(["LEDGER kind0 created=2 deleted=1".to_owned()])
+            .collect();
+        let s = fed(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(s.ledger.len(), MAX_SOURCE_KINDS);
+        assert_eq!(s.ledger_lines_dropped, 100);
+        assert_eq!(s.ledger["kind0"].created, 2, "a kept kind is still updated");
+        assert!(!s.ledger.contains_key(&format!("kind{MAX_SOURCE_KINDS}")));
+    }
+
+    #[test]
+    fn a_ledger_count_too_large_for_64_bits_is_a_violation() {
+        let s = fed(&[
+            "LEDGER conversation created=18446744073709551615 deleted=0",
+            "LEDGER conversation created=18446744073709551616 deleted=0",
+        ]);
+        let v = s.violation.unwrap();
+        assert!(v.contains("line 2 matches the ledger marker"), "{v}");
+        assert_eq!(s.ledger["conversation"].created, u64::MAX);
     }
 
     #[test]

@@ -322,6 +322,13 @@ impl Engine for AttachEngine {
         if state.too_long > 0 {
             details.insert("lines_too_long".to_owned(), state.too_long.to_string());
         }
+        if state.ledger_lines_dropped > 0 {
+            // Kinds past the cap (shared with drivers' snapshots) are counted, not kept.
+            details.insert(
+                "ledger_markers_dropped".to_owned(),
+                state.ledger_lines_dropped.to_string(),
+            );
+        }
         if state.ledger.is_empty() {
             details.insert(
                 "ledger".to_owned(),

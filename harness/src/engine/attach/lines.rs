@@ -20,10 +20,8 @@ pub(crate) fn for_each_line(
     max_line: usize,
     mut on_line: impl FnMut(Line<'_>) -> bool,
 ) -> std::io::Result<()> {
-    let mut line: Vec<u8> = Vec::with_capacity(256.min(max_line));
+    let mut splitter = LineSplitter::new(max_line);
     let mut chunk = [0u8; 8192];
-    // Whether the current line passed the bound; its remaining bytes are dropped.
-    let mut overlong = false;
     loop {
         let n = match reader.read(&mut chunk) {
             Ok(0) => break,
@@ -31,52 +29,87 @@ pub(crate) fn for_each_line(
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
-        for piece in chunk[..n].split_inclusive(|b| *b == b'\n') {
+        if !splitter.push(&chunk[..n], &mut on_line) {
+            return Ok(());
+        }
+    }
+    splitter.finish(&mut on_line);
+    Ok(())
+}
+
+/// Splits bytes that arrive in pieces (a pipe's reads, a followed file's polls) into lines of
+/// at most `max_line` bytes. It holds at most `max_line + 1` bytes of an unfinished line,
+/// whatever is pushed, so its memory is bounded by the line cap.
+#[derive(Debug)]
+pub(crate) struct LineSplitter {
+    max_line: usize,
+    /// The unfinished line (its bytes, while within the bound).
+    line: Vec<u8>,
+    /// Whether the unfinished line passed the bound; its remaining bytes are dropped.
+    overlong: bool,
+}
+
+impl LineSplitter {
+    /// A splitter with no unfinished line.
+    pub fn new(max_line: usize) -> Self {
+        Self {
+            max_line,
+            line: Vec::with_capacity(256.min(max_line)),
+            overlong: false,
+        }
+    }
+
+    /// Feeds `bytes`; each line they complete goes to `on_line`. False when `on_line` said stop.
+    pub fn push(&mut self, bytes: &[u8], on_line: &mut impl FnMut(Line<'_>) -> bool) -> bool {
+        for piece in bytes.split_inclusive(|b| *b == b'\n') {
             let ends = piece.last() == Some(&b'\n');
             let body = if ends {
                 &piece[..piece.len() - 1]
             } else {
                 piece
             };
-            if !overlong {
-                if line.len() + body.len() > max_line + 1 {
+            if !self.overlong {
+                if self.line.len() + body.len() > self.max_line + 1 {
                     // One byte of slack for the `\r` of a `\r\n` ending.
-                    overlong = true;
-                    line.clear();
+                    self.overlong = true;
+                    self.line = Vec::new();
                 } else {
-                    line.extend_from_slice(body);
+                    self.line.extend_from_slice(body);
                 }
             }
-            if ends {
-                if !emit(&mut line, overlong, max_line, &mut on_line) {
-                    return Ok(());
-                }
-                overlong = false;
+            if ends && !self.emit(on_line) {
+                return false;
             }
         }
+        true
     }
-    if overlong || !line.is_empty() {
-        emit(&mut line, overlong, max_line, &mut on_line);
-    }
-    Ok(())
-}
 
-fn emit(
-    line: &mut Vec<u8>,
-    overlong: bool,
-    max_line: usize,
-    on_line: &mut impl FnMut(Line<'_>) -> bool,
-) -> bool {
-    if line.last() == Some(&b'\r') {
-        line.pop();
+    /// Hands over the unfinished line, if any, as the last line of the stream.
+    pub fn finish(&mut self, on_line: &mut impl FnMut(Line<'_>) -> bool) {
+        if self.overlong || !self.line.is_empty() {
+            self.emit(on_line);
+        }
     }
-    let go_on = if overlong || line.len() > max_line {
-        on_line(Line::TooLong)
-    } else {
-        on_line(Line::Text(&String::from_utf8_lossy(line)))
-    };
-    line.clear();
-    go_on
+
+    /// Forgets the unfinished line (the stream starts again, e.g. a replaced file).
+    pub fn reset(&mut self) {
+        self.line.clear();
+        self.overlong = false;
+    }
+
+    fn emit(&mut self, on_line: &mut impl FnMut(Line<'_>) -> bool) -> bool {
+        if self.line.last() == Some(&b'\r') {
+            self.line.pop();
+        }
+        let go_on = if self.overlong || self.line.len() > self.max_line {
+            on_line(Line::TooLong)
+        } else {
+            on_line(Line::Text(&String::from_utf8_lossy(&self.line)))
+        };
+        self.line.clear();
+        self.overlong = false;
+        go_on
+    }
 }
 
 #[cfg(test)]
@@ -112,6 +145,31 @@ mod tests {
         );
         assert_eq!(lines(&[b'y'; 65], 64), ["<too long>"]);
         assert_eq!(lines(&[b'y'; 64], 64), ["y".repeat(64)]);
+    }
+
+    #[test]
+    fn lines_split_across_pushes_are_joined_and_stay_bounded() {
+        let mut splitter = LineSplitter::new(16);
+        let mut out = Vec::new();
+        let mut collect = |line: Line<'_>| {
+            out.push(match line {
+                Line::Text(t) => t.to_owned(),
+                Line::TooLong => "<too long>".to_owned(),
+            });
+            true
+        };
+        assert!(splitter.push(b"TURN 1", &mut collect));
+        assert!(splitter.push(b" CL\nab", &mut collect));
+        for _ in 0..1000 {
+            splitter.push(&[b'x'; 1000], &mut collect);
+            assert!(
+                splitter.line.capacity() <= 256,
+                "an overlong line is not stored"
+            );
+        }
+        splitter.push(b"\nok", &mut collect);
+        splitter.finish(&mut collect);
+        assert_eq!(out, ["TURN 1 CL", "<too long>", "ok"]);
     }
 
     #[test]

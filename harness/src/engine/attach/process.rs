@@ -6,6 +6,11 @@
 //! Linux, SIGTERM when leakloop itself dies, so nothing outlives an interrupted run. Stopping
 //! sends SIGTERM to the whole group (a shell wrapper's children too), waits the grace time, then
 //! sends SIGKILL to the group.
+//!
+//! A group is signalled only while its leader is not reaped: once reaped, its pid (the group's
+//! id) may be given to an unrelated process. On Linux the leader's exit is seen without reaping
+//! it (`waitid` with `WNOWAIT`), so its zombie holds the pid while the group is signalled, and it
+//! is reaped only after that; elsewhere a reaped leader's group is left alone.
 
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -19,6 +24,9 @@ pub(crate) struct Started {
     child: Child,
     /// How it ended, once known.
     ended: Option<ExitStatus>,
+    /// Whether the child was reaped: from then on its pid may name another process, and
+    /// nothing is signalled by it.
+    reaped: bool,
 }
 
 impl Started {
@@ -45,7 +53,11 @@ impl Started {
                 ),
             )
         })?;
-        Ok(Self { child, ended: None })
+        Ok(Self {
+            child,
+            ended: None,
+            reaped: false,
+        })
     }
 
     /// The process id.
@@ -58,34 +70,59 @@ impl Started {
         &mut self.child
     }
 
-    /// How the process ended, if it has (reaping it).
+    /// How the process ended, if it has. It is not reaped where that can be avoided (Linux), so
+    /// that its group can still be signalled.
     pub fn exited(&mut self) -> Option<ExitStatus> {
-        if self.ended.is_none() {
-            self.ended = self.child.try_wait().ok().flatten();
+        if self.ended.is_none() && !self.reaped {
+            if let Some((status, reaped)) = peek_exit(&mut self.child) {
+                self.ended = Some(status);
+                self.reaped = reaped;
+            }
         }
         self.ended
+    }
+
+    /// Signals the process group, unless its leader was reaped (its pid may be someone
+    /// else's now).
+    fn signal_group(&self, signal: libc::c_int) {
+        if !self.reaped {
+            signal_group(self.child.id(), signal);
+        }
+    }
+
+    /// Waits for the ended (or killed) leader, after which its pid is never used again.
+    fn reap(&mut self) {
+        if !self.reaped {
+            if let Ok(status) = self.child.wait() {
+                self.ended.get_or_insert(status);
+            }
+            self.reaped = true;
+        }
     }
 
     /// Stops the process group: SIGTERM, then SIGKILL after `grace`. Returns how it ended, in
     /// words (`exited by itself (exit status 0)`, `stopped by SIGTERM`, `killed after 5s`).
     pub fn stop(&mut self, grace: Duration) -> String {
         if let Some(status) = self.exited() {
-            signal_group(self.id(), libc::SIGKILL); // leftovers of a wrapper script
+            self.signal_group(libc::SIGKILL); // leftovers of a wrapper script
+            self.reap();
             return format!("exited by itself ({})", describe_exit(status));
         }
-        signal_group(self.id(), libc::SIGTERM);
+        self.signal_group(libc::SIGTERM);
         let deadline = Instant::now() + grace;
         while Instant::now() < deadline {
             if let Some(status) = self.exited() {
-                signal_group(self.id(), libc::SIGKILL);
+                self.signal_group(libc::SIGKILL);
+                self.reap();
                 return format!("stopped by SIGTERM ({})", describe_exit(status));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        signal_group(self.id(), libc::SIGKILL);
-        let _ = self.child.kill();
-        let status = self.child.wait().ok();
-        self.ended = status;
+        self.signal_group(libc::SIGKILL);
+        if !self.reaped {
+            let _ = self.child.kill();
+        }
+        self.reap();
         format!(
             "killed with SIGKILL: still running {} after SIGTERM",
             humantime::format_duration(grace)
@@ -95,12 +132,48 @@ impl Started {
 
 impl Drop for Started {
     fn drop(&mut self) {
-        if self.exited().is_none() {
-            signal_group(self.id(), libc::SIGKILL);
+        if !self.reaped {
+            self.signal_group(libc::SIGKILL);
             let _ = self.child.kill();
-            let _ = self.child.wait();
+            self.reap();
         }
     }
+}
+
+/// How `child` ended, if it has, and whether finding out reaped it. On Linux it is left a
+/// zombie (`waitid` with `WNOWAIT`), which keeps its pid from being reused.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn peek_exit(child: &mut Child) -> Option<(ExitStatus, bool)> {
+    use std::os::unix::process::ExitStatusExt;
+    // SAFETY: an all-zero siginfo_t is a valid value of this plain C struct.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: waitid only writes into `info`, which outlives the call.
+    let rc = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            child.id(),
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    // SAFETY: waitid filled a SIGCHLD siginfo, whose pid and status fields are these.
+    let (pid, status) = unsafe { (info.si_pid(), info.si_status()) };
+    if rc != 0 || pid == 0 {
+        return None; // still running (or not ours to wait for)
+    }
+    // The wait(2) status encoding, which `ExitStatus` wraps.
+    let raw = match info.si_code {
+        libc::CLD_EXITED => (status & 0xff) << 8,
+        libc::CLD_KILLED => status & 0x7f,
+        libc::CLD_DUMPED => (status & 0x7f) | 0x80,
+        _ => return None,
+    };
+    Some((ExitStatus::from_raw(raw), false))
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn peek_exit(child: &mut Child) -> Option<(ExitStatus, bool)> {
+    child.try_wait().ok().flatten().map(|status| (status, true))
 }
 
 /// `exit status 3` or `signal 9 (SIGKILL)`.
@@ -216,6 +289,41 @@ mod tests {
         let how = started.stop(Duration::from_millis(200));
         assert!(how.starts_with("killed with SIGKILL"), "{how}");
         assert!(!pid_alive(started.id()));
+    }
+
+    /// Issue 20: a leader that exited is seen without being reaped, so its group (a wrapper's
+    /// leftover child) is signalled while the leader's zombie still holds the group's id.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_wrapper_that_exited_is_not_reaped_before_its_leftovers_are_killed() {
+        let argv = ["sh", "-c", "sleep 30 & echo $!; exit 0"].map(String::from);
+        let mut started = Started::spawn(&argv, Path::new("."), "program").unwrap();
+        let out = started.child_mut().stdout.take().unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(out), &mut line).unwrap();
+        let leftover: u32 = line.trim().parse().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while started.exited().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(started.exited().is_some(), "the wrapper did not exit");
+        assert!(!started.reaped);
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", started.id())).unwrap();
+        assert!(stat.contains(") Z"), "the leader was reaped early: {stat}");
+        assert!(pid_alive(leftover));
+        assert_eq!(
+            started.stop(Duration::from_secs(5)),
+            "exited by itself (exit status 0)"
+        );
+        assert!(started.reaped);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while pid_alive(leftover) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(
+            !pid_alive(leftover),
+            "the wrapper's leftover child outlived stop()"
+        );
     }
 
     #[test]

@@ -128,6 +128,15 @@ impl Transport {
                 self.run(&script, Some(from), timeout).map(drop)
             }
             Transport::Adb(_) => {
+                // adb opens the file itself: it is checked first, as ssh's copy checks it, so
+                // that a FIFO cannot hang `adb push`.
+                crate::input::open_regular(from).map_err(|e| {
+                    TargetError::new(
+                        TargetErrorKind::BadTarget,
+                        self.name(),
+                        format!("cannot copy {e}"),
+                    )
+                })?;
                 let (program, mut args) = self.base();
                 args.extend(["push".into(), from.into(), to.into()]);
                 let what = format!("push {} {to}", from.display());
@@ -164,11 +173,13 @@ impl Transport {
         what: &str,
     ) -> Result<Ran, TargetError> {
         let input = match stdin {
-            Some(path) => Stdio::from(std::fs::File::open(path).map_err(|e| {
+            // Only a regular file, opened without blocking: a FIFO named as the model would
+            // otherwise hang the open (and `/dev/zero` would stream for ever).
+            Some(path) => Stdio::from(crate::input::open_regular(path).map_err(|e| {
                 TargetError::new(
                     TargetErrorKind::BadTarget,
                     self.name(),
-                    format!("cannot read {} to copy it: {e}", path.display()),
+                    format!("cannot copy {e}"),
                 )
             })?),
             None => Stdio::null(),

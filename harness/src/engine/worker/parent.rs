@@ -35,9 +35,12 @@ use crate::scenario::{Scenario, SessionOptions};
 /// executable is not `leakloop` (a test binary, a wrapper).
 pub const WORKER_BIN_ENV: &str = "LEAKLOOP_BIN";
 
-/// How many of the worker's last stderr lines are kept.
+/// How many of the worker's last stderr lines (and stdout lines before its handshake) are kept;
+/// earlier ones are counted.
 const STDERR_TAIL_LINES: usize = 64;
-/// Longest stderr line kept whole; longer ones are kept in pieces.
+/// Longest stderr line kept whole; longer ones are kept in pieces. Also the most bytes kept of a
+/// stdout line before the handshake (the rest is counted), so the tail holds at most
+/// 64 x 4 KiB whatever the worker prints.
 const STDERR_LINE_BYTES: u64 = 4096;
 /// Lines a worker may print on stdout before its handshake (a preloaded library's banner).
 const MAX_NOISE_LINES: usize = 1000;
@@ -86,22 +89,47 @@ struct Link {
     stderr_task: JoinHandle<()>,
 }
 
-/// The last lines of the worker's stderr, shared with the task that drains it.
+/// The last lines of the worker's stderr, shared with the task that drains it: at most
+/// [`STDERR_TAIL_LINES`] lines of at most [`STDERR_LINE_BYTES`] bytes each (plus a note of what
+/// was cut), and a count of the lines that no longer fit.
 #[derive(Debug, Clone, Default)]
-struct StderrTail(Arc<Mutex<VecDeque<String>>>);
+struct StderrTail(Arc<Mutex<TailLines>>);
+
+#[derive(Debug, Default)]
+struct TailLines {
+    lines: VecDeque<String>,
+    /// Lines pushed out of the tail.
+    dropped: u64,
+}
 
 impl StderrTail {
-    fn push(&self, line: String) {
-        let mut lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if lines.len() == STDERR_TAIL_LINES {
-            lines.pop_front();
+    /// Keeps `prefix` and `line` (at most [`STDERR_LINE_BYTES`] of it), pushing out the oldest
+    /// line when the tail is full.
+    fn push(&self, prefix: &str, line: &[u8]) {
+        let cap = STDERR_LINE_BYTES as usize;
+        let line = line.strip_suffix(b"\n").unwrap_or(line);
+        let mut kept = format!(
+            "{prefix}{}",
+            String::from_utf8_lossy(&line[..line.len().min(cap)]).trim_end()
+        );
+        if line.len() > cap {
+            kept.push_str(&format!(" [... {} more bytes]", line.len() - cap));
         }
-        lines.push_back(line);
+        let mut tail = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if tail.lines.len() == STDERR_TAIL_LINES {
+            tail.lines.pop_front();
+            tail.dropped += 1;
+        }
+        tail.lines.push_back(kept);
     }
 
     fn lines(&self) -> Vec<String> {
-        let lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        lines.iter().cloned().collect()
+        let tail = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        tail.lines.iter().cloned().collect()
+    }
+
+    fn dropped(&self) -> u64 {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).dropped
     }
 
     /// The tail as an indented block for error messages, or nothing.
@@ -111,6 +139,10 @@ impl StderrTail {
             return String::new();
         }
         let mut text = String::from("\nlast lines of the worker's stderr:");
+        let dropped = self.dropped();
+        if dropped > 0 {
+            text.push_str(&format!("\n  | [... {dropped} earlier lines not kept]"));
+        }
         for line in lines {
             text.push_str("\n  | ");
             text.push_str(&line);
@@ -714,7 +746,7 @@ async fn exchange(
             Ok(reply) => return Ok(reply),
             Err(_) if handshake && skipped < MAX_NOISE_LINES => {
                 skipped += 1;
-                noise.push(format!("(stdout) {}", text.trim_end()));
+                noise.push("(stdout) ", &buf);
             }
             Err(e) => return Err(ExchangeFailure::Malformed(e.to_string())),
         }
@@ -732,7 +764,7 @@ async fn drain(stderr: impl AsyncRead + Unpin, tail: StderrTail) {
             .await
         {
             Ok(0) | Err(_) => return,
-            Ok(_) => tail.push(String::from_utf8_lossy(&buf).trim_end().to_owned()),
+            Ok(_) => tail.push("", &buf),
         }
     }
 }

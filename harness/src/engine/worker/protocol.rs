@@ -31,8 +31,8 @@ pub(crate) const PROTOCOL_VERSION: u32 = 2;
 pub(crate) const MAX_LINE_BYTES: u64 = 16 << 20;
 
 /// Most ledger kinds or metrics one snapshot may carry, so that a runaway driver cannot fill the
-/// runner's name tables.
-pub(crate) const MAX_SNAPSHOT_ENTRIES: usize = 256;
+/// runner's name tables (the cap attach mode's LEDGER markers share).
+pub(crate) const MAX_SNAPSHOT_ENTRIES: usize = crate::engine::ledger::MAX_SOURCE_KINDS;
 
 /// What a worker is asked to build, in a shape any driver can read (docs/protocol.md, "hello").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -152,6 +152,35 @@ fn stdout_noise_before_the_handshake_is_kept_with_stderr() {
     assert_eq!(worker.describe().details["isolation"], "worker process");
 }
 
+/// Issue 20: 100 lines of 1 MiB before the handshake cost the tail 64 lines of 4 KiB, and the
+/// lines pushed out are counted.
+#[test]
+fn long_stdout_lines_before_the_handshake_are_cut_and_counted() {
+    let worker = shell_worker(
+        r#"i=0; while [ $i -lt 100 ]; do head -c 1048576 /dev/zero | tr '\0' x; echo; i=$((i+1)); done;
+           read hello; echo "$HELLO"; exec sleep 100"#,
+        Duration::from_secs(60),
+    )
+    .unwrap();
+    let tail = worker.stderr_tail();
+    assert_eq!(tail.len(), STDERR_TAIL_LINES);
+    let expected = format!(
+        "(stdout) {} [... {} more bytes]",
+        "x".repeat(STDERR_LINE_BYTES as usize),
+        (1 << 20) - STDERR_LINE_BYTES
+    );
+    assert!(
+        tail.iter().all(|line| *line == expected),
+        "{:?}",
+        &tail[0][..40]
+    );
+    assert_eq!(worker.stderr.dropped(), 100 - STDERR_TAIL_LINES as u64);
+    assert!(worker
+        .stderr
+        .render()
+        .contains("[... 36 earlier lines not kept]"));
+}
+
 #[test]
 fn a_worker_that_is_not_there_is_unavailable() {
     let err = WorkerEngine::spawn_program(

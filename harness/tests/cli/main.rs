@@ -12,6 +12,7 @@ mod compare;
 mod drivers;
 mod exit_codes;
 mod fixtures;
+mod foreign_numbers;
 mod history;
 mod hostile_text;
 mod interrupted;

@@ -12,6 +12,10 @@ Options (`engine.options` in a scenario):
   session_kib   memory held by each open conversation, freed at close (default 256)
   leak_kib      memory kept forever at each close: a leak in the engine (default 0)
   skip_release  close answers `done` but never releases the conversation (default false)
+  backend_name  the backend name it reports (default reference-sim); with ledger_kind and
+                generate_error, how tests feed hostile text (markup, ESC, NUL) to every report
+  ledger_kind   the ledger kind its conversations are counted as (default conversation)
+  generate_error  when set, every generate fails with this message (default: none)
 """
 
 import ctypes
@@ -20,7 +24,15 @@ import os
 import sys
 
 PROTOCOL_VERSION = 2
-OPTIONS = {"model_kib": 1024, "session_kib": 256, "leak_kib": 0, "skip_release": False}
+OPTIONS = {
+    "model_kib": 1024,
+    "session_kib": 256,
+    "leak_kib": 0,
+    "skip_release": False,
+    "backend_name": "reference-sim",
+    "ledger_kind": "conversation",
+    "generate_error": "",
+}
 
 
 def touched(kib):
@@ -58,7 +70,7 @@ class Engine:
             "language": "python",
             "opencl_interposer": "loaded" if self.interposer else "absent",
         }
-        return {"backend": "reference-sim", "version": "1.0", "details": details}
+        return {"backend": self.options["backend_name"], "version": "1.0", "details": details}
 
     def load(self):
         self.model = touched(self.options["model_kib"])
@@ -89,7 +101,7 @@ class Engine:
         return {"reply": "done"}
 
     def snapshot(self):
-        ledger = {"conversation": {"created": self.created, "deleted": self.deleted}}
+        ledger = {self.options["ledger_kind"]: {"created": self.created, "deleted": self.deleted}}
         metrics = {}
         if self.interposer:
             counts = self.interposer()
@@ -109,6 +121,8 @@ class Engine:
             return {"reply": "done"}
         if call == "generate":
             self.session(request, "generate")
+            if self.options["generate_error"]:
+                raise Failure("generate", self.options["generate_error"])
             wanted = request["request"]["max_output_tokens"]
             cancel = request["request"].get("cancel_after_tokens")
             tokens = min(wanted, cancel) if cancel is not None else wanted

@@ -184,10 +184,21 @@ pub(crate) fn report_message_is_located(message: &str) -> bool {
 
 fn report(path: &Path) -> Outcome {
     match read_report(path) {
-        Ok(_) => Outcome::Accepted,
+        Ok(report) => {
+            // A report that reads is rendered as `leakloop report` renders it: the numbers in
+            // it must not panic any renderer.
+            let (record, verdict) = (&report.record, &report.verdict);
+            let _ = leakloop::report::render_terminal(record, verdict);
+            let _ = leakloop::report::render_summary_md(record, verdict);
+            let _ = leakloop::report::render_plot_svg(record, verdict);
+            let _ = leakloop::report::render_junit(record, verdict);
+            Outcome::Accepted
+        }
         Err(e) => {
             let located = match &e {
                 ReportError::Parse { line, .. } => *line >= 1,
+                // Names the field.
+                ReportError::Implausible { .. } => true,
                 // A top level that is not an object, or no or an unknown format_version.
                 ReportError::FormatVersion { .. } => true,
                 _ => false,

@@ -207,6 +207,7 @@ impl From<ReportError> for CliError {
             | ReportError::Parse { .. }
             | ReportError::FormatVersion { .. }
             | ReportError::Inconsistent { .. }
+            | ReportError::Implausible { .. }
             | ReportError::Busy { .. }
             | ReportError::UnsafeName(_)
             | ReportError::Walk(_)

@@ -149,7 +149,7 @@ pub struct LedgerImbalance {
 /// the ledger of a long run neither grows per turn inside the measured process nor costs a
 /// string per call.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(from = "RawLedger")]
+#[serde(try_from = "RawLedger")]
 pub struct Ledger {
     /// Totals over the whole run.
     pub totals: BTreeMap<String, KindCounts>,
@@ -172,8 +172,13 @@ struct RawLedger {
     turns: Vec<TurnLedger>,
 }
 
-impl From<RawLedger> for Ledger {
-    fn from(raw: RawLedger) -> Self {
+impl TryFrom<RawLedger> for Ledger {
+    type Error = String;
+
+    /// A ledger read from report.json, refused when its numbers break what the folding below
+    /// and [`KindCounts::live`] rely on (see [`RawLedger::check`]).
+    fn try_from(raw: RawLedger) -> Result<Self, String> {
+        raw.check()?;
         let mut ledger = Ledger {
             totals: raw.totals,
             runs: raw.runs,
@@ -184,7 +189,62 @@ impl From<RawLedger> for Ledger {
                 ledger.add_run(turn.turn, &kind, counts);
             }
         }
-        ledger
+        Ok(ledger)
+    }
+}
+
+impl RawLedger {
+    /// The numbers of an edited or corrupt report that would overflow: a count above
+    /// `i64::MAX` (live counts are signed), runs out of order, overlapping or ending before they
+    /// start, a run whose counts times its length do not fit, and per-turn entries (format 1)
+    /// whose turns do not strictly increase (a turn listed twice would be added up twice).
+    fn check(&self) -> Result<(), String> {
+        let fits = |n: u64| i64::try_from(n).is_ok();
+        for (kind, c) in &self.totals {
+            if !fits(c.created) || !fits(c.deleted) {
+                return Err(format!("`totals.{kind}`: a count above {}", i64::MAX));
+            }
+        }
+        if !self.runs.is_empty() && !self.turns.is_empty() {
+            return Err("`runs` (format 2) and `turns` (format 1) in one ledger".to_owned());
+        }
+        for (kind, runs) in &self.runs {
+            // The first turn the next run may start at; none after a run ending at u32::MAX.
+            let mut next = Some(0u32);
+            for (i, run) in runs.iter().enumerate() {
+                let len =
+                    u64::from(run.last_turn.checked_sub(run.first_turn).ok_or_else(|| {
+                        format!("`runs.{kind}[{i}]`: last_turn is before first_turn")
+                    })?) + 1;
+                if next.is_none_or(|next| run.first_turn < next) {
+                    return Err(format!("`runs.{kind}[{i}]`: overlaps the run before it"));
+                }
+                let total = |n: u64| n.checked_mul(len).filter(|&t| fits(t));
+                if total(run.created).is_none() || total(run.deleted).is_none() {
+                    return Err(format!("`runs.{kind}[{i}]`: counts above {}", i64::MAX));
+                }
+                next = run.last_turn.checked_add(1);
+            }
+        }
+        let mut previous: Option<u32> = None;
+        for (i, turn) in self.turns.iter().enumerate() {
+            if previous.is_some_and(|p| turn.turn <= p) {
+                return Err(format!(
+                    "`turns[{i}]`: turn {} does not follow turn {}",
+                    turn.turn,
+                    previous.unwrap_or_default()
+                ));
+            }
+            if turn
+                .kinds
+                .values()
+                .any(|c| !fits(c.created) || !fits(c.deleted))
+            {
+                return Err(format!("`turns[{i}]`: a count above {}", i64::MAX));
+            }
+            previous = Some(turn.turn);
+        }
+        Ok(())
     }
 }
 

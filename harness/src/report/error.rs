@@ -80,6 +80,17 @@ pub enum ReportError {
     /// A folder walk met a symlink loop, or went past its depth or count limit (see `walk`).
     #[error(transparent)]
     Walk(#[from] crate::walk::WalkError),
+    /// report.json parses, but a number in it cannot be true of any run (e.g. more warm-up and
+    /// measured turns together than a turn number holds): the file was altered or is corrupt.
+    #[error("{}: field `{field}`: {message}: the file was altered or is corrupt", path.display())]
+    Implausible {
+        /// The report file.
+        path: PathBuf,
+        /// Path of the offending field, e.g. `record.scenario.warmup_turns`.
+        field: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// Rendering an artifact failed (e.g. the plot).
     #[error("cannot render {artifact}: {message}")]
     Render {

@@ -104,6 +104,7 @@ pub fn parse_report(path: &Path, text: &str) -> Result<ReportFile, ReportError> 
                 &serde_json::Value::from(report.format_version),
                 Some(&report.leakloop_version),
             )?;
+            check_numbers(path, &report)?;
             check_status(path, &report)?;
             Ok(report)
         }
@@ -113,6 +114,30 @@ pub fn parse_report(path: &Path, text: &str) -> Result<ReportFile, ReportError> 
             Err(ReportError::parse(path, Some(field), e.inner()))
         }
     }
+}
+
+/// Numbers the renderers and analyses add up, checked once here so that a report edited within
+/// its types is refused (exit 2) instead of overflowing later. The ledger checks its own when it
+/// is read (`Ledger`'s `TryFrom<RawLedger>`).
+fn check_numbers(path: &Path, report: &ReportFile) -> Result<(), ReportError> {
+    let implausible = |field: &str, message: String| ReportError::Implausible {
+        path: path.to_owned(),
+        field: field.to_owned(),
+        message,
+    };
+    let scenario = &report.record.scenario;
+    if scenario.warmup_turns.checked_add(scenario.turns).is_none() {
+        return Err(implausible(
+            "record.scenario.warmup_turns",
+            format!(
+                "{} warm-up turns and {} turns are more turns than a run counts (at most {})",
+                scenario.warmup_turns,
+                scenario.turns,
+                u32::MAX
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The stored status must be the one the report's own outcome and expectations give: a report
@@ -462,5 +487,75 @@ mod tests {
         let text = render_report_json(&record, &verdict).unwrap();
         let err = parse_report(Path::new("report.json"), &text[..text.len() / 2]).unwrap_err();
         assert!(matches!(err, ReportError::Parse { .. }), "{err}");
+    }
+
+    /// Regression (issue 20): more warm-up and measured turns than a u32 holds panicked every
+    /// renderer (`total_turns`); the report is refused naming the field.
+    #[test]
+    fn turns_that_overflow_together_are_refused_naming_the_field() {
+        let text = rewrite(|v| v["record"]["scenario"]["warmup_turns"] = u32::MAX.into());
+        let err = parse_report(Path::new("out/report.json"), &text).unwrap_err();
+        assert!(matches!(err, ReportError::Implausible { .. }), "{err:?}");
+        assert!(
+            err.to_string()
+                .starts_with("out/report.json: field `record.scenario.warmup_turns`: "),
+            "{err}"
+        );
+        let text = rewrite(|v| v["record"]["scenario"]["warmup_turns"] = 7.into());
+        assert!(parse_report(Path::new("out/report.json"), &text).is_ok());
+    }
+
+    /// Regression (issue 20): a format 1 ledger with a turn listed twice, or a turn of
+    /// u32::MAX followed by another, overflowed while being folded into runs; counts above
+    /// i64::MAX overflowed `live()`; a run ending before it starts underflowed its length.
+    #[rstest::rstest]
+    #[case::duplicate_turn(|v: &mut serde_json::Value| {
+        v["record"]["ledger"]["turns"] = serde_json::json!([
+            {"turn": 1, "kinds": {"k": {"created": 1, "deleted": 0}}},
+            {"turn": 1, "kinds": {"k": {"created": 1, "deleted": 0}}},
+        ]);
+    }, "`turns[1]`: turn 1 does not follow turn 1")]
+    #[case::last_turn(|v: &mut serde_json::Value| {
+        v["record"]["ledger"]["turns"] = serde_json::json!([
+            {"turn": u32::MAX, "kinds": {"k": {"created": 1, "deleted": 0}}},
+            {"turn": u32::MAX, "kinds": {"k": {"created": 0, "deleted": 1}}},
+        ]);
+    }, "does not follow turn 4294967295")]
+    #[case::count(|v: &mut serde_json::Value| {
+        v["record"]["ledger"]["totals"]["k"] = serde_json::json!({"created": u64::MAX, "deleted": 0});
+    }, "`totals.k`: a count above 9223372036854775807")]
+    #[case::inverted_run(|v: &mut serde_json::Value| {
+        v["record"]["ledger"]["runs"]["k"] =
+            serde_json::json!([{"first_turn": 5, "last_turn": 2, "created": 1, "deleted": 0}]);
+    }, "`runs.k[0]`: last_turn is before first_turn")]
+    #[case::overlapping_runs(|v: &mut serde_json::Value| {
+        v["record"]["ledger"]["runs"]["k"] = serde_json::json!([
+            {"first_turn": 1, "last_turn": 4, "created": 1, "deleted": 0},
+            {"first_turn": 4, "last_turn": 6, "created": 0, "deleted": 1},
+        ]);
+    }, "`runs.k[1]`: overlaps the run before it")]
+    #[case::run_total(|v: &mut serde_json::Value| {
+        v["record"]["ledger"]["runs"]["k"] = serde_json::json!([
+            {"first_turn": 0, "last_turn": 3, "created": 1u64 << 62, "deleted": 0},
+        ]);
+    }, "`runs.k[0]`: counts above")]
+    fn ledger_numbers_no_run_can_have_are_refused(
+        #[case] mutate: fn(&mut serde_json::Value),
+        #[case] expected: &str,
+    ) {
+        let text = rewrite(|v| {
+            if v["record"]["ledger"]["turns"].is_null() {
+                v["record"]["ledger"]["runs"] = serde_json::json!({});
+            }
+            mutate(v);
+            if !v["record"]["ledger"]["turns"].is_null() {
+                v["record"]["ledger"]["runs"] = serde_json::json!({});
+            }
+        });
+        let err = parse_report(Path::new("out/report.json"), &text).unwrap_err();
+        let message = err.to_string();
+        assert!(matches!(err, ReportError::Parse { .. }), "{err:?}");
+        assert!(message.contains("field `record.ledger`"), "{message}");
+        assert!(message.contains(expected), "{message}");
     }
 }

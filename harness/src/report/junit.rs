@@ -5,6 +5,7 @@
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
 use crate::analyze::Verdict;
+use crate::report::escape;
 use crate::report::facts::{
     backend_line, engine_error_kind_name, engine_error_text, status_word, turns_line,
 };
@@ -59,10 +60,14 @@ pub fn junit_suite(record: &RunRecord, verdict: &Verdict) -> TestSuite {
             .iter()
             .map(|(turn, step, e)| format!("turn {turn} ({step}): {}", engine_error_text(e)))
             .collect();
-        suite.set_system_err(format!(
-            "engine errors the run survived:\n{}\n",
-            survived.join("\n")
-        ));
+        // quick-junit drops control characters from system-err; escaped, they stay visible.
+        suite.set_system_err(
+            escape::xml(&format!(
+                "engine errors the run survived:\n{}\n",
+                survived.join("\n")
+            ))
+            .into_owned(),
+        );
     }
     suite
 }
@@ -99,11 +104,14 @@ fn engine_case(record: &RunRecord) -> TestCase {
     };
     let mut case = TestCase::new("engine", status);
     case.set_classname(record.scenario.name.as_str());
-    case.set_system_out(format!(
-        "{}; {}\n",
-        backend_line(record),
-        turns_line(record)
-    ));
+    case.set_system_out(
+        escape::xml(&format!(
+            "{}; {}\n",
+            backend_line(record),
+            turns_line(record)
+        ))
+        .into_owned(),
+    );
     case
 }
 
@@ -119,7 +127,8 @@ pub fn render_junit_suites<'a>(
         artifact: "junit.xml",
         message: e.to_string(),
     })?;
-    Ok(strip_testsuites_skipped(&xml))
+    // quick-junit escapes markup but passes ESC and NUL through into names and messages.
+    Ok(strip_testsuites_skipped(&escape::xml(&xml)))
 }
 
 /// Removes the `skipped` attribute of the `<testsuites>` element: the JUnit schema that Jenkins'
@@ -229,5 +238,16 @@ mod tests {
             xml.contains(r#"<testsuites name="leakloop" tests="9" failures="3""#),
             "{xml}"
         );
+    }
+
+    /// Regression (issue 20): an ESC in a backend name made the XML malformed.
+    #[test]
+    fn hostile_names_and_messages_keep_junit_well_formed() {
+        let (record, verdict) = crate::report::test_support::hostile_run();
+        let xml = render_junit(&record, &verdict).unwrap();
+        let problems = crate::report::escape::check::xml_problems(&xml);
+        assert!(problems.is_empty(), "{problems:#?}\n{xml}");
+        assert!(xml.contains("chat&lt;script&gt;"), "{xml}");
+        assert!(xml.contains("\\u{1b}[2J"), "{xml}");
     }
 }

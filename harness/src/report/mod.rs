@@ -8,6 +8,7 @@
 mod artifacts;
 mod atomic;
 mod error;
+mod escape;
 #[doc(hidden)]
 pub mod examples;
 mod facts;

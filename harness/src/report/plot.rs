@@ -100,7 +100,10 @@ fn build_panel(record: &RunRecord, verdict: &Verdict, metric: &str) -> Panel {
         }
         let tolerance = expect.tolerance.map_or(0, |t| t.bytes_for(b));
         let budget = expect.warmup_budget.unwrap_or(0);
-        Some((b.saturating_sub(tolerance), b + budget + tolerance))
+        // Saturating: the figures may come from an edited report.json, and a band drawn up to
+        // u64::MAX says the same.
+        let high = b.saturating_add(budget).saturating_add(tolerance);
+        Some((b.saturating_sub(tolerance), high))
     });
     let max = values
         .clone()
@@ -372,7 +375,7 @@ fn draw_panel<DB: DrawingBackend>(
     draw_legend(&legend_area, &legend)
 }
 
-/// Renders plot.svg.
+/// Renders plot.svg; every foreign name in it is escaped by [`crate::report::escape::xml`].
 pub fn render_plot_svg(record: &RunRecord, verdict: &Verdict) -> Result<String, ReportError> {
     let metrics = plotted_metrics(record, verdict);
     let panels: Vec<Panel> = metrics
@@ -413,7 +416,8 @@ pub fn render_plot_svg(record: &RunRecord, verdict: &Verdict) -> Result<String, 
         }
         root.present().map_err(render_error)?;
     }
-    Ok(svg)
+    // Names from the run reach the SVG as text: whatever they hold, the file stays XML.
+    Ok(crate::report::escape::xml(&svg).into_owned())
 }
 
 #[cfg(test)]
@@ -515,5 +519,19 @@ mod tests {
         record.samples.clear();
         let svg = render_plot_svg(&record, &verdict).unwrap();
         assert!(svg.contains("no samples were taken"));
+    }
+
+    /// Regression (issue 20): an ESC in a backend name made plot.svg malformed XML.
+    #[test]
+    fn hostile_names_keep_the_plot_well_formed() {
+        let (record, verdict) = crate::report::test_support::hostile_run();
+        let svg = render_plot_svg(&record, &verdict).unwrap();
+        let problems = crate::report::escape::check::xml_problems(&svg);
+        assert!(problems.is_empty(), "{problems:#?}");
+        assert!(svg.contains("sim&lt;script&gt;"), "the title is missing");
+        assert!(
+            svg.contains("heap&lt;script&gt;"),
+            "the metric panel is missing"
+        );
     }
 }

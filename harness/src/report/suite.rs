@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::analyze::{Classification, Verdict, VerdictStatus};
 use crate::input::{read_bounded, utf8_text};
+use crate::report::escape::{markdown, markdown_code, markdown_link};
 use crate::report::facts::{metric_passed, status_word};
 use crate::report::junit::{junit_suite, strip_testsuites_skipped};
 use crate::report::safe_path::{contained, NameProblem, UnsafeName};
@@ -310,11 +311,6 @@ fn one_line(text: &str) -> String {
     crate::input::shorten(&crate::input::printable(&text.replace('\n', " ")), 300).into_owned()
 }
 
-/// Escapes what would break a Markdown table cell.
-fn cell(text: &str) -> String {
-    text.replace('|', "\\|").replace('\n', " ")
-}
-
 /// The suite's summary.md: one row per scenario, each linking to the scenario's own summary.
 pub fn render_suite_summary_md(report: &SuiteReport) -> String {
     let worst = report
@@ -341,18 +337,18 @@ pub fn render_suite_summary_md(report: &SuiteReport) -> String {
     );
     for entry in &report.scenarios {
         let [_, verdict, metric, growth, duration] = row_cells(entry);
-        let label = format!("`{}`", entry.name.as_deref().unwrap_or(&entry.path));
+        let label = markdown_code(entry.name.as_deref().unwrap_or(&entry.path));
         // A scenario that never ran has no summary of its own to link to.
         let label = match entry.status {
-            EntryStatus::Error => cell(&label),
-            _ => format!("[{}]({}/{SUMMARY_MD})", cell(&label), entry.folder),
+            EntryStatus::Error => label,
+            _ => format!("[{label}]({}/{SUMMARY_MD})", markdown_link(&entry.folder)),
         };
         out.push_str(&format!(
-            "| {label} <br>`{}` | {} {} | {} | {} | {} |\n",
-            cell(&entry.path),
+            "| {label} <br>{} | {} {} | {} | {} | {} |\n",
+            markdown_code(&entry.path),
             entry.status.mark(),
-            cell(&verdict),
-            cell(&metric),
+            markdown(&verdict),
+            markdown(&metric),
             growth,
             duration
         ));
@@ -366,9 +362,9 @@ pub fn render_suite_summary_md(report: &SuiteReport) -> String {
         out.push_str("\n**Errors**\n\n");
         for e in errors {
             out.push_str(&format!(
-                "- `{}`: {}\n",
-                e.path,
-                one_line(e.error.as_deref().unwrap_or_default())
+                "- {}: {}\n",
+                markdown_code(&e.path),
+                markdown(&one_line(e.error.as_deref().unwrap_or_default()))
             ));
         }
     }
@@ -401,7 +397,7 @@ pub fn render_suite_junit(root: &Path, report: &SuiteReport) -> Result<String, R
         artifact: JUNIT_XML,
         message: e.to_string(),
     })?;
-    Ok(strip_testsuites_skipped(&xml))
+    Ok(strip_testsuites_skipped(&crate::report::escape::xml(&xml)))
 }
 
 fn error_suite(entry: &SuiteEntry) -> TestSuite {

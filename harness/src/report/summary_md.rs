@@ -2,6 +2,7 @@
 
 use crate::analyze::units::confidence_percent;
 use crate::analyze::{Verdict, VerdictStatus};
+use crate::report::escape::{markdown, markdown_code};
 use crate::report::facts::{
     backend_line, empty_ledger_text, metric_passed, stop_line, turns_line, verdict_line,
 };
@@ -9,21 +10,23 @@ use crate::report::provenance::describe;
 use crate::report::units::{format_bytes, format_rate_with_interval};
 use crate::runner::RunRecord;
 
-/// Renders summary.md.
+/// Renders summary.md. Every string from the run (names, versions, kinds, messages,
+/// provenance) goes through [`markdown`] or [`markdown_code`]: a hostile backend name or
+/// error message stays text.
 pub fn render_summary_md(record: &RunRecord, verdict: &Verdict) -> String {
     let (status, line) = verdict_line(record, verdict);
     let mark = status_mark(status);
-    let mut out = format!("### leakloop: `{}` {mark}\n\n", record.scenario.name);
+    let name = markdown_code(&record.scenario.name);
+    let mut out = format!("### leakloop: {name} {mark}\n\n");
     out.push_str("| scenario | backend | turns | verdict |\n| --- | --- | --- | --- |\n");
     out.push_str(&format!(
-        "| `{}` | {} | {} | {mark} {} |\n\n",
-        record.scenario.name,
-        cell(&backend_line(record)),
+        "| {name} | {} | {} | {mark} {} |\n\n",
+        markdown(&backend_line(record)),
         turns_line(record),
-        cell(&line)
+        markdown(&line)
     ));
     if let Some(stop) = stop_line(record) {
-        out.push_str(&format!("{}\n\n", cell(&stop)));
+        out.push_str(&format!("{}\n\n", markdown(&stop)));
     }
     out.push_str(&metrics_table(verdict));
     out.push_str(&ledger_line(record));
@@ -33,15 +36,17 @@ pub fn render_summary_md(record: &RunRecord, verdict: &Verdict) -> String {
         for e in failed {
             let turn = e.turn.map_or(String::new(), |t| format!(" (turn {t})"));
             out.push_str(&format!(
-                "- `{}`: expected {}; measured {}{turn}\n",
-                e.name, e.expected, e.measured
+                "- {}: expected {}; measured {}{turn}\n",
+                markdown_code(&e.name),
+                markdown(&e.expected),
+                markdown(&e.measured)
             ));
         }
     }
     if let Some(p) = &record.provenance {
         out.push_str("\n<details><summary>Provenance</summary>\n\n");
         for (label, text) in describe(p) {
-            out.push_str(&format!("- **{label}:** {}\n", text.replace('\n', " ")));
+            out.push_str(&format!("- **{label}:** {}\n", markdown(&text)));
         }
         out.push_str("\n</details>\n");
     }
@@ -55,11 +60,6 @@ fn status_mark(status: VerdictStatus) -> &'static str {
         VerdictStatus::EngineFailed => "💥",
         VerdictStatus::Interrupted => "⏹️",
     }
-}
-
-/// Escapes what would break a table cell.
-fn cell(text: &str) -> String {
-    text.replace('|', "\\|").replace('\n', " ")
 }
 
 fn metrics_table(verdict: &Verdict) -> String {
@@ -83,7 +83,8 @@ fn metrics_table(verdict: &Verdict) -> String {
             None => "-",
         };
         out.push_str(&format!(
-            "| `{name}` | {} | {} | {} | {} | {} | {result} |\n",
+            "| {} | {} | {} | {} | {} | {} | {result} |\n",
+            markdown_code(name),
             format_bytes(m.baseline),
             m.after_warmup.map_or("-".to_owned(), format_bytes),
             format_bytes(m.last),
@@ -114,8 +115,10 @@ fn ledger_line(record: &RunRecord) -> String {
             .first_turn
             .map_or(String::new(), |t| format!(", since turn {t}"));
         out.push_str(&format!(
-            "- `{}`: {} created, {} deleted{since}\n",
-            i.kind, i.created, i.deleted
+            "- {}: {} created, {} deleted{since}\n",
+            markdown_code(&i.kind),
+            i.created,
+            i.deleted
         ));
     }
     out
@@ -159,8 +162,17 @@ mod tests {
         assert!(md.contains("💥 ENGINE FAILED in turn 4 (generate)"), "{md}");
     }
 
+    /// Regression (issue 20): a driver's names and messages reached summary.md as raw HTML,
+    /// headings and table breaks.
     #[test]
-    fn a_pipe_in_a_cell_does_not_break_the_table() {
-        assert_eq!(cell("a|b\nc"), "a\\|b c");
+    fn hostile_names_and_messages_stay_text() {
+        let (record, verdict) = crate::report::test_support::hostile_run();
+        let md = render_summary_md(&record, &verdict);
+        let problems = crate::report::escape::check::markdown_problems(&md);
+        assert!(problems.is_empty(), "{problems:#?}\n{md}");
+        assert!(md.contains("sim&lt;script&gt;"), "{md}");
+        assert!(md.contains("\\u{1b}") && md.contains("\\u{0}"), "{md}");
+        assert!(md.contains("box&lt;img src=x&gt;"), "{md}");
+        assert!(md.contains("at most \\`1 MiB\\`"), "{md}");
     }
 }

@@ -66,7 +66,8 @@ pub fn render_terminal(record: &RunRecord, verdict: &Verdict) -> String {
     } else {
         BAD
     };
-    out.push_str(&format!("{style}{line}{style:#}\n"));
+    // The line quotes the engine's error message.
+    out.push_str(&format!("{style}{}{style:#}\n", printable(&line)));
     out
 }
 
@@ -309,5 +310,28 @@ mod tests {
             text.contains(&format!("{GOOD}clean")),
             "clean is styled as good"
         );
+    }
+
+    /// Regression (issue 20): an engine's error message reached the terminal with its ESC.
+    #[test]
+    fn hostile_names_and_messages_reach_the_terminal_escaped() {
+        let (mut record, verdict) = crate::report::test_support::hostile_run();
+        let text = render_terminal(&record, &verdict);
+        let plain = anstream::adapter::strip_str(&text).to_string();
+        // leakloop's own styles are the only escape sequences left.
+        assert!(!plain.contains(['\u{1b}', '\u{0}']), "{plain}");
+        assert!(plain.contains("\\u{1b}[2J"), "{plain}");
+        let (crashed, _) = crashed_run();
+        record.outcome = crashed.outcome;
+        let verdict = Verdict {
+            status: VerdictStatus::EngineFailed,
+            ..verdict
+        };
+        if let crate::runner::RunOutcome::EngineFailed { error, .. } = &mut record.outcome {
+            error.message = crate::report::test_support::HOSTILE.to_owned();
+        }
+        let plain = anstream::adapter::strip_str(&render_terminal(&record, &verdict)).to_string();
+        assert!(!plain.contains(['\u{1b}', '\u{0}']), "{plain}");
+        assert!(plain.contains("ENGINE FAILED in turn 4"), "{plain}");
     }
 }

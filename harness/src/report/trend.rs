@@ -63,7 +63,8 @@ pub fn render_trends_svg(trends: &[Trend]) -> Result<String, ReportError> {
         }
         root.present().map_err(render_error)?;
     }
-    Ok(svg)
+    // Scenario, metric and build labels come from report files: the file stays XML.
+    Ok(crate::report::escape::xml(&svg).into_owned())
 }
 
 /// Draws one trend (title, chart, legend) into `area`.
@@ -208,5 +209,26 @@ mod tests {
         ] {
             assert!(texts.contains(&text), "{text} missing");
         }
+    }
+
+    /// Regression (issue 20): build labels and scenario names from report files are text.
+    #[test]
+    fn hostile_labels_keep_the_trend_well_formed() {
+        let hostile = crate::report::test_support::HOSTILE;
+        let point = |label: &str| TrendPoint {
+            label: label.to_owned(),
+            values: vec![1000.0],
+        };
+        let trend = Trend {
+            title: format!("scenario{hostile}"),
+            metric: format!("heap{hostile}"),
+            bytes: true,
+            points: vec![point("1.0"), point(&format!("1.1{hostile}"))],
+            first_change: Some(1),
+        };
+        let svg = render_trends_svg(&[trend.clone(), trend]).unwrap();
+        let problems = crate::report::escape::check::xml_problems(&svg);
+        assert!(problems.is_empty(), "{problems:#?}");
+        assert!(svg.contains("1.1&lt;script&gt;"), "{svg}");
     }
 }

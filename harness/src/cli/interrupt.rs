@@ -119,6 +119,8 @@ impl InFlight {
                 let finish = AssertUnwindSafe(|| finish_interrupted(*pending, signal.as_str()));
                 let exit = std::panic::catch_unwind(finish)
                     .unwrap_or_else(|_| Exit::interrupted(signal.as_str()));
+                // No engine is dropped on the way out: end what the workers started.
+                crate::engine::end_live_groups();
                 std::process::exit(conclude(Ok(Outcome::Verdict(exit))) as i32)
             }
             State::Idle => {
@@ -127,6 +129,7 @@ impl InFlight {
                     signal.as_str()
                 ));
                 let exit = Exit::interrupted(signal.as_str());
+                crate::engine::end_live_groups();
                 std::process::exit(conclude(Ok(Outcome::Verdict(exit))) as i32)
             }
             State::Finishing => {}

@@ -214,6 +214,63 @@ fn a_child_left_holding_the_drivers_stdout_is_named_and_ended() {
     assert!(gone(child), "run left the driver's child {child} running");
 }
 
+/// An interrupted run exits without dropping its engine: the processes its driver started are
+/// ended all the same (the driver itself dies with the runner).
+#[test]
+#[cfg(target_os = "linux")]
+fn an_interrupted_run_leaves_no_child_of_its_driver() {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("child.pid");
+    let path = dir.path().join("long.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "name: faulty-long\nengine:\n  backend: exec\n  command: [sh, {}, child-holds-stdout]\n\
+             turns: 20000\nturn:\n  - open: {{}}\n  - generate: {{max_output_tokens: 4}}\n  \
+             - close: {{}}\n",
+            faulty()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let mut run = crate::interrupted::KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_leakloop"))
+            .args(["run", "--quiet", "--out"])
+            .arg(&out)
+            .arg(&path)
+            .env("NO_COLOR", "1")
+            .env("LEAKLOOP_TEST_VALUE", &pid_file)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    // Hang guard: the run streams samples within seconds.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::fs::read_to_string(out.join("samples.jsonl")).map_or(0, |t| t.lines().count()) < 3 {
+        assert!(
+            std::time::Instant::now() < deadline && run.try_wait().unwrap().is_none(),
+            "the run never streamed 3 samples"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let child: u32 = std::fs::read_to_string(&pid_file)
+        .expect("the driver wrote its child's pid")
+        .trim()
+        .parse()
+        .unwrap();
+    kill(Pid::from_raw(run.id() as i32), Signal::SIGINT).unwrap();
+    let (code, _, stderr) = crate::interrupted::wait_for(&mut run);
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(
+        gone(child),
+        "the interrupted run left the driver's child {child} running"
+    );
+}
+
 /// A scenario running `faulty.sh FAULT` as its engine, written into `dir`.
 fn faulty_scenario(dir: &Path, fault: &str, extra: &str) -> PathBuf {
     let path = dir.join("driver.yaml");

@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -203,6 +203,7 @@ impl WorkerEngine {
             })?
         };
         let pid = child.id().unwrap_or_default();
+        live_groups().push(pid);
         let stderr = StderrTail::default();
         let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
         let (Some(stdin), Some(stdout), Some(child_stderr)) = pipes else {
@@ -516,7 +517,10 @@ impl WorkerEngine {
                     end_group(pid);
                     describe_exit(status)
                 }
-                Ok(Err(e)) => format!("exit status unknown ({e})"),
+                Ok(Err(e)) => {
+                    end_group(pid);
+                    format!("exit status unknown ({e})")
+                }
                 Err(_) => {
                     kill_and_reap(&mut link.child).await;
                     format!(
@@ -790,6 +794,30 @@ async fn kill_and_reap(child: &mut Child) -> bool {
 /// no members left gets ESRCH (its number would only be reused after the kernel's pid counter
 /// wrapped around).
 fn end_group(pid: u32) {
+    live_groups().retain(|p| *p != pid);
+    signal_group(pid);
+}
+
+/// The process groups of workers started and not yet ended, so that a runner that exits
+/// without dropping its engines (an interrupted run) still ends what they started.
+fn live_groups() -> std::sync::MutexGuard<'static, Vec<u32>> {
+    static LIVE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+    LIVE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Ends the process group of every worker not yet ended: for a runner about to exit without
+/// dropping its engines (SIGINT, SIGTERM). The workers themselves would die with it
+/// (`PR_SET_PDEATHSIG`), but not the processes they started.
+#[cfg(feature = "cli")]
+pub(crate) fn end_live_groups() {
+    let live = std::mem::take(&mut *live_groups());
+    for pid in live {
+        signal_group(pid);
+    }
+}
+
+/// SIGKILL to the process group `pid` leads.
+fn signal_group(pid: u32) {
     if let Ok(pid) = libc::pid_t::try_from(pid) {
         if pid > 0 {
             // SAFETY: kill(2) with a negative pid signals a process group; it touches no memory.

@@ -24,7 +24,7 @@ use crate::report::{
 use crate::runner::RunOutcome;
 use crate::scenario::{load_scenario_with, Overrides, Scenario};
 
-use builds::{fetch, resolve, Build};
+use builds::{fetch, fetch_command, fetch_script, resolve, Build};
 use search::{search, Figures, Metric, Order};
 
 /// Arguments of `leakloop bisect`.
@@ -61,6 +61,12 @@ pub(crate) struct BisectArgs {
     /// Never fetch: run only the libraries already under target/litert-lm/.
     #[arg(long)]
     pub offline: bool,
+    /// Fetch missing LiteRT-LM builds by running this program with the version (as
+    /// `ci/fetch-litert-lm.sh VERSION` of a leakloop checkout is run); also LEAKLOOP_FETCH_SCRIPT.
+    /// Without either, nothing is fetched: a missing build's note gives the command that fetches
+    /// it.
+    #[arg(long, value_name = "PATH", conflicts_with = "offline")]
+    pub fetch_script: Option<PathBuf>,
     /// Write trend.svg, the table (bisect.txt) and every run's reports (BUILD/run-R/) here.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -283,13 +289,25 @@ fn measure(
     let build = match build {
         Build::Unfetched(v) if args.offline => {
             return BuildResult {
-                note: format!("not fetched (offline): ci/fetch-litert-lm.sh {v}"),
+                note: format!("not fetched (offline): {}", fetch_command(v)),
                 ..Default::default()
             }
         }
         Build::Unfetched(v) => {
-            output::note(&format!("bisect: fetching LiteRT-LM {v}"));
-            match fetch(v) {
+            let Some(script) = fetch_script(args.fetch_script.as_deref()) else {
+                return BuildResult {
+                    note: format!(
+                        "not fetched (no --fetch-script): fetch it with `{}`",
+                        fetch_command(v)
+                    ),
+                    ..Default::default()
+                };
+            };
+            output::note(&format!(
+                "bisect: fetching LiteRT-LM {v} with {}",
+                script.display()
+            ));
+            match fetch(&script, v) {
                 Ok(lib) => Build::Library(lib),
                 Err(why) => {
                     return BuildResult {

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use crate::cli::output;
 use crate::cli::{CliError, Exit, Outcome};
-use crate::engine::litert_lm::check_library;
+use crate::engine::litert_lm::{check_library, inspect_library};
 use crate::scenario::{load_scenario, Scenario, StopMode};
 
 /// Arguments of `leakloop check`.
@@ -31,6 +31,11 @@ fn turns_label(scenario: &Scenario) -> String {
 }
 
 pub(crate) fn run(args: CheckArgs) -> Result<Outcome, CliError> {
+    // A library named on the command line is opened and read before any scenario is judged
+    // against it: one that is missing or is no LiteRT-LM library fails as `run --lib` would.
+    if let Some(lib) = &args.lib {
+        inspect_library(lib).map_err(|e| CliError::from(e).context("--lib"))?;
+    }
     let mut invalid = 0;
     for path in &args.scenarios {
         let loaded = load_scenario(path)

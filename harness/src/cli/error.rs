@@ -12,7 +12,7 @@ use std::io::ErrorKind;
 use crate::analyze::{TraceError, Verdict, VerdictStatus};
 use crate::bench::OverheadError;
 use crate::cli::bisect::BisectError;
-use crate::engine::litert_lm::{DiscoverError, LibraryRefusal};
+use crate::engine::litert_lm::{DiscoverError, InspectError, LibraryRefusal};
 use crate::engine::transport::{BuildError, TargetError};
 use crate::engine::EngineError;
 use crate::engine::WorkerError;
@@ -193,7 +193,7 @@ macro_rules! exit_by_type {
 exit_by_type!(BadInput: ScenarioError, TraceError, InputError, LibraryRefusal);
 // An engine that cannot be built (its library missing, named or discovered; its model unusable;
 // a worker that does not start), or the runner benchmark's engine failing, is an engine failure.
-exit_by_type!(Engine: EngineError, OverheadError, DiscoverError);
+exit_by_type!(Engine: EngineError, OverheadError, DiscoverError, InspectError);
 
 impl From<ReportError> for CliError {
     fn from(e: ReportError) -> Self {

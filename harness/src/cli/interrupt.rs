@@ -122,6 +122,8 @@ impl InFlight {
                 let exit = std::panic::catch_unwind(finish)
                     .unwrap_or_else(|_| Exit::interrupted(signal.as_str()));
                 discard_pending_writes();
+                // No engine is dropped on the way out: end what the workers started.
+                crate::engine::end_live_groups();
                 std::process::exit(conclude(Ok(Outcome::Verdict(exit))) as i32)
             }
             State::Idle => {
@@ -131,6 +133,7 @@ impl InFlight {
                 ));
                 let exit = Exit::interrupted(signal.as_str());
                 discard_pending_writes();
+                crate::engine::end_live_groups();
                 std::process::exit(conclude(Ok(Outcome::Verdict(exit))) as i32)
             }
             State::Finishing => {}

@@ -29,4 +29,4 @@ pub use worker::{
     StepResult, WorkerCommand, WorkerEngine, WORKER_BIN_ENV,
 };
 #[cfg(feature = "cli")]
-pub(crate) use worker::{serve_stdio, WorkerError};
+pub(crate) use worker::{end_live_groups, serve_stdio, WorkerError};

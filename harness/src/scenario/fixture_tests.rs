@@ -147,6 +147,55 @@ fn redact(text: &str) -> String {
     Kind::Invalid,
     Some("target.ssh.options[1]")
 )]
+#[case::target_ssh_proxy_command(
+    "target-ssh-proxy-command",
+    Kind::Invalid,
+    Some("target.ssh.options[1]")
+)]
+#[case::target_ssh_local_command(
+    "target-ssh-local-command",
+    Kind::Invalid,
+    Some("target.ssh.options[0]")
+)]
+#[case::target_ssh_known_hosts_command(
+    "target-ssh-known-hosts-command",
+    Kind::Invalid,
+    Some("target.ssh.options[0]")
+)]
+#[case::target_ssh_match_exec(
+    "target-ssh-match-exec",
+    Kind::Invalid,
+    Some("target.ssh.options[0]")
+)]
+#[case::target_ssh_proxy_jump(
+    "target-ssh-proxy-jump",
+    Kind::Invalid,
+    Some("target.ssh.options[1]")
+)]
+#[case::target_ssh_include("target-ssh-include", Kind::Invalid, Some("target.ssh.options[0]"))]
+#[case::target_ssh_option_newline(
+    "target-ssh-option-newline",
+    Kind::Invalid,
+    Some("target.ssh.options[0]")
+)]
+#[case::target_ssh_host_substitution(
+    "target-ssh-host-substitution",
+    Kind::Invalid,
+    Some("target.ssh.host")
+)]
+#[case::target_ssh_host_space("target-ssh-host-space", Kind::Invalid, Some("target.ssh.host"))]
+#[case::target_ssh_host_quote("target-ssh-host-quote", Kind::Invalid, Some("target.ssh.host"))]
+#[case::target_ssh_user_at_option(
+    "target-ssh-user-at-option",
+    Kind::Invalid,
+    Some("target.ssh.host")
+)]
+#[case::target_ssh_user_twice("target-ssh-user-twice", Kind::Invalid, Some("target.ssh.user"))]
+#[case::target_adb_serial_substitution(
+    "target-adb-serial-substitution",
+    Kind::Invalid,
+    Some("target.adb.serial")
+)]
 #[case::target_adb_two_processes("target-adb-two-processes", Kind::Invalid, Some("target.adb"))]
 #[case::target_push_without_model(
     "target-push-without-model",

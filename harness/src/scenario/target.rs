@@ -1,7 +1,10 @@
 //! `target:`: where the measured process lives. This machine (the default), a machine reached
 //! over ssh, or an Android device over adb (a native worker process, or an app by package or
 //! pid). The raw form mirrors the YAML; [`validate_target`] checks every value that ends up on a
-//! remote command line, so nothing the scenario says can become an option of `ssh` or `adb`.
+//! remote command line, so nothing the scenario says can become an option of `ssh` or `adb`
+//! (the rules for hosts, users, serials and ssh options are in `names`).
+
+mod names;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -58,7 +61,8 @@ pub struct SshTarget {
     pub user: Option<String>,
     /// A private key file (`ssh -i`), resolved against the scenario's folder.
     pub identity: Option<PathBuf>,
-    /// Extra `ssh -o Key=Value` options, in order.
+    /// Extra `ssh -o Key=Value` options, in order, each one of the allowed options (see
+    /// docs/device-farm.md), the key spelled as ssh documents it.
     pub options: Vec<String>,
     /// How the worker is put on the machine and started.
     pub worker: RemoteWorker,
@@ -237,7 +241,14 @@ fn validate_ssh(
     cx: &Context<'_>,
 ) -> Result<SshTarget, ScenarioError> {
     let at = "target.ssh";
-    word(&raw.host, &format!("{at}.host"), "host", cx)?;
+    let refuse = |path: String, value: &str, what: &str, why: String| {
+        cx.invalid(
+            &path,
+            format!("`{}` is not a valid {what}: {why}", escape(value)),
+        )
+    };
+    names::ssh_host(&raw.host)
+        .map_err(|why| refuse(format!("{at}.host"), &raw.host, "host", why))?;
     let port = match raw.port {
         None => None,
         Some(p) => Some(u16::try_from(p).ok().filter(|p| *p > 0).ok_or_else(|| {
@@ -248,29 +259,35 @@ fn validate_ssh(
         })?),
     };
     if let Some(user) = &raw.user {
-        word(user, &format!("{at}.user"), "user", cx)?;
+        names::user(user).map_err(|why| refuse(format!("{at}.user"), user, "user", why))?;
+        if raw.host.contains('@') {
+            return Err(cx.invalid(
+                &format!("{at}.user"),
+                "the user is named twice: in `user` and as `user@` in `host`; keep one",
+            ));
+        }
     }
     let identity = match raw.identity.as_deref() {
         None => None,
         Some("") => return Err(cx.invalid(&format!("{at}.identity"), "`identity` is empty")),
+        Some(p) if has_control(p) => {
+            return Err(cx.invalid(
+                &format!("{at}.identity"),
+                "`identity` cannot hold control characters",
+            ))
+        }
         Some(p) => Some(resolve(cx.file, p)),
     };
-    let options = raw.options.unwrap_or_default();
-    for (i, option) in options.iter().enumerate() {
-        let path = format!("{at}.options[{i}]");
-        let well_formed = option.split_once('=').is_some_and(|(key, _)| {
-            !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric())
-        });
-        if !well_formed || has_control(option) {
-            return Err(cx.invalid(
-                &path,
-                format!(
-                    "`{}` is not an ssh option: write `Key=Value` (passed as `ssh -o Key=Value`)",
-                    escape(option)
-                ),
-            ));
-        }
-    }
+    let options = raw
+        .options
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+        .map(|(i, option)| {
+            names::ssh_option(option)
+                .map_err(|why| refuse(format!("{at}.options[{i}]"), option, "ssh option", why))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let worker = remote_worker(at, raw.leakloop, raw.dir, raw.push, raw.env, engine, cx)?;
     Ok(SshTarget {
         host: raw.host,
@@ -289,7 +306,12 @@ fn validate_adb(
 ) -> Result<AdbTarget, ScenarioError> {
     let at = "target.adb";
     if let Some(serial) = &raw.serial {
-        word(serial, &format!("{at}.serial"), "serial", cx)?;
+        names::adb_serial(serial).map_err(|why| {
+            cx.invalid(
+                &format!("{at}.serial"),
+                format!("`{}` is not a valid serial: {why}", escape(serial)),
+            )
+        })?;
     }
     let given = [
         raw.package.is_some(),
@@ -356,10 +378,11 @@ fn remote_worker(
     cx: &Context<'_>,
 ) -> Result<RemoteWorker, ScenarioError> {
     if let Some(path) = &leakloop {
-        if path.is_empty() || has_control(path) {
+        if path.is_empty() || path.starts_with('-') || has_control(path) {
             return Err(cx.invalid(
                 &format!("{at}.leakloop"),
-                "`leakloop` must name a file on the target",
+                "`leakloop` must name a file on the target (a path, or a name on its PATH, not \
+                 starting with `-`)",
             ));
         }
     }
@@ -410,24 +433,6 @@ fn remote_worker(
         push,
         env,
     })
-}
-
-/// A value that goes on the `ssh`/`adb` command line as its own word: non-empty, no spaces or
-/// control characters, and not starting with `-` (it would be read as an option).
-fn word(value: &str, path: &str, what: &str, cx: &Context<'_>) -> Result<(), ScenarioError> {
-    if value.is_empty()
-        || value.starts_with('-')
-        || value.chars().any(|c| c.is_whitespace() || c.is_control())
-    {
-        return Err(cx.invalid(
-            path,
-            format!(
-                "`{}` is not a valid {what}: it must be one word that does not start with `-`",
-                escape(value)
-            ),
-        ));
-    }
-    Ok(())
 }
 
 fn has_control(text: &str) -> bool {

@@ -199,7 +199,7 @@ while [ "$1" = "-s" ]; do shift 2; done
 case "$1" in
 get-state) echo device ;;
 shell) shift; exec sh -c "$*" ;;
-push) cp "$2" "$3" ;;
+push) [ "$2" = -- ] && shift; cp -- "$2" "$3" ;;
 *) echo "fake adb: $1 is not played" >&2; exit 1 ;;
 esac
 "#;
@@ -348,4 +348,97 @@ fn an_attached_app_or_its_device_gone_mid_run_is_an_engine_failure_keeping_the_s
     let report = read_report(&out.join("report.json")).unwrap();
     let turns: Vec<u32> = report.record.samples.iter().map(|s| s.turn).collect();
     assert_eq!(turns, [0, 1, 2, 3], "{text}");
+}
+
+/// A fake `adb` whose "device" is this machine (as [`local_device_adb`]) that writes each
+/// command line it gets to `log`, one argument a line and a blank line after each, and reads
+/// `push` arguments as adb does: an argument starting with `-` is an option (and an unknown one
+/// an error), unless it follows `--`.
+fn recording_adb(dir: &Path, log: &Path) -> PathBuf {
+    let script = format!(
+        r#"#!/bin/sh
+for arg in "$@"; do printf '%s\n' "$arg"; done >> '{log}'
+echo >> '{log}'
+while [ "$1" = "-s" ]; do shift 2; done
+case "$1" in
+get-state) echo device ;;
+shell) shift; exec sh -c "$*" ;;
+push)
+  shift
+  case "$1" in
+  --) shift ;;
+  -*) echo "adb: unrecognized option '$1'" >&2; exit 1 ;;
+  esac
+  cp -- "$1" "$2" ;;
+*) echo "fake adb: $1 is not played" >&2; exit 1 ;;
+esac
+"#,
+        log = log.display()
+    );
+    executable(&dir.join("adb-recording"), &script)
+}
+
+/// Regression: a model file named `-n` became `adb push -n ...`, an option. Every path goes
+/// after `--`, on adb's command line and in the commands run on the device.
+#[test]
+fn a_file_named_like_an_option_is_pushed_as_a_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("adb.log");
+    let adb = recording_adb(tmp.path(), &log);
+    let device_dir = tmp.path().join("device");
+    std::fs::write(tmp.path().join("-n"), "a model").unwrap();
+    // Run from the scenario's folder with a relative path, so the model's path is `-n` itself.
+    std::fs::write(
+        tmp.path().join("dash.yaml"),
+        format!(
+            "name: adb-dash\nengine: {{backend: sim, profile: cpu-flat, model: '-n'}}\nturns: 2\n\
+             turn:\n  - open: {{}}\n  - generate: {{max_output_tokens: 4}}\n  - close: {{}}\n\
+             target:\n  adb: {{serial: R58M, native: {{leakloop: {}, dir: {}, push: [model]}}}}\n",
+            env!("CARGO_BIN_EXE_leakloop"),
+            device_dir.display()
+        ),
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_leakloop"))
+        .args(["run", "--quiet", "--out", "out", "dash.yaml"])
+        .current_dir(tmp.path())
+        .env("NO_COLOR", "1")
+        .env("LEAKLOOP_ADB", &adb)
+        .output()
+        .unwrap();
+    let text = crate::common::stdout_and_stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(device_dir.join("-n")).unwrap(),
+        "a model"
+    );
+    let log = std::fs::read_to_string(&log).unwrap();
+    let calls: Vec<Vec<&str>> = log
+        .split("\n\n")
+        .filter(|c| !c.is_empty())
+        .map(|c| c.lines().collect())
+        .collect();
+    let remote = format!("{}/-n", device_dir.display());
+    assert!(
+        calls.contains(&vec!["-s", "R58M", "push", "--", "-n", remote.as_str()]),
+        "{calls:?}"
+    );
+    // Every command run on the device that takes a path ends its options with `--`.
+    let scripts: Vec<&str> = calls
+        .iter()
+        .filter(|c| c.get(2) == Some(&"shell"))
+        .filter_map(|c| c.last().copied())
+        .collect();
+    for command in ["mkdir -p", "command -v", "chmod 700"] {
+        assert!(
+            scripts
+                .iter()
+                .any(|s| s.contains(&format!("{command} -- "))),
+            "no `{command} -- ` in {scripts:?}"
+        );
+        assert!(
+            !scripts.iter().any(|s| s.contains(&format!("{command} '"))),
+            "`{command}` without `--` in {scripts:?}"
+        );
+    }
 }

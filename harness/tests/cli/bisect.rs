@@ -196,3 +196,111 @@ fn the_out_folder_is_claimed_like_runs() {
         "{stderr}"
     );
 }
+
+/// A published release that is not fetched into this workspace, for the fetch tests.
+fn unfetched_release() -> String {
+    let list = std::fs::read_to_string(workspace().join("ci/litert-lm-releases.txt")).unwrap();
+    list.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.contains(".dev"))
+        .find(|v| {
+            !workspace()
+                .join("target/litert-lm")
+                .join(v)
+                .join("liblitert-lm.so")
+                .exists()
+        })
+        .expect("some release is not fetched here")
+        .to_owned()
+}
+
+/// Writes an executable shell script.
+fn script(path: &std::path::Path, body: &str) {
+    std::fs::write(path, format!("#!/bin/sh\n{body}")).unwrap();
+    let mode = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755);
+    std::fs::set_permissions(path, mode).unwrap();
+}
+
+/// Regression: a missing build was fetched by running `ci/fetch-litert-lm.sh` at the path of the
+/// workspace leakloop was built in, wherever the binary ran. That script runs `$PIP download`,
+/// so a `PIP` that leaves a mark shows whether it ran: it must not, and the build is reported as
+/// not fetched with the command that fetches it.
+#[test]
+fn bisect_runs_no_fetch_script_it_was_not_given() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mark = tmp.path().join("pip-ran");
+    let pip = tmp.path().join("pip");
+    script(
+        &pip,
+        &format!("echo \"$@\" > '{}'\nexit 1\n", mark.display()),
+    );
+    let version = unfetched_release();
+    let out = Command::new(env!("CARGO_BIN_EXE_leakloop"))
+        .args([
+            "bisect",
+            "fixtures/scenarios/litert-cpu-chat.yaml",
+            "--versions",
+        ])
+        .arg(&version)
+        .args(["--runs", "1"])
+        .current_dir(workspace())
+        .env("PIP", &pip)
+        .env("LITERT_LM_DIR", tmp.path().join("fetched"))
+        .env_remove("LEAKLOOP_FETCH_SCRIPT")
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(3), "{text}\n{out:?}");
+    assert!(!mark.exists(), "a fetch script nobody named ran");
+    assert!(
+        text.contains(&format!(
+            "not fetched (no --fetch-script): fetch it with `ci/fetch-litert-lm.sh {version}`"
+        )),
+        "{text}"
+    );
+}
+
+/// A fetch script named with `--fetch-script` or `LEAKLOOP_FETCH_SCRIPT` is run with the version.
+#[test]
+fn bisect_fetches_through_the_script_it_is_given() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("fetch.log");
+    let fetch = tmp.path().join("fetch.sh");
+    script(
+        &fetch,
+        &format!(
+            "echo \"$@\" >> '{}'\necho 'no network here' >&2\nexit 1\n",
+            log.display()
+        ),
+    );
+    let version = unfetched_release();
+    let bisect_with = |flag: bool| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_leakloop"));
+        command
+            .args([
+                "bisect",
+                "fixtures/scenarios/litert-cpu-chat.yaml",
+                "--versions",
+            ])
+            .arg(&version)
+            .args(["--runs", "1"])
+            .current_dir(workspace());
+        if flag {
+            command.arg("--fetch-script").arg(&fetch);
+            command.env_remove("LEAKLOOP_FETCH_SCRIPT");
+        } else {
+            command.env("LEAKLOOP_FETCH_SCRIPT", &fetch);
+        }
+        command.output().unwrap()
+    };
+    for flag in [true, false] {
+        let out = bisect_with(flag);
+        let text = stdout(&out);
+        assert_eq!(out.status.code(), Some(3), "{text}\n{out:?}");
+        assert!(text.contains("failed: no network here"), "{text}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        format!("{version}\n{version}\n")
+    );
+}

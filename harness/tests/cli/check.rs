@@ -252,3 +252,31 @@ fn run_refuses_a_cancel_scenario_before_starting_the_engine() {
         "{stderr}"
     );
 }
+
+/// `check --lib` opens the library it is given: a path with nothing there, or a file that is no
+/// shared library, is what `run --lib` would fail on (a missing or unloadable engine library,
+/// exit 3), never `ok`.
+#[rstest]
+#[case::missing_file("missing.so", "is not a file")]
+#[case::text_file("notes.txt", "not a shared library leakloop can read")]
+#[case::folder_without_the_library("empty", "is not a file")]
+fn check_lib_must_name_a_litert_lm_library(#[case] name: &str, #[case] says: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("notes.txt"), "not a library\n").unwrap();
+    std::fs::create_dir(tmp.path().join("empty")).unwrap();
+    let lib = tmp.path().join(name);
+    for scenario in [
+        "fixtures/scenarios/litert-cpu-chat.yaml",
+        "fixtures/scenarios/opencl-clean.yaml",
+    ] {
+        let out = check(&[scenario, "--lib", lib.to_str().unwrap()]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{scenario}: {stdout}{stderr}");
+        assert!(!stdout.contains("ok "), "{scenario}: {stdout}");
+        assert!(
+            stderr.contains("--lib") && stderr.contains(says),
+            "{scenario}: {stderr}"
+        );
+    }
+}

@@ -62,6 +62,7 @@ fn driver_check(args: &[&str]) -> Output {
 #[case::reserved_kind("reserved-kind", 1, &["FAIL  generate", "a kind only the runner gives"])]
 #[case::lingers("lingers", 1, &["FAIL  exit", "did not exit within 2s"])]
 #[case::crash_at_exit("crash-at-exit", 1, &["FAIL  exit", "signal 11 (SIGSEGV)", "| faulty driver: crashing at exit"])]
+#[case::child_holds_stdout("child-holds-stdout", 1, &["FAIL  exit", "it exited with exit status 0 after its stdin closed, but a process it started still held its stdout open"])]
 fn driver_check_names_each_violation_plainly(
     #[case] fault: &str,
     #[case] code: i32,
@@ -145,6 +146,129 @@ fn exec_fixture_exits_as_stated(#[files("../fixtures/exec/*.yaml")] path: PathBu
         .samples
         .iter()
         .any(|s| s.metrics.get("anon_rss").is_some_and(|v| *v > 1 << 20)));
+}
+
+/// Waits (at most 10 s, a hang guard) until process `pid` is gone or a zombie; whether it is.
+fn gone(pid: u32) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+        let alive = state.as_deref().is_some_and(|stat| {
+            !matches!(
+                stat.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.trim_start().chars().next()),
+                Some('Z' | 'X')
+            )
+        });
+        if !alive {
+            return true;
+        }
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A driver that exits 0 while a child it started keeps its stdout open: `driver-check` says so
+/// (not "did not exit"), and neither it nor `run` leaves that child running.
+#[test]
+#[cfg(target_os = "linux")]
+fn a_child_left_holding_the_drivers_stdout_is_named_and_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("child.pid");
+    let child_pid = || -> u32 {
+        std::fs::read_to_string(&pid_file)
+            .expect("the driver wrote its child's pid")
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let output = Command::new(env!("CARGO_BIN_EXE_leakloop"))
+        .args(["driver-check", "--", "sh", &faulty(), "child-holds-stdout"])
+        .env("NO_COLOR", "1")
+        .env("LEAKLOOP_TEST_VALUE", &pid_file)
+        .output()
+        .unwrap();
+    let shown = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{shown}");
+    assert!(!shown.contains("did not exit"), "{shown}");
+    let child = child_pid();
+    assert!(
+        gone(child),
+        "driver-check left the driver's child {child} running"
+    );
+
+    std::fs::remove_file(&pid_file).unwrap();
+    let path = faulty_scenario(dir.path(), "child-holds-stdout", "");
+    let output = Command::new(env!("CARGO_BIN_EXE_leakloop"))
+        .args(["run", "--quiet", "--out"])
+        .arg(dir.path().join("out"))
+        .arg(&path)
+        .env("NO_COLOR", "1")
+        .env("LEAKLOOP_TEST_VALUE", &pid_file)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let child = child_pid();
+    assert!(gone(child), "run left the driver's child {child} running");
+}
+
+/// An interrupted run exits without dropping its engine: the processes its driver started are
+/// ended all the same (the driver itself dies with the runner).
+#[test]
+#[cfg(target_os = "linux")]
+fn an_interrupted_run_leaves_no_child_of_its_driver() {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("child.pid");
+    let path = dir.path().join("long.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "name: faulty-long\nengine:\n  backend: exec\n  command: [sh, {}, child-holds-stdout]\n\
+             turns: 20000\nturn:\n  - open: {{}}\n  - generate: {{max_output_tokens: 4}}\n  \
+             - close: {{}}\n",
+            faulty()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let mut run = crate::interrupted::KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_leakloop"))
+            .args(["run", "--quiet", "--out"])
+            .arg(&out)
+            .arg(&path)
+            .env("NO_COLOR", "1")
+            .env("LEAKLOOP_TEST_VALUE", &pid_file)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    // Hang guard: the run streams samples within seconds.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::fs::read_to_string(out.join("samples.jsonl")).map_or(0, |t| t.lines().count()) < 3 {
+        assert!(
+            std::time::Instant::now() < deadline && run.try_wait().unwrap().is_none(),
+            "the run never streamed 3 samples"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let child: u32 = std::fs::read_to_string(&pid_file)
+        .expect("the driver wrote its child's pid")
+        .trim()
+        .parse()
+        .unwrap();
+    kill(Pid::from_raw(run.id() as i32), Signal::SIGINT).unwrap();
+    let (code, _, stderr) = crate::interrupted::wait_for(&mut run);
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(
+        gone(child),
+        "the interrupted run left the driver's child {child} running"
+    );
 }
 
 /// A scenario running `faulty.sh FAULT` as its engine, written into `dir`.

@@ -88,6 +88,7 @@ const BUILDS: &str = "fixtures/scenarios/bisect-sim-builds.yaml";
 #[case::check_fifo(&["check", "{tmp}/fifo"], Stdout::Open, "", 2)]
 #[case::check_refuses_what_run_would(&["check", "fixtures/bad/crash-without-generation.yaml"], Stdout::Open, "", 2)]
 #[case::check_bad_flag(&["check", "--nope", FLAT], Stdout::Open, "", 2)]
+#[case::check_lib_names_no_library(&["check", FLAT, "--lib", "{tmp}/empty"], Stdout::Open, "", 3)]
 // run: the verdict's code, whatever happens to stdout afterwards.
 #[case::run_pass(&["run", FLAT], Stdout::Open, "", 0)]
 #[case::run_leak(&["run", LEAK], Stdout::Open, "", 1)]

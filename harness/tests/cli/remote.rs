@@ -528,3 +528,109 @@ fn an_ssh_host_that_does_not_resolve_is_a_bad_target_and_a_refused_port_an_engin
         assert!(stderr.contains(says), "{host}:{port}: {stderr}");
     }
 }
+
+/// A fake `ssh` (`LEAKLOOP_SSH`) that only leaves a mark that it ran.
+fn marking_ssh(dir: &Path, mark: &Path) -> PathBuf {
+    let path = dir.join("ssh");
+    std::fs::write(
+        &path,
+        format!("#!/bin/sh\ntouch '{}'\nexit 255\n", mark.display()),
+    )
+    .unwrap();
+    let mode = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755);
+    std::fs::set_permissions(&path, mode).unwrap();
+    path
+}
+
+/// Regression: `ProxyCommand` (and every other option that runs a local command, reads another
+/// configuration or connects elsewhere) passed `check` and ran at `run`, and a host holding
+/// `$(...)` passed `check` and failed only at `run` (exit 3). Both are refused at `check` and
+/// `run` (exit 2, located at the key), before ssh or anything an option names runs.
+#[test]
+fn dangerous_ssh_options_and_hosts_are_refused_before_anything_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mark = tmp.path().join("ran");
+    let ssh = marking_ssh(tmp.path(), &mark);
+    let touch = format!("touch {}", mark.display());
+    for (target, key) in [
+        (
+            format!("{{host: 127.0.0.1, options: [\"ProxyCommand={touch}\"]}}"),
+            "target.ssh.options[0]",
+        ),
+        (
+            format!(
+                "{{host: 127.0.0.1, options: [PermitLocalCommand=yes, \"LocalCommand {touch}\"]}}"
+            ),
+            "target.ssh.options[0]",
+        ),
+        (
+            format!("{{host: 127.0.0.1, options: [\"knownhostscommand {touch}\"]}}"),
+            "target.ssh.options[0]",
+        ),
+        (
+            format!("{{host: 127.0.0.1, options: [ConnectTimeout=5, \"Match exec '{touch}'\"]}}"),
+            "target.ssh.options[1]",
+        ),
+        (
+            "{host: 127.0.0.1, options: [ProxyJump=elsewhere]}".to_owned(),
+            "target.ssh.options[0]",
+        ),
+        (format!("{{host: \"$({touch})\"}}"), "target.ssh.host"),
+        (format!("{{host: \"ci@$({touch})\"}}"), "target.ssh.host"),
+    ] {
+        let scenario = format!(
+            "name: refused\nengine: {{backend: sim, profile: cpu-flat}}\nturns: 1\n\
+             turn:\n  - open: {{}}\n  - close: {{}}\ntarget:\n  ssh: {target}\n"
+        );
+        let path = write(tmp.path(), "s.yaml", &scenario);
+        for command in ["check", "run"] {
+            let output = Command::new(env!("CARGO_BIN_EXE_leakloop"))
+                .arg(command)
+                .arg(&path)
+                .env("NO_COLOR", "1")
+                .env("LEAKLOOP_SSH", &ssh)
+                .current_dir(tmp.path())
+                .output()
+                .unwrap();
+            let text = crate::common::stdout_and_stderr(&output);
+            assert_eq!(output.status.code(), Some(2), "{command} {target}: {text}");
+            assert!(
+                text.contains(&format!("`{key}`")) && text.contains("line 8"),
+                "{command} {target}: {text}"
+            );
+            assert!(!mark.exists(), "{command} {target}: something ran");
+        }
+    }
+}
+
+/// Regression: a file named like an option (`-n`) stays a file on every command line over ssh.
+#[test]
+fn a_model_named_like_an_option_is_pushed_over_ssh() {
+    let Some(sshd) = sshd_for("a_model_named_like_an_option_is_pushed_over_ssh") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let remote_dir = tmp.path().join("remote");
+    std::fs::write(tmp.path().join("-n"), "a model").unwrap();
+    let scenario = format!(
+        "name: remote-dash\nengine: {{backend: sim, profile: cpu-flat, model: '-n'}}\nturns: 2\n\
+         turn:\n  - open: {{}}\n  - generate: {{max_output_tokens: 4}}\n  - close: {{}}\n{}    \
+         push: [model]\n",
+        sshd.target(&remote_dir, &this_binary())
+    );
+    write(tmp.path(), "dash.yaml", &scenario);
+    // Run from the scenario's folder with a relative path, so the model's path is `-n` itself.
+    let output = Command::new(env!("CARGO_BIN_EXE_leakloop"))
+        .args(["run", "--quiet", "--out", "out", "dash.yaml"])
+        .current_dir(tmp.path())
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let text = crate::common::stdout_and_stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(remote_dir.join("-n")).unwrap(),
+        "a model"
+    );
+    assert_nothing_left_in(&remote_dir);
+}

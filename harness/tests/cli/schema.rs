@@ -318,6 +318,12 @@ const SCHEMA_REJECTS: &[(&str, &str, &str)] = &[
     ("huge-name", "/name", "pattern"),
     ("target-ssh-host-option", "/target", "oneOf"),
     ("target-ssh-bad-option", "/target", "oneOf"),
+    ("target-ssh-option-newline", "/target", "oneOf"),
+    ("target-ssh-host-substitution", "/target", "oneOf"),
+    ("target-ssh-host-space", "/target", "oneOf"),
+    ("target-ssh-host-quote", "/target", "oneOf"),
+    ("target-ssh-user-at-option", "/target", "oneOf"),
+    ("target-adb-serial-substitution", "/target", "oneOf"),
     ("target-adb-two-processes", "/target", "oneOf"),
     ("target-unknown-kind", "/target", "oneOf"),
     ("missing-turn", "", "required"),
@@ -382,6 +388,34 @@ const BEYOND_SCHEMA: &[(&str, &str)] = &[
     (
         "attach-bad-regex",
         "a regular expression is compiled by leakloop's regex engine",
+    ),
+    (
+        "target-ssh-proxy-command",
+        "the ssh option allowlist is matched in any case, which a portable pattern cannot say",
+    ),
+    (
+        "target-ssh-local-command",
+        "the ssh option allowlist is matched in any case, which a portable pattern cannot say",
+    ),
+    (
+        "target-ssh-known-hosts-command",
+        "the ssh option allowlist is matched in any case, which a portable pattern cannot say",
+    ),
+    (
+        "target-ssh-match-exec",
+        "the ssh option allowlist is matched in any case, which a portable pattern cannot say",
+    ),
+    (
+        "target-ssh-proxy-jump",
+        "the ssh option allowlist is matched in any case, which a portable pattern cannot say",
+    ),
+    (
+        "target-ssh-include",
+        "the ssh option allowlist is matched in any case, which a portable pattern cannot say",
+    ),
+    (
+        "target-ssh-user-twice",
+        "a user in `user` and in `host` are two values",
     ),
 ];
 

@@ -4,7 +4,11 @@
 //! pinned or newest fetched nightly (`nightly`), or a library path (a `liblitert-lm.so` or a
 //! folder holding one). A range `FROM..TO` takes every known version between the two, inclusive:
 //! the published releases (`ci/litert-lm-releases.txt`) and whatever is already fetched. Versions
-//! not fetched yet are fetched with `ci/fetch-litert-lm.sh`, unless `--offline`.
+//! not fetched yet are fetched only by a program the user names (`--fetch-script PATH` or
+//! [`FETCH_SCRIPT_ENV`]; `ci/fetch-litert-lm.sh` of a leakloop checkout is one). Nothing found at
+//! a path baked in when leakloop was built is ever run: whoever could write there would run code
+//! as the user of every copy of the binary. Without a named program, a missing build is reported
+//! as not fetched, with the command that fetches it.
 //!
 //! For a `sim` scenario a build is one of the scenario's own `profiles:` (named like versions,
 //! e.g. `"1.3"`): simulated builds with an injected change, the test bed of the search itself.
@@ -208,32 +212,56 @@ pub(crate) fn resolve_libraries(
         .collect()
 }
 
-/// The fetch script of the workspace leakloop was built in.
-fn fetch_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../ci/fetch-litert-lm.sh")
+/// Environment variable naming the program `bisect` fetches missing builds with, when
+/// `--fetch-script` is not given.
+pub(crate) const FETCH_SCRIPT_ENV: &str = "LEAKLOOP_FETCH_SCRIPT";
+
+/// The fetch program the user named: `--fetch-script`, else [`FETCH_SCRIPT_ENV`]; `None` when
+/// neither names one (nothing is fetched then).
+pub(crate) fn fetch_script(flag: Option<&Path>) -> Option<PathBuf> {
+    flag.map(Path::to_path_buf).or_else(|| {
+        std::env::var_os(FETCH_SCRIPT_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    })
 }
 
-/// Fetches `version` with `ci/fetch-litert-lm.sh`; the library it left, or why not.
-pub(crate) fn fetch(version: &str) -> Result<LibraryLocation, String> {
-    let script = fetch_script();
-    if !script.is_file() {
-        return Err(format!("{} is not there", script.display()));
-    }
-    let arg = if is_nightly(version) {
+/// The argument the fetch program takes for `version`: the version, or `nightly==VERSION`.
+fn fetch_arg(version: &str) -> String {
+    if is_nightly(version) {
         format!("nightly=={version}")
     } else {
         version.to_owned()
+    }
+}
+
+/// The command that fetches `version` from a leakloop checkout, for a build that was not fetched.
+pub(crate) fn fetch_command(version: &str) -> String {
+    format!("ci/fetch-litert-lm.sh {}", fetch_arg(version))
+}
+
+/// Fetches `version` by running `script VERSION` (or `script nightly==VERSION`), a program the
+/// user named, which prints the folder holding the library on its last line (as
+/// `ci/fetch-litert-lm.sh` does); the library it left, or why not.
+pub(crate) fn fetch(script: &Path, version: &str) -> Result<LibraryLocation, String> {
+    // A bare name is a file in the working directory, never one looked up on PATH.
+    let program = if script.components().count() == 1 && script.is_relative() {
+        Path::new(".").join(script)
+    } else {
+        script.to_path_buf()
     };
-    let out = Command::new("bash")
-        .arg(&script)
+    let arg = fetch_arg(version);
+    let out = Command::new(&program)
         .arg(&arg)
+        .stdin(std::process::Stdio::null())
         .output()
-        .map_err(|e| format!("cannot start {}: {e}", script.display()))?;
+        .map_err(|e| format!("cannot start the fetch script {}: {e}", script.display()))?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
         return Err(format!(
-            "ci/fetch-litert-lm.sh {arg} failed: {}",
+            "{} {arg} failed: {}",
+            script.display(),
             last.unwrap_or("no message")
                 .chars()
                 .map(|c| if c.is_control() { '?' } else { c })

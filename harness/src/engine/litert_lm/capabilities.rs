@@ -9,8 +9,8 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use crate::engine::litert_lm::discover::{discover_library, LibraryLocation};
-use crate::engine::litert_lm::ffi::library_capabilities;
+use crate::engine::litert_lm::discover::{discover_library, DiscoverError, LibraryLocation};
+use crate::engine::litert_lm::ffi::{library_capabilities, LoadLibraryError};
 use crate::scenario::{BackendKind, Scenario, Step};
 
 /// One thing a LiteRT-LM build may or may not offer through its C API.
@@ -239,6 +239,30 @@ pub fn check_library(
         location,
         capabilities,
     }))
+}
+
+/// Why a library named explicitly cannot be inspected.
+#[derive(Debug, thiserror::Error)]
+pub enum InspectError {
+    /// There is no library at the path (or in the folder) given.
+    #[error(transparent)]
+    Missing(#[from] DiscoverError),
+    /// The file is there but is no LiteRT-LM library leakloop can read.
+    #[error(transparent)]
+    NotALibrary(#[from] LoadLibraryError),
+}
+
+/// Opens the library at `path` (a `liblitert-lm.so` or a folder holding one) and reads what it
+/// can do from its exported functions, without loading it. Unlike [`check_library`], which
+/// passes over a library it cannot find (the run reports it), a library named explicitly that
+/// is missing or is not a LiteRT-LM library is an error here.
+pub fn inspect_library(path: &Path) -> Result<CheckedLibrary, InspectError> {
+    let location = discover_library(Some(path))?;
+    let capabilities = library_capabilities(&location.path)?;
+    Ok(CheckedLibrary {
+        location,
+        capabilities,
+    })
 }
 
 /// Capability names, comma-separated, in [`Capability::ALL`] order.

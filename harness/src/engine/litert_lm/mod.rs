@@ -9,7 +9,10 @@ mod ffi;
 mod handles;
 mod stream;
 
-pub use capabilities::{check_library, Capabilities, Capability, CheckedLibrary, LibraryRefusal};
+pub use capabilities::{
+    check_library, inspect_library, Capabilities, Capability, CheckedLibrary, InspectError,
+    LibraryRefusal,
+};
 pub use discover::{
     compare_versions, discover_library, fetched_libraries, DiscoverError, LibraryLocation,
     LibrarySource, FETCH_HINT, LIB_ENV, LIB_FILE,

@@ -124,7 +124,7 @@ impl Transport {
     pub(crate) fn push(&self, from: &Path, to: &str, timeout: Duration) -> Result<(), TargetError> {
         match self {
             Transport::Ssh(_) => {
-                let script = format!("cat > {0} && chmod 700 {0}", sh_quote(to));
+                let script = format!("cat > {0} && chmod 700 -- {0}", sh_quote(to));
                 self.run(&script, Some(from), timeout).map(drop)
             }
             Transport::Adb(_) => {
@@ -138,10 +138,11 @@ impl Transport {
                     )
                 })?;
                 let (program, mut args) = self.base();
-                args.extend(["push".into(), from.into(), to.into()]);
+                // `--`: a local file named like an option (`-n`) stays a file.
+                args.extend(["push".into(), "--".into(), from.into(), to.into()]);
                 let what = format!("push {} {to}", from.display());
                 self.run_argv(&program, &args, None, timeout, &what)?;
-                self.run(&format!("chmod 700 {}", sh_quote(to)), None, timeout)
+                self.run(&format!("chmod 700 -- {}", sh_quote(to)), None, timeout)
                     .map(drop)
             }
         }

@@ -217,7 +217,7 @@ impl Drop for RemoteEngine {
             script.push('\n');
         }
         if self.staged.ours {
-            script.push_str(&format!("rm -rf {}", sh_quote(&self.staged.dir)));
+            script.push_str(&format!("rm -rf -- {}", sh_quote(&self.staged.dir)));
         }
         if !script.is_empty() {
             // Best effort: a target that is gone cannot be cleaned, and the run's result stands.

@@ -41,7 +41,7 @@ pub(crate) fn stage(
     let (dir, ours) = match &worker.dir {
         Some(dir) => {
             transport.run(
-                &format!("mkdir -p {}", sh_quote(dir)),
+                &format!("mkdir -p -- {}", sh_quote(dir)),
                 None,
                 COMMAND_TIMEOUT,
             )?;
@@ -79,7 +79,7 @@ pub(crate) fn stage(
         Err(e) => {
             if staged.ours {
                 let _ = transport.run(
-                    &format!("rm -rf {}", sh_quote(&staged.dir)),
+                    &format!("rm -rf -- {}", sh_quote(&staged.dir)),
                     None,
                     COMMAND_TIMEOUT,
                 );
@@ -99,7 +99,7 @@ fn fill(
             // `command -v` finds a name on the target's PATH as well as a path.
             transport
                 .run(
-                    &format!("command -v {}", sh_quote(path)),
+                    &format!("command -v -- {}", sh_quote(path)),
                     None,
                     COMMAND_TIMEOUT,
                 )

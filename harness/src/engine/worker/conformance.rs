@@ -4,8 +4,8 @@
 //!
 //! A violation that ends the session (a crash, a hang, a malformed or wrong reply) is the last
 //! step; the others (counts that go down, a close of an unknown session that succeeds, a process
-//! id that is not the process started, a driver that does not exit when its stdin closes) are
-//! noted and the session goes on.
+//! id that is not the process started, a driver that does not exit when its stdin closes or
+//! leaves a process holding its stdout) are noted and the session goes on.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -21,6 +21,8 @@ mod test_engine;
 pub(crate) use child::{serve_stdio, WorkerError};
 pub use command::{serve_worker, ServeError, WorkerCommand};
 pub use conformance::{check_driver, CheckStep, DriverCheckPlan, DriverCheckReport, StepResult};
+#[cfg(feature = "cli")]
+pub(crate) use parent::end_live_groups;
 pub(crate) use parent::worker_binary;
 pub use parent::{WorkerEngine, WORKER_BIN_ENV};
 pub(crate) use protocol::{decode_line, Reply, Response};

@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -221,6 +221,9 @@ impl WorkerEngine {
         if let Some(cwd) = cwd {
             command.current_dir(cwd);
         }
+        // Its own process group, so that whatever it starts (a wrapper's children, helpers) is
+        // ended with it (`end_group`), whichever way it ends.
+        command.process_group(0);
         die_with_parent(&mut command);
         let mut child = {
             let _context = runtime.enter();
@@ -232,6 +235,7 @@ impl WorkerEngine {
             })?
         };
         let pid = child.id().unwrap_or_default();
+        live_groups().push(pid);
         let stderr = StderrTail::default();
         let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
         let (Some(stdin), Some(stdout), Some(child_stderr)) = pipes else {
@@ -323,33 +327,53 @@ impl WorkerEngine {
             stderr_task,
         } = link;
         let tail = self.stderr.clone();
+        let pid = self.pid;
         self.runtime.block_on(async {
             drop(stdin);
             let mut late = Vec::new();
-            // One grace time for both: reading what is left on stdout until it closes, then
-            // the exit.
-            let ended = tokio::time::timeout(EXIT_GRACE, async {
-                let read = (&mut stdout).take(4096).read_to_end(&mut late).await;
-                (read, child.wait().await)
-            })
-            .await;
+            // One grace time for both, awaited side by side: reading what is left on stdout until
+            // it closes, and the exit. A driver that exited while a process it started still holds
+            // its stdout is told apart from one that did not exit.
+            let deadline = tokio::time::Instant::now() + EXIT_GRACE;
+            let mut rest = (&mut stdout).take(4096);
+            let (read, exited) = tokio::join!(
+                tokio::time::timeout_at(deadline, rest.read_to_end(&mut late)),
+                tokio::time::timeout_at(deadline, child.wait()),
+            );
+            if exited.is_ok() {
+                end_group(pid);
+            } else {
+                kill_and_reap(&mut child).await;
+            }
             finish_stderr(stderr_task).await;
-            let (read, status) = match ended {
-                Ok((read, Ok(status))) => (read, status),
-                Ok((_, Err(e))) => return Err(format!("its exit status is unknown ({e})")),
+            let status = match exited {
+                Ok(Ok(status)) => status,
+                Ok(Err(e)) => return Err(format!("its exit status is unknown ({e})")),
                 Err(_) => {
-                    kill_and_reap(&mut child).await;
                     return Err(format!(
-                        "it did not exit within {} after its stdin closed, so it was killed",
+                        "it did not exit within {} after its stdin closed, so it and the \
+                         processes it started were killed",
                         humanize(EXIT_GRACE)
-                    ));
+                    ))
                 }
             };
-            if matches!(read, Ok(n) if n > 0) {
-                return Err(format!(
-                    "it wrote on stdout after its last reply: `{}`",
-                    excerpt(&String::from_utf8_lossy(&late))
-                ));
+            match read {
+                Err(_) => {
+                    return Err(format!(
+                        "it exited with {} after its stdin closed, but a process it started \
+                         still held its stdout open {} later (it was killed); a driver must \
+                         end what it starts, or not hand it its stdout",
+                        describe_exit(status),
+                        humanize(EXIT_GRACE)
+                    ))
+                }
+                Ok(Ok(n)) if n > 0 => {
+                    return Err(format!(
+                        "it wrote on stdout after its last reply: `{}`",
+                        excerpt(&String::from_utf8_lossy(&late))
+                    ));
+                }
+                Ok(_) => {}
             }
             if status.success() {
                 Ok(())
@@ -517,11 +541,18 @@ impl WorkerEngine {
         let Some(mut link) = self.link.take() else {
             return "already gone".into();
         };
+        let pid = self.pid;
         self.runtime.block_on(async {
             drop(link.stdin);
             let how = match tokio::time::timeout(EXIT_GRACE, link.child.wait()).await {
-                Ok(Ok(status)) => describe_exit(status),
-                Ok(Err(e)) => format!("exit status unknown ({e})"),
+                Ok(Ok(status)) => {
+                    end_group(pid);
+                    describe_exit(status)
+                }
+                Ok(Err(e)) => {
+                    end_group(pid);
+                    format!("exit status unknown ({e})")
+                }
                 Err(_) => {
                     kill_and_reap(&mut link.child).await;
                     format!(
@@ -553,14 +584,15 @@ impl Drop for WorkerEngine {
                 stderr_task,
                 ..
             } = link;
+            let pid = self.pid;
             self.runtime.block_on(async {
                 // Closing stdin asks the worker to end; one that does not is killed.
                 drop(stdin);
-                if tokio::time::timeout(EXIT_GRACE, child.wait())
-                    .await
-                    .is_err()
-                {
-                    kill_and_reap(&mut child).await;
+                match tokio::time::timeout(EXIT_GRACE, child.wait()).await {
+                    Ok(_) => end_group(pid),
+                    Err(_) => {
+                        kill_and_reap(&mut child).await;
+                    }
                 }
                 stderr_task.abort();
             });
@@ -675,11 +707,14 @@ impl Engine for WorkerEngine {
             stdout,
             stderr_task,
         } = link;
+        let pid = self.pid;
         let status = self.runtime.block_on(async {
             drop(stdin);
             let status = tokio::time::timeout(EXIT_GRACE, child.wait()).await;
             if status.is_err() {
                 kill_and_reap(&mut child).await;
+            } else {
+                end_group(pid);
             }
             drop(stdout);
             finish_stderr(stderr_task).await;
@@ -769,15 +804,60 @@ async fn drain(stderr: impl AsyncRead + Unpin, tail: StderrTail) {
     }
 }
 
-/// Sends SIGKILL and waits (bounded: a process stuck in a driver call dies only when it leaves
-/// the kernel) until the process is reaped, so that no zombie is left. Whether it was reaped.
+/// Sends SIGKILL to the process and its process group and waits (bounded: a process stuck in a
+/// driver call dies only when it leaves the kernel) until the process is reaped, so that no
+/// zombie is left. Whether it was reaped.
 async fn kill_and_reap(child: &mut Child) -> bool {
+    // Not reaped yet (`id` is `None` once it is), so its pid still names its group.
+    if let Some(pid) = child.id() {
+        end_group(pid);
+    }
     // An error here means it already exited; it is reaped all the same below.
     let _ = child.start_kill();
     matches!(
         tokio::time::timeout(KILL_GRACE, child.wait()).await,
         Ok(Ok(_))
     )
+}
+
+/// Sends SIGKILL to the process group that worker `pid` leads (it was spawned leading its own):
+/// the processes it started and left behind. Called with the worker not yet reaped, or just
+/// after it was reaped; then the group id stays taken while any member lives, and a group with
+/// no members left gets ESRCH (its number would only be reused after the kernel's pid counter
+/// wrapped around).
+fn end_group(pid: u32) {
+    live_groups().retain(|p| *p != pid);
+    signal_group(pid);
+}
+
+/// The process groups of workers started and not yet ended, so that a runner that exits
+/// without dropping its engines (an interrupted run) still ends what they started.
+fn live_groups() -> std::sync::MutexGuard<'static, Vec<u32>> {
+    static LIVE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+    LIVE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Ends the process group of every worker not yet ended: for a runner about to exit without
+/// dropping its engines (SIGINT, SIGTERM). The workers themselves would die with it
+/// (`PR_SET_PDEATHSIG`), but not the processes they started.
+#[cfg(feature = "cli")]
+pub(crate) fn end_live_groups() {
+    let live = std::mem::take(&mut *live_groups());
+    for pid in live {
+        signal_group(pid);
+    }
+}
+
+/// SIGKILL to the process group `pid` leads.
+fn signal_group(pid: u32) {
+    if let Ok(pid) = libc::pid_t::try_from(pid) {
+        if pid > 0 {
+            // SAFETY: kill(2) with a negative pid signals a process group; it touches no memory.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+        }
+    }
 }
 
 /// Lets the stderr drain take in a dead worker's last lines (bounded: a grandchild may hold the

@@ -11,6 +11,7 @@ mod error;
 mod history;
 mod interrupt;
 mod output;
+mod overrides;
 mod report;
 mod run;
 pub(crate) mod suite;

@@ -18,6 +18,7 @@ mod library;
 mod opencl;
 mod out_dir;
 mod python_driver;
+mod readme;
 mod real_traces;
 mod remote;
 mod report;

@@ -40,11 +40,30 @@ def touched(kib):
     return bytearray(b"\xa5") * (kib * 1024)
 
 
+# The non-fatal kind of each call's own failure (docs/protocol.md, "Errors"): a fatal kind would end
+# the whole session for what is only this call's problem.
+CALL_KINDS = {
+    "load": "load",
+    "open_session": "open",
+    "send": "send",
+    "generate": "generate",
+    "close_session": "close",
+    "unload": "unload",
+}
+
+
 class Failure(Exception):
     def __init__(self, kind, message):
         super().__init__(message)
         self.kind = kind
         self.message = message
+
+
+def field(request, name):
+    """A field the request must carry; without it the runner broke the protocol (fatal)."""
+    if name not in request:
+        raise Failure("protocol", f"`{request.get('call')}` lacks the field `{name}`")
+    return request[name]
 
 
 class Engine:
@@ -84,7 +103,7 @@ class Engine:
         return {"reply": "opened", "session": session}
 
     def session(self, request, kind):
-        session = request["session"]
+        session = field(request, "session")
         if session not in self.sessions:
             raise Failure(kind, f"no open session {session}")
         return session
@@ -115,7 +134,7 @@ class Engine:
         if call == "load":
             return self.load()
         if call == "open_session":
-            return self.open_session(request["turn"])
+            return self.open_session(field(request, "turn"))
         if call == "send":
             self.session(request, "send")
             return {"reply": "done"}
@@ -123,7 +142,7 @@ class Engine:
             self.session(request, "generate")
             if self.options["generate_error"]:
                 raise Failure("generate", self.options["generate_error"])
-            wanted = request["request"]["max_output_tokens"]
+            wanted = field(field(request, "request"), "max_output_tokens")
             cancel = request["request"].get("cancel_after_tokens")
             tokens = min(wanted, cancel) if cancel is not None else wanted
             return {"reply": "generated", "outcome": {"tokens": tokens, "cancelled": cancel is not None and cancel < wanted}}
@@ -211,9 +230,11 @@ def main():
             fail(failure.kind, failure.message)
             if failure.kind == "protocol":
                 return 2
-        except KeyError as error:
-            fail("protocol", f"`{request.get('call')}` lacks the field {error}")
-            return 2
+        except LookupError as error:
+            # Missing request fields were refused above as `protocol`; a failed lookup here is
+            # the engine's own (an unknown id), so the call fails and the session goes on.
+            call = request.get("call")
+            fail(CALL_KINDS.get(call, "close"), f"`{call}` failed: no such entry {error}")
     return 0
 
 

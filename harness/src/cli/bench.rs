@@ -25,6 +25,18 @@ pub(crate) struct BenchArgs {
     which: BenchCommand,
 }
 
+/// The one-line help of `leakloop bench`, naming every benchmark [`BenchCommand`] has, so that
+/// the list cannot fall behind it.
+pub(crate) fn about() -> String {
+    use clap::Subcommand as _;
+    let names: Vec<String> = BenchCommand::augment_subcommands(clap::Command::new("bench"))
+        .get_subcommands()
+        .filter(|c| !c.is_hide_set())
+        .map(|c| c.get_name().to_owned())
+        .collect();
+    format!("Run benchmarks that print figures: {}", names.join(", "))
+}
+
 #[derive(Debug, clap::Subcommand)]
 enum BenchCommand {
     /// Detection power and false-positive rates of the analyzer next to naive detectors, on
@@ -79,9 +91,6 @@ enum BenchCommand {
     /// the same C-API calls (compiled with `cc`); prints the times and their ratio. Skips, saying
     /// so, without the library or the model.
     Overhead(OverheadArgs),
-    /// What a run costs as it grows: run time, analysis time, report time, peak RSS and report
-    /// sizes of a leaky simulator run at 1e3..1e6 turns, without and with reloads (each in a
-    /// fresh process); prints a Markdown table.
     /// What a suite of simulator scenarios costs: `leakloop run DIR --out OUT -j N` on a
     /// generated suite (clean and leaky profiles, 10 turns each), in this process; prints wall
     /// time, peak RSS and what the suite adds per scenario as a Markdown table.
@@ -93,6 +102,9 @@ enum BenchCommand {
         #[arg(long, short = 'j', value_parser = clap::value_parser!(u32).range(1..=1024))]
         jobs: Option<u32>,
     },
+    /// What a run costs as it grows: run time, analysis time, report time, peak RSS and report
+    /// sizes of a leaky simulator run at 1e3..1e6 turns, without and with reloads (each in a
+    /// fresh process); prints a Markdown table.
     Scale {
         /// The longest run measured (the lengths are 1e3, 1e4, 1e5 and 1e6 turns up to it).
         #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u32).range(1000..=1_000_000))]

@@ -2,12 +2,14 @@
 //! library (e.g. LiteRT-LM 0.18.1 and a nightly), side by side with the difference in growth per
 //! turn. This is how a contributor shows that an upstream change fixed (or introduced) a leak.
 //!
-//! `leakloop compare SCENARIO --engine B.yaml` (or `--engine A.yaml --engine B.yaml`) swaps the
-//! whole engine instead: the scenario's turn loop on two engine specs, e.g. LiteRT-LM's C API
-//! against its Python binding driven through an `exec` driver, so that one table shows whether a
-//! layer adds growth that the layer below does not.
+//! `leakloop compare SCENARIO --engine B.yaml` (or `--engine A.yaml B.yaml`, or `--engine A.yaml
+//! --engine B.yaml`) swaps the whole engine instead: the scenario's turn loop on two engine specs,
+//! e.g. LiteRT-LM's C API against its Python binding driven through an `exec` driver, so that one
+//! table shows whether a layer adds growth that the layer below does not. The table opens with
+//! what differs between the two engines (spec and what each said about itself), and `run`'s
+//! scenario overrides (`--turns`, `--seed`, ...) apply to both sides.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -16,13 +18,16 @@ use bytesize::ByteSize;
 use crate::analyze::{Verdict, VerdictStatus};
 use crate::cli::interrupt::InFlight;
 use crate::cli::output;
+use crate::cli::overrides::OverrideArgs;
 use crate::cli::run::{claim_out, run_and_analyze, write_out, Format};
 use crate::cli::table::aligned;
 use crate::cli::Outcome;
 use crate::cli::{CliError, Exit};
 use crate::engine::litert_lm::{check_library, discover_library};
 use crate::runner::{RunOutcome, RunRecord};
-use crate::scenario::{load_scenario, parse_scenario, BackendKind, EngineSpec, Scenario};
+use crate::scenario::{
+    load_scenario_with, parse_scenario_with, BackendKind, EngineSpec, Overrides, Scenario,
+};
 
 /// Arguments of `leakloop compare`.
 #[derive(Debug, clap::Args)]
@@ -32,10 +37,15 @@ pub(crate) struct CompareArgs {
     /// An engine library (a `liblitert-lm.so` or a folder holding one); give it twice, A then B.
     #[arg(long = "lib", value_name = "PATH", conflicts_with = "engines")]
     pub libs: Vec<PathBuf>,
-    /// A YAML file holding one `engine:` mapping (as in a scenario) to run the scenario on. Once:
-    /// A is the scenario's own engine and B this one; twice: A then B.
-    #[arg(long = "engine", value_name = "FILE")]
+    /// A YAML file holding one `engine:` mapping (as in a scenario) to run the scenario on:
+    /// `--engine B.yaml` runs the scenario's own engine (A) against B; `--engine A.yaml B.yaml`
+    /// (or `--engine A.yaml --engine B.yaml`) runs A against B.
+    #[arg(long = "engine", value_name = "FILE", num_args = 1..=2)]
     pub engines: Vec<PathBuf>,
+    /// Scenario overrides, applied to both sides as `run` applies them (the engine ones also
+    /// to an engine file).
+    #[command(flatten)]
+    pub overrides: OverrideArgs,
     /// Write each side's reports (report.json, samples.jsonl, ...) to DIR/a and DIR/b.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -53,7 +63,7 @@ struct Side {
 }
 
 pub(crate) fn run(args: CompareArgs) -> Result<Outcome, CliError> {
-    let scenario = load_scenario(&args.scenario)?;
+    let scenario = load_scenario_with(&args.scenario, &args.overrides.overrides())?;
     let sides = if args.engines.is_empty() {
         lib_sides(&args, &scenario)?
     } else {
@@ -110,8 +120,8 @@ fn lib_sides(args: &CompareArgs, scenario: &Scenario) -> Result<[Side; 2], CliEr
 /// `--engine [A.yaml] B.yaml`: the scenario on two engine specs.
 fn engine_sides(args: &CompareArgs, scenario: &Scenario) -> Result<[Side; 2], CliError> {
     let from_file = |label: &'static str, file: &PathBuf| -> Result<Side, CliError> {
-        let engine =
-            load_engine_file(file).map_err(|e| e.context(format!("--engine for side {label}")))?;
+        let engine = load_engine_file(file, &args.overrides.overrides().engine_only())
+            .map_err(|e| e.context(format!("--engine for side {label}")))?;
         let side = Side {
             label,
             what: format!("{} from {}", engine.backend.as_str(), file.display()),
@@ -153,7 +163,8 @@ fn check_side(side: &Side) -> Result<(), CliError> {
 /// Reads an engine file: a YAML mapping whose only key is `engine`, written as in a scenario
 /// (relative paths resolve against the file's folder). It is validated by the scenario loader,
 /// with a one-turn loop appended, so its errors point at its own lines.
-pub(crate) fn load_engine_file(file: &Path) -> Result<EngineSpec, CliError> {
+/// The engine's values are replaced by `overrides` before validation.
+fn load_engine_file(file: &Path, overrides: &Overrides) -> Result<EngineSpec, CliError> {
     let text = std::fs::read_to_string(file).map_err(|e| {
         CliError::bad_input(format!("cannot read engine file {}: {e}", file.display()))
     })?;
@@ -178,7 +189,7 @@ pub(crate) fn load_engine_file(file: &Path) -> Result<EngineSpec, CliError> {
         "{text}\nname: {}\nturns: 1\nturn: [{{open: {{}}}}, {{close: {{}}}}]\n",
         serde_json::to_string(&name).unwrap_or_default()
     );
-    Ok(parse_scenario(&loop_text, file)?.engine)
+    Ok(parse_scenario_with(&loop_text, file, overrides)?.engine)
 }
 
 /// Runs one side's scenario and analyses it; errors say which side failed.
@@ -251,6 +262,66 @@ fn outcome_line(record: &RunRecord) -> String {
     }
 }
 
+/// Every value that tells the two sides' engines apart: the engine specs as they ran
+/// (`engine.model`, `engine.exec.options.threads`, ...) and what each engine said about itself
+/// (`backend.version`, `backend.details.library`, ...), as rows of name, A's value, B's value
+/// (`-` where a side has none).
+fn spec_differences(a: &RunRecord, b: &RunRecord) -> Vec<[String; 3]> {
+    let fields = |record: &RunRecord| {
+        let mut fields = BTreeMap::new();
+        if let Ok(engine) = serde_json::to_value(&record.scenario.engine) {
+            flatten("engine", &engine, &mut fields);
+        }
+        if let Ok(backend) = serde_json::to_value(&record.backend) {
+            flatten("backend", &backend, &mut fields);
+        }
+        fields
+    };
+    let (fa, fb) = (fields(a), fields(b));
+    let names: BTreeSet<&String> = fa.keys().chain(fb.keys()).collect();
+    let shown = |value: Option<&String>| value.cloned().unwrap_or_else(|| "-".to_owned());
+    names
+        .into_iter()
+        .filter(|name| fa.get(*name) != fb.get(*name))
+        .map(|name| [name.clone(), shown(fa.get(name)), shown(fb.get(name))])
+        .collect()
+}
+
+/// `value`'s scalars under dotted names starting with `prefix`; nulls are left out, so that an
+/// absent value and a null one read the same.
+fn flatten(prefix: &str, value: &serde_json::Value, into: &mut BTreeMap<String, String>) {
+    match value {
+        serde_json::Value::Null => {}
+        serde_json::Value::Object(map) => {
+            for (key, value) in map {
+                flatten(&format!("{prefix}.{key}"), value, into);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            let all_scalars = items.iter().all(|v| !v.is_object() && !v.is_array());
+            if all_scalars {
+                let joined: Vec<String> = items.iter().map(scalar_text).collect();
+                into.insert(prefix.to_owned(), joined.join(" "));
+            } else {
+                for (i, item) in items.iter().enumerate() {
+                    flatten(&format!("{prefix}.{i}"), item, into);
+                }
+            }
+        }
+        scalar => {
+            into.insert(prefix.to_owned(), scalar_text(scalar));
+        }
+    }
+}
+
+/// A JSON scalar as a person writes it: strings without quotes.
+fn scalar_text(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
 /// Renders two runs of one scenario side by side: per metric the classification, the slope after
 /// warm-up and how much more (or less) B grows per turn than A; then the expectations, the ledger
 /// imbalances and the status of each side.
@@ -261,6 +332,15 @@ pub fn compare_runs(a: (&RunRecord, &Verdict), b: (&RunRecord, &Verdict)) -> Str
     let _ = writeln!(out, "scenario: {}", ra.scenario.name);
     let _ = writeln!(out, "  A: {}: {}", side_label(ra), outcome_line(ra));
     let _ = writeln!(out, "  B: {}: {}", side_label(rb), outcome_line(rb));
+    let _ = writeln!(out);
+    let differences = spec_differences(ra, rb);
+    if differences.is_empty() {
+        let _ = writeln!(out, "A and B ran the same engine spec");
+    } else {
+        let mut rows = vec![["differs".to_owned(), "A".to_owned(), "B".to_owned()]];
+        rows.extend(differences);
+        out.push_str(&aligned(&rows, &[0, 1, 2]));
+    }
     let _ = writeln!(out);
 
     let metrics: BTreeSet<&String> = va.metrics.keys().chain(vb.metrics.keys()).collect();

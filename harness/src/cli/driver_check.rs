@@ -37,14 +37,34 @@ pub(crate) fn run(args: DriverCheckArgs) -> Result<Outcome, CliError> {
         model: args.model,
         options: args.options.into_iter().collect::<BTreeMap<_, _>>(),
     };
+    // The engine's error says whether the program could not be started or started and refused
+    // its configuration; what was sent is named so that the refused option can be found.
     let report = check_driver(&plan).map_err(|e| {
         CliError::from(e).context(format!(
-            "could not start the driver `{}`",
-            plan.command.join(" ")
+            "driver-check of `{}`{}",
+            plan.command.join(" "),
+            sent(&plan)
         ))
     })?;
     output::print(&render(&plan, &report));
     Ok(Outcome::Verdict(exit_of(&report)))
+}
+
+/// What the handshake carried besides the defaults, as the flags that set it, e.g.
+/// ` (sent --model m.bin --option threads=2)`; empty when nothing was set.
+fn sent(plan: &DriverCheckPlan) -> String {
+    let mut flags: Vec<String> = Vec::new();
+    if let Some(model) = &plan.model {
+        flags.push(format!("--model {}", model.display()));
+    }
+    for (key, value) in &plan.options {
+        flags.push(format!("--option {key}={value}"));
+    }
+    if flags.is_empty() {
+        String::new()
+    } else {
+        format!(" (sent {})", flags.join(" "))
+    }
 }
 
 /// 0 conforming, 1 any violation, 3 the engine failed a call before the check could finish.

@@ -12,6 +12,7 @@ use crate::analyze::{analyze_run, stop_rule_for, Verdict};
 use crate::cli::baseline::Baseline;
 use crate::cli::interrupt::{self, InFlight, Pending};
 use crate::cli::output;
+use crate::cli::overrides::OverrideArgs;
 use crate::cli::suite::{self, Partition};
 use crate::cli::{CliError, Exit, Outcome};
 use crate::engine::build_on_target;
@@ -24,7 +25,7 @@ use crate::report::{
     ProgressObserver, SampleStream,
 };
 use crate::runner::{backend_on, run_scenario_on, RunRecord};
-use crate::scenario::{load_scenario_with, BackendKind, Device, Overrides, Scenario, StopMode};
+use crate::scenario::{load_scenario_with, BackendKind, Overrides, Scenario};
 
 /// Arguments of `leakloop run`.
 #[derive(Debug, clap::Args)]
@@ -36,31 +37,12 @@ pub(crate) struct RunArgs {
     /// Run on another backend than the scenario names.
     #[arg(long, value_enum)]
     pub backend: Option<BackendKind>,
-    /// Override the engine profile (simulator or OpenCL engine).
-    #[arg(long)]
-    pub profile: Option<String>,
-    /// Override the model file of a real engine.
-    #[arg(long)]
-    pub model: Option<PathBuf>,
     /// Engine library to load (e.g. a `liblitert-lm.so`), instead of discovering one.
     #[arg(long)]
     pub lib: Option<PathBuf>,
-    /// Override the compute device of a real engine.
-    #[arg(long, value_enum)]
-    pub device: Option<Device>,
-    /// Override the context size (KV cache) in tokens.
-    #[arg(long)]
-    pub max_tokens: Option<u32>,
-    /// Override the number of measured turns (with `--stop decided`, the most that run).
-    #[arg(long)]
-    pub turns: Option<u32>,
-    /// `turns`: run every turn; `decided`: look at the verdict every few turns and stop once
-    /// every watched metric is decided (overrides the scenario's `stop`).
-    #[arg(long, value_enum)]
-    pub stop: Option<StopMode>,
-    /// Override the seed.
-    #[arg(long)]
-    pub seed: Option<u64>,
+    /// The other scenario overrides (shared with `compare`).
+    #[command(flatten)]
+    pub scenario_overrides: OverrideArgs,
     /// Write report.json, junit.xml, plot.svg, summary.md and the streamed samples.jsonl here.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -111,14 +93,8 @@ impl RunArgs {
     pub(crate) fn overrides(&self) -> Overrides {
         Overrides {
             backend: self.backend,
-            profile: self.profile.clone(),
-            model: self.model.clone(),
             lib: self.lib.clone(),
-            device: self.device,
-            max_tokens: self.max_tokens,
-            turns: self.turns,
-            seed: self.seed,
-            stop: self.stop,
+            ..self.scenario_overrides.overrides()
         }
     }
 }

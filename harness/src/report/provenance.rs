@@ -401,16 +401,18 @@ pub fn collect(
     build: &BuildStamp,
     ci: Option<&CiRun>,
 ) -> Provenance {
+    let engine = &scenario.engine;
+    // Only an engine built into leakloop names the library it found; a driver's or an app's
+    // details are free-form text, never a path to hash (issue 23).
+    let built_in = engine.exec.is_none() && engine.attach.is_none();
     let library = backend
         .details
         .get("library")
+        .filter(|_| built_in)
         .map(PathBuf::from)
-        .or_else(|| scenario.engine.lib.clone());
-    let model = backend
-        .details
-        .get("model")
-        .map(PathBuf::from)
-        .or_else(|| scenario.engine.model.clone());
+        .or_else(|| engine.lib.clone());
+    // The model is the one the scenario names, whatever an engine says about itself.
+    let model = engine.model.clone();
     Provenance {
         leakloop_version: LEAKLOOP_VERSION.to_owned(),
         build: build.clone(),
@@ -421,6 +423,7 @@ pub fn collect(
             backend: backend.backend.clone(),
             version: backend.version.clone(),
             library: library.as_deref().map(digest_file),
+            driver: engine.exec.as_ref().map(|exec| exec.command.join(" ")),
         },
         model: model.as_deref().map(digest_file),
     }
@@ -459,9 +462,13 @@ pub fn describe(p: &Provenance) -> Vec<(&'static str, String)> {
     let engine = format!("{} {}", p.engine.backend, p.engine.version);
     lines.push((
         "engine",
-        match &p.engine.library {
-            Some(lib) => format!("{engine}, library {}", digest_text(lib)),
-            None => format!("{engine} (built in)"),
+        match (&p.engine.driver, &p.engine.library) {
+            (Some(driver), Some(lib)) => {
+                format!("{engine}, exec: {driver}, library {}", digest_text(lib))
+            }
+            (Some(driver), None) => format!("{engine}, exec: {driver}"),
+            (None, Some(lib)) => format!("{engine}, library {}", digest_text(lib)),
+            (None, None) => format!("{engine} (built in)"),
         },
     ));
     if let Some(model) = &p.model {

@@ -167,3 +167,48 @@ fn collect_hashes_the_scenario_file_and_describes_the_host() {
     assert!(!p.host.arch.is_empty());
     assert!(!p.host.os.is_empty());
 }
+
+#[test]
+fn a_driver_is_named_by_its_command_and_its_free_form_details_are_not_hashed() {
+    let (mut record, _) = crate::report::examples::clean_run();
+    record.scenario.engine = crate::scenario::EngineSpec::exec(crate::scenario::ExecSpec::new([
+        "python3",
+        "drivers/my_driver.py",
+    ]));
+    record.backend.backend = "my-driver".into();
+    record.backend.details = BTreeMap::from([
+        ("model".to_owned(), "tiny model, 2 layers".to_owned()),
+        ("library".to_owned(), "ai-edge-litert".to_owned()),
+    ]);
+    let p = collect(
+        &record.scenario,
+        &record.backend,
+        &BuildStamp::default(),
+        None,
+    );
+    assert_eq!(p.model, None);
+    assert_eq!(p.engine.library, None);
+    assert_eq!(
+        p.engine.driver.as_deref(),
+        Some("python3 drivers/my_driver.py")
+    );
+    let engine = describe(&p)
+        .into_iter()
+        .find(|(label, _)| *label == "engine")
+        .unwrap()
+        .1;
+    assert!(
+        engine.ends_with(", exec: python3 drivers/my_driver.py"),
+        "{engine}"
+    );
+    assert!(!engine.contains("built in"), "{engine}");
+    // The scenario's own model is the one recorded.
+    record.scenario.engine.model = Some("/nonexistent/tiny.bin".into());
+    let p = collect(
+        &record.scenario,
+        &record.backend,
+        &BuildStamp::default(),
+        None,
+    );
+    assert_eq!(p.model.unwrap().path, "/nonexistent/tiny.bin");
+}

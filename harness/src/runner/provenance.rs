@@ -93,6 +93,9 @@ pub struct EngineOrigin {
     /// The engine library file (none for an engine built into leakloop).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub library: Option<FileDigest>,
+    /// The command line of an external engine driver (`backend: exec`), as the scenario gives it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
 }
 
 /// A file and its SHA-256 digest.

@@ -61,6 +61,16 @@ pub fn parse_scenario(text: &str, origin: &Path) -> Result<Scenario, ScenarioErr
     parse_with(text, origin, &Overrides::default())
 }
 
+/// [`parse_scenario`] with `overrides` applied before validation, as [`load_scenario_with`]
+/// applies them to a file.
+pub(crate) fn parse_scenario_with(
+    text: &str,
+    origin: &Path,
+    overrides: &Overrides,
+) -> Result<Scenario, ScenarioError> {
+    parse_with(text, origin, overrides)
+}
+
 fn parse_with(text: &str, origin: &Path, overrides: &Overrides) -> Result<Scenario, ScenarioError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     check_characters(text, origin)?;

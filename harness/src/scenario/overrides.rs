@@ -39,6 +39,17 @@ impl Overrides {
         *self == Overrides::default()
     }
 
+    /// Only the values of `engine:` (for an engine read from its own file, as `compare --engine`
+    /// does; the turn loop's values apply to the scenario around it).
+    pub fn engine_only(&self) -> Overrides {
+        Overrides {
+            turns: None,
+            seed: None,
+            stop: None,
+            ..self.clone()
+        }
+    }
+
     /// Writes the overridden values into `raw`.
     pub(crate) fn apply(&self, raw: &mut RawScenario) {
         let engine = &mut raw.engine;

@@ -184,8 +184,12 @@ fn an_engine_file_runs_against_the_scenarios_own_engine() {
     insta::assert_snapshot!(stdout);
 }
 
-#[test]
-fn two_engine_files_are_a_then_b() {
+/// README's two forms for two engine files: `--engine A.yaml B.yaml` and `--engine A.yaml
+/// --engine B.yaml`.
+#[rstest::rstest]
+#[case::one_flag_two_files(false)]
+#[case::two_flags(true)]
+fn two_engine_files_are_a_then_b(#[case] two_flags: bool) {
     let dir = tempfile::tempdir().unwrap();
     let leaky = dir.path().join("leaky.yaml");
     std::fs::write(
@@ -193,14 +197,16 @@ fn two_engine_files_are_a_then_b() {
         "engine: {backend: sim, profile: forgets-delete, max_tokens: 4096}\n",
     )
     .unwrap();
-    let out = compare(&[
+    let mut args = vec![
         "fixtures/scenarios/forgets-delete.yaml",
         "--engine",
         "fixtures/engines/sim-cpu-flat.yaml",
-        "--engine",
-        leaky.to_str().unwrap(),
-        "--quiet",
-    ]);
+    ];
+    if two_flags {
+        args.push("--engine");
+    }
+    args.extend([leaky.to_str().unwrap(), "--quiet"]);
+    let out = compare(&args);
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
     let row = stdout
@@ -217,6 +223,68 @@ fn two_engine_files_are_a_then_b() {
         stdout.contains("ledger: sim/conversation created 13 deleted 0"),
         "{stdout}"
     );
+    // The table says what tells the two engines apart, not the same name twice.
+    let differs = |name: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .map(|l| l.split_whitespace().skip(1).collect::<Vec<_>>())
+            .unwrap_or_else(|| panic!("no `{name}` row:\n{stdout}"))
+    };
+    assert_eq!(differs("engine.profile"), ["cpu-flat", "forgets-delete"]);
+    assert_eq!(
+        differs("backend.details.profile"),
+        ["cpu-flat", "forgets-delete"]
+    );
+    assert!(
+        !stdout.lines().any(|l| l.starts_with("engine.backend ")),
+        "{stdout}"
+    );
+}
+
+/// `compare` takes `run`'s scenario overrides and applies them to both sides; the engine ones
+/// reach an engine file too.
+#[test]
+fn run_overrides_apply_to_both_sides() {
+    let out = compare(&[
+        "fixtures/scenarios/forgets-delete.yaml",
+        "--engine",
+        "fixtures/engines/sim-cpu-flat.yaml",
+        "--turns",
+        "4",
+        "--seed",
+        "3",
+        "--stop",
+        "turns",
+        "--max-tokens",
+        "2048",
+        "--quiet",
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert_ne!(out.status.code(), Some(2), "{stdout}{stderr}");
+    for side in ["A", "B"] {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("  {side}: ")))
+            .unwrap_or_else(|| panic!("no line for {side}:\n{stdout}"));
+        // 4 measured turns after the scenario's warm-up turn.
+        assert!(line.ends_with("completed 5 turns"), "{line}");
+    }
+    // Both sides got 2048, so the context size is not among the differences.
+    assert!(
+        !stdout.lines().any(|l| l.starts_with("engine.max_tokens ")),
+        "{stdout}"
+    );
+    let out = compare(&[
+        "fixtures/scenarios/forgets-delete.yaml",
+        "--engine",
+        "fixtures/engines/sim-cpu-flat.yaml",
+        "--turns",
+        "0",
+    ]);
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--turns 0"), "{stderr}");
 }
 
 #[rstest::rstest]

@@ -49,7 +49,7 @@ fn driver_check(args: &[&str]) -> Output {
 }
 
 #[rstest]
-#[case::conforming("none", 0, &["ok    exit", "conforming: 12 steps"])]
+#[case::conforming("none", 0, &["ok    exit", "conforming: 16 steps", "after reload: ledger (created/deleted): conversation 1/1"])]
 #[case::wrong_reply("wrong-reply", 1, &["FAIL  open_session", "answering `open_session` with `done`"])]
 #[case::missing_field("missing-field", 1, &["FAIL  open_session", "missing field `session`"])]
 #[case::reply_to_the_wrong_call("extra-reply", 1, &["FAIL  open_session", "the answer to the call before, `load`"])]
@@ -63,6 +63,10 @@ fn driver_check(args: &[&str]) -> Output {
 #[case::lingers("lingers", 1, &["FAIL  exit", "did not exit within 2s"])]
 #[case::crash_at_exit("crash-at-exit", 1, &["FAIL  exit", "signal 11 (SIGSEGV)", "| faulty driver: crashing at exit"])]
 #[case::child_holds_stdout("child-holds-stdout", 1, &["FAIL  exit", "it exited with exit status 0 after its stdin closed, but a process it started still held its stdout open"])]
+#[case::hello_without_pid("hello-no-pid", 1, &["FAIL  hello", "its `hello` reply has no `pid` field"])]
+#[case::hello_pid_above_u32("hello-big-pid", 1, &["FAIL  hello", "has `pid`: 5000000000, which is not the driver's process id"])]
+#[case::fatal_kind_for_a_recoverable_error("fatal-close", 1, &["FAIL  close_session", "no such session", "a recoverable error must use a non-fatal kind such as `close`"])]
+#[case::counts_restart_after_reload("reload-resets", 1, &["ok    unload", "FAIL  snapshot", "`conversation` went down from 1 created, 1 deleted to 0 created", "restart them"])]
 fn driver_check_names_each_violation_plainly(
     #[case] fault: &str,
     #[case] code: i32,
@@ -96,8 +100,10 @@ fn the_reference_driver_conforms() {
 }
 
 #[rstest]
-#[case::no_such_program(&["--", "/nonexistent/driver"], 3, "could not start the driver")]
+#[case::no_such_program(&["--", "/nonexistent/driver"], 3, "cannot start the worker `/nonexistent/driver`")]
 #[case::engine_unavailable(&["--option", "bogus=1", "--", "sh", "-c", "read l; echo '{\"reply\":\"failed\",\"error\":{\"kind\":\"unavailable\",\"message\":\"unknown option bogus\"}}'"], 3, "unknown option bogus")]
+#[case::option_refused_is_named(&["--option", "bogus=1", "--", "sh", "-c", "read l; echo '{\"reply\":\"failed\",\"error\":{\"kind\":\"unavailable\",\"message\":\"unknown option bogus\"}}'"], 3, "started but refused its configuration: it answered `hello` with `failed`: unknown option bogus")]
+#[case::what_was_sent_is_named(&["--option", "bogus=1", "--", "sh", "-c", "read l; echo '{\"reply\":\"failed\",\"error\":{\"kind\":\"unavailable\",\"message\":\"unknown option bogus\"}}'"], 3, "(sent --option bogus=1)")]
 #[case::no_command(&[], 2, "COMMAND")]
 #[case::bad_timeout(&["--call-timeout", "0s", "--", "true"], 2, "more than 0")]
 fn driver_check_without_a_session_exits_as_documented(
@@ -444,4 +450,108 @@ fn driver_check_sends_the_session_docs_protocol_md_shows() {
     let block = &block[..block[3..].find("```").unwrap()];
     assert_eq!(sent, calls(block), "{}", text(&output));
     assert!(sent.len() >= 10, "{sent:?}");
+}
+
+#[test]
+fn a_run_whose_driver_restarts_its_counts_at_a_reload_is_a_protocol_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = faulty_scenario(dir.path(), "reload-resets", "reload_every: 1\n");
+    let out = dir.path().join("out");
+    let output = run(&path, &out);
+    let shown = text(&output);
+    // Not a ledger of `1 created 0 deleted` and a verdict: the run ends as an engine failure.
+    assert_eq!(output.status.code(), Some(3), "{shown}");
+    let RunOutcome::EngineFailed { error, .. } = report(&out).record.outcome else {
+        panic!("not an engine failure: {shown}");
+    };
+    assert_eq!(error.kind, leakloop::engine::EngineErrorKind::Protocol);
+    assert!(
+        error.message.contains("`conversation` went down from"),
+        "{error}"
+    );
+    // The same driver without reloads keeps its counts and passes.
+    let clean = tempfile::tempdir().unwrap();
+    let path = faulty_scenario(clean.path(), "reload-resets", "");
+    let output = run(&path, &clean.path().join("out"));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+}
+
+#[test]
+fn option_values_arrive_typed_as_docs_protocol_md_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("requests.jsonl");
+    let script = format!("tee '{}' | sh '{}'", log.display(), faulty());
+    let output = driver_check(&[
+        "--option",
+        "threads=2",
+        "--option",
+        "ratio=0.5",
+        "--option",
+        "fast=true",
+        "--option",
+        "name=tiny",
+        "--option",
+        "quoted=\"2\"",
+        "--option",
+        "size=64KiB",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    // (The `tee` wrapper is not the process that answers, so the check itself fails on the pid.)
+    let sent = std::fs::read_to_string(&log).unwrap();
+    let first = sent
+        .lines()
+        .next()
+        .unwrap_or_else(|| panic!("{}", text(&output)));
+    let hello: serde_json::Value = serde_json::from_str(first).unwrap();
+    let options = &hello["engine"]["options"];
+    assert_eq!(options["threads"], serde_json::json!(2));
+    assert!(options["threads"].is_u64(), "{options}");
+    assert_eq!(options["ratio"], serde_json::json!(0.5));
+    assert_eq!(options["fast"], serde_json::json!(true));
+    assert_eq!(options["name"], serde_json::json!("tiny"));
+    assert_eq!(options["quoted"], serde_json::json!("2"));
+    assert_eq!(options["size"], serde_json::json!("64KiB"));
+    // The page says so.
+    let spec = std::fs::read_to_string(repo("docs/protocol.md")).unwrap();
+    assert!(spec.contains("`--option threads=2` sends the integer `2`"));
+}
+
+#[test]
+fn the_reference_driver_fails_an_unknown_session_with_a_non_fatal_kind() {
+    if !have_python() {
+        return;
+    }
+    use std::io::Write as _;
+    let mut child = Command::new("python3")
+        .arg(repo("drivers/reference_sim.py"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let requests = [
+        r#"{"call":"hello","version":2,"engine":{"backend":"exec","model":null,"device":"cpu","max_tokens":512,"lib":null,"profile":null,"seed":0,"options":{}}}"#,
+        r#"{"call":"close_session","session":5}"#,
+        r#"{"call":"generate","session":5,"request":{"max_output_tokens":1,"cancel_after_tokens":null}}"#,
+        r#"{"call":"close_session"}"#,
+    ];
+    let mut stdin = child.stdin.take().unwrap();
+    for request in requests {
+        writeln!(stdin, "{request}").unwrap();
+    }
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    let replies: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = replies[1..]
+        .iter()
+        .map(|r| r["error"]["kind"].as_str().unwrap_or("none"))
+        .collect();
+    // The engine's own refusals go on; only a request without its field is the runner's fault.
+    assert_eq!(kinds, ["close", "generate", "protocol"], "{replies:?}");
 }

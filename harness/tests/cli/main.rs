@@ -23,6 +23,7 @@ mod max_live;
 mod opencl;
 mod out_dir;
 mod python_driver;
+mod readme;
 mod real_traces;
 mod remote;
 mod report;

@@ -8,7 +8,7 @@
 //! time (its last lines are kept and quoted in these errors), so a chatty engine cannot block on
 //! a full pipe. After such a failure the worker is gone and every later call fails the same way.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
@@ -22,12 +22,12 @@ use tokio::task::JoinHandle;
 
 use crate::engine::opencl::OpenClNameShim;
 use crate::engine::worker::protocol::{
-    decode_line, encode_line, excerpt, EngineConfig, Reply, Request, Response, MAX_LINE_BYTES,
-    MAX_SNAPSHOT_ENTRIES, PROTOCOL_VERSION,
+    counts_went_down, decode_line, encode_line, excerpt, reply_problem, EngineConfig, Reply,
+    Request, Response, WireError, MAX_LINE_BYTES, MAX_SNAPSHOT_ENTRIES, PROTOCOL_VERSION,
 };
 use crate::engine::{
     BackendInfo, Engine, EngineError, EngineErrorKind, EngineSnapshot, GenerateOutcome,
-    GenerateRequest, Prompt, SessionId,
+    GenerateRequest, KindCounts, Prompt, SessionId,
 };
 use crate::scenario::{Scenario, SessionOptions};
 
@@ -79,6 +79,8 @@ pub struct WorkerEngine {
     /// came one call late.
     previous: Option<(&'static str, &'static str)>,
     current: Option<(&'static str, &'static str)>,
+    /// The ledger counts of the last snapshot, which every later one must equal or exceed.
+    last_ledger: BTreeMap<String, KindCounts>,
 }
 
 #[derive(Debug)]
@@ -265,6 +267,7 @@ impl WorkerEngine {
             reported_pid: 0,
             previous: None,
             current: None,
+            last_ledger: BTreeMap::new(),
         };
         let hello = Request::Hello {
             version: PROTOCOL_VERSION,
@@ -277,7 +280,28 @@ impl WorkerEngine {
                 .is_none()
                 .then(|| Box::new(scenario.clone())),
         };
-        match worker.call(hello, worker.call_timeout)? {
+        let answer = match worker.call(hello, worker.call_timeout) {
+            Ok(answer) => answer,
+            // A valid `failed` reply: the program runs and speaks the protocol, but its engine
+            // could not be built as configured (an unknown option, a missing model).
+            Err(error) if worker.ended.is_none() => {
+                let who = if scenario.engine.exec.is_some() {
+                    "driver"
+                } else {
+                    "worker"
+                };
+                return Err(EngineError::new(
+                    error.kind,
+                    format!(
+                        "the {who} (pid {}) started but refused its configuration: it answered \
+                         `hello` with `failed`: {}",
+                        worker.pid, error.message
+                    ),
+                ));
+            }
+            Err(error) => return Err(error),
+        };
+        match answer {
             Response::Hello {
                 version: PROTOCOL_VERSION,
                 pid,
@@ -450,6 +474,11 @@ impl WorkerEngine {
                             },
                             excerpt(&error.message)
                         )))
+                    }
+                    Response::Failed { error }
+                        if error.kind == EngineErrorKind::Protocol && !handshake =>
+                    {
+                        Err(fatal_kind_answered(name, error))
                     }
                     Response::Failed { error } => Err(error.into()),
                     body => Ok(body),
@@ -673,7 +702,13 @@ impl Engine for WorkerEngine {
                     snapshot.metrics.len()
                 )))
             }
-            Response::Snapshot { snapshot } => Ok(snapshot),
+            Response::Snapshot { snapshot } => {
+                if let Some(why) = counts_went_down(&self.last_ledger, &snapshot.ledger) {
+                    return Err(self.fail_protocol(format!("at `snapshot`: {why}")));
+                }
+                self.last_ledger.clone_from(&snapshot.ledger);
+                Ok(snapshot)
+            }
             other => Err(self.unexpected("snapshot", &other)),
         }
     }
@@ -777,15 +812,45 @@ async fn exchange(
             Ok(_) => {}
         }
         let text = String::from_utf8_lossy(&buf);
-        match decode_line::<Reply>(&text) {
-            Ok(reply) => return Ok(reply),
-            Err(_) if handshake && skipped < MAX_NOISE_LINES => {
+        if let Ok(reply) = decode_line::<Reply>(&text) {
+            return Ok(reply);
+        }
+        // A line meant as a reply is judged at once, naming what is wrong with it; only other
+        // lines are banner noise, and only before the handshake is answered.
+        match reply_problem(&text) {
+            None if handshake && skipped < MAX_NOISE_LINES => {
                 skipped += 1;
                 noise.push("(stdout) ", &buf);
             }
-            Err(e) => return Err(ExchangeFailure::Malformed(e.to_string())),
+            Some(why) => return Err(ExchangeFailure::Malformed(why)),
+            None => {
+                let why = decode_line::<Reply>(&text).err().map(|e| e.to_string());
+                return Err(ExchangeFailure::Malformed(why.unwrap_or_default()));
+            }
         }
     }
+}
+
+/// A `failed` reply of the fatal kind `protocol` ends the run, which the worker may not have
+/// meant (issue 23: a close of an unknown session answered with `protocol`): the error says the
+/// rule, with the non-fatal kind that fits the call.
+fn fatal_kind_answered(call: &str, error: WireError) -> EngineError {
+    let fitting = match call {
+        "load" => "load",
+        "open_session" => "open",
+        "send" => "send",
+        "generate" => "generate",
+        "unload" => "unload",
+        _ => "close",
+    };
+    EngineError::new(
+        EngineErrorKind::Protocol,
+        format!(
+            "{} (it failed `{call}` with the fatal kind `protocol`, which ends the session; a \
+             recoverable error must use a non-fatal kind such as `{fitting}`)",
+            error.message
+        ),
+    )
 }
 
 /// Keeps the last lines of the worker's stderr until it closes.

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::{
     BackendInfo, EngineError, EngineErrorKind, EngineSnapshot, GenerateOutcome, GenerateRequest,
-    Prompt, SessionId,
+    KindCounts, Prompt, SessionId,
 };
 use crate::scenario::{Device, Scenario, SessionOptions};
 
@@ -331,6 +331,92 @@ pub(crate) fn hello_version(line: &str) -> Option<u32> {
     (hello.call == "hello").then_some(hello.version)
 }
 
+/// Why a line the worker meant as a reply is not a valid one, or `None` when the line is not
+/// meant as a reply at all (not a JSON object with a `reply` key: a preloaded library's banner,
+/// which the handshake skips). A `hello` reply is checked field by field, so that the message
+/// names the field that is missing or out of range (issue 23: a `hello` without `pid` used to be
+/// skipped as noise until the call timed out).
+pub(crate) fn reply_problem(line: &str) -> Option<String> {
+    let value: serde_json::Value =
+        serde_json::from_str(line.trim_end_matches(['\n', '\r'])).ok()?;
+    let reply = value.as_object()?.get("reply")?;
+    if reply.as_str() == Some("hello") {
+        if let Some(why) = hello_problem(&value) {
+            return Some(format!(
+                "its `hello` reply {why} (docs/protocol.md, \"hello\"): `{}`",
+                excerpt(line)
+            ));
+        }
+    }
+    decode_line::<Reply>(line).err().map(|e| e.to_string())
+}
+
+/// What is wrong with the fields of a `hello` reply, if anything.
+fn hello_problem(value: &serde_json::Value) -> Option<String> {
+    let whole = |name: &str, what: &str| -> Option<String> {
+        match value.get(name) {
+            None => Some(format!("has no `{name}` field ({what})")),
+            Some(v) if v.as_u64().is_some_and(|n| u32::try_from(n).is_ok()) => None,
+            Some(v) => Some(format!(
+                "has `{name}`: {v}, which is not {what} (a whole number from 0 to {})",
+                u32::MAX
+            )),
+        }
+    };
+    if let Some(why) = whole("version", "the protocol version") {
+        return Some(why);
+    }
+    if let Some(why) = whole("pid", "the driver's process id") {
+        return Some(why);
+    }
+    let Some(backend) = value.get("backend") else {
+        return Some(
+            "has no `backend` field (an object with the strings `backend` and `version`)".into(),
+        );
+    };
+    for field in ["backend", "version"] {
+        match backend.get(field) {
+            Some(serde_json::Value::String(_)) => {}
+            None => return Some(format!("has no `backend.{field}` field (a string)")),
+            Some(other) => {
+                return Some(format!(
+                    "has `backend.{field}`: {other}, which is not a string"
+                ))
+            }
+        }
+    }
+    match backend.get("details") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::Object(details)) => details
+            .iter()
+            .find(|(_, v)| !v.is_string())
+            .map(|(k, v)| format!("has `backend.details.{k}`: {v}, which is not a string")),
+        Some(other) => Some(format!(
+            "has `backend.details`: {other}, which is not an object of strings"
+        )),
+    }
+}
+
+/// Why the cumulative ledger counts of `later` are not those of `earlier` or more, if they are
+/// not: counts are cumulative from `hello` on, across `unload` and `load` (docs/protocol.md,
+/// "snapshot"). A kind `later` does not list is not judged.
+pub(crate) fn counts_went_down(
+    earlier: &BTreeMap<String, KindCounts>,
+    later: &BTreeMap<String, KindCounts>,
+) -> Option<String> {
+    earlier.iter().find_map(|(kind, before)| {
+        let after = later.get(kind)?;
+        (after.created < before.created || after.deleted < before.deleted).then(|| {
+            format!(
+                "the ledger counts of `{kind}` went down from {} created, {} deleted to {} \
+                 created, {} deleted (they are cumulative since `hello`, across `unload` and \
+                 `load`: a driver must not restart them when it reloads its engine)",
+                before.created, before.deleted, after.created, after.deleted
+            )
+        })
+    })
+}
+
 /// The first 120 characters of a line, for error messages.
 pub(crate) fn excerpt(line: &str) -> String {
     let line = line.trim_end();
@@ -347,7 +433,6 @@ mod tests {
     use rstest::rstest;
 
     use super::*;
-    use crate::engine::KindCounts;
 
     fn config() -> EngineConfig {
         EngineConfig {
@@ -525,6 +610,65 @@ mod tests {
         );
         assert_eq!(hello_version("{\"call\":\"load\",\"version\":9}"), None);
         assert_eq!(hello_version("hello?"), None);
+    }
+
+    #[rstest]
+    #[case::no_pid(
+        r#"{"reply":"hello","version":2,"backend":{"backend":"x","version":"1"}}"#,
+        "has no `pid` field"
+    )]
+    #[case::pid_above_u32(
+        r#"{"reply":"hello","version":2,"pid":5000000000,"backend":{"backend":"x","version":"1"}}"#,
+        "has `pid`: 5000000000, which is not the driver's process id"
+    )]
+    #[case::pid_a_string(
+        r#"{"reply":"hello","version":2,"pid":"12","backend":{"backend":"x","version":"1"}}"#,
+        "has `pid`: \"12\""
+    )]
+    #[case::no_version(
+        r#"{"reply":"hello","pid":1,"backend":{"backend":"x","version":"1"}}"#,
+        "has no `version` field"
+    )]
+    #[case::no_backend(r#"{"reply":"hello","version":2,"pid":1}"#, "has no `backend` field")]
+    #[case::backend_version_a_number(
+        r#"{"reply":"hello","version":2,"pid":1,"backend":{"backend":"x","version":1}}"#,
+        "`backend.version`: 1, which is not a string"
+    )]
+    #[case::details_a_number(r#"{"reply":"hello","version":2,"pid":1,"backend":{"backend":"x","version":"1","details":{"n":2}}}"#, "`backend.details.n`: 2")]
+    fn a_bad_hello_reply_names_its_field(#[case] line: &str, #[case] says: &str) {
+        let why = reply_problem(line).expect("a reply attempt");
+        assert!(why.contains(says), "{why}");
+        assert!(why.starts_with("its `hello` reply"), "{why}");
+    }
+
+    #[test]
+    fn only_json_objects_with_a_reply_key_are_reply_attempts() {
+        assert_eq!(reply_problem("loading model..."), None);
+        assert_eq!(reply_problem("{\"log\":\"starting\"}"), None);
+        assert_eq!(reply_problem("[1,2]"), None);
+        let good =
+            r#"{"reply":"hello","version":2,"pid":1,"backend":{"backend":"x","version":"1"}}"#;
+        assert_eq!(reply_problem(good), None);
+        assert!(reply_problem("{\"reply\":\"opened\"}")
+            .unwrap()
+            .contains("missing field `session`"));
+    }
+
+    #[test]
+    fn counts_that_restart_are_named_and_missing_kinds_are_not_judged() {
+        let counts = |c, d| KindCounts {
+            created: c,
+            deleted: d,
+        };
+        let before = BTreeMap::from([("conversation".to_owned(), counts(3, 3))]);
+        let restarted = BTreeMap::from([("conversation".to_owned(), counts(0, 0))]);
+        let why = counts_went_down(&before, &restarted).unwrap();
+        assert!(
+            why.contains("`conversation` went down from 3 created"),
+            "{why}"
+        );
+        assert_eq!(counts_went_down(&restarted, &before), None);
+        assert_eq!(counts_went_down(&before, &BTreeMap::new()), None);
     }
 
     #[test]

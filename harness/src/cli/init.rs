@@ -147,7 +147,7 @@ fn default_watch(backend: InitBackend, available: &[&'static Metric]) -> Vec<&'s
 /// then must stay flat; a turn may take seconds but must not slow down turn after turn.
 fn default_limits(metric: &Metric) -> &'static str {
     match metric.unit {
-        Unit::Bytes => "{tolerance: 8MiB, warmup_budget: 64MiB, max_growth_per_turn: 64KiB}",
+        Unit::Bytes => "{tolerance: 16MiB, warmup_budget: 128MiB, max_growth_per_turn: 256KiB}",
         Unit::Nanoseconds => "{max: 30s, max_growth_per_turn: 5ms}",
     }
 }
@@ -217,7 +217,7 @@ pub(crate) fn starter(backend: InitBackend, command: &[String], model: Option<&P
         }
     }
     out.push_str("warmup_turns: 2                # turns whose one-time rise is not judged\n");
-    out.push_str("turns: 10\n");
+    out.push_str("turns: 30\n");
     if backend != InitBackend::Attach {
         out.push_str(
             "turn:                          # one turn of your app, in order\n\

@@ -13,6 +13,7 @@ mod drivers;
 mod exit_codes;
 mod fixtures;
 mod history;
+mod init;
 mod interrupted;
 mod library;
 mod opencl;

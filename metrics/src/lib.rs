@@ -18,6 +18,8 @@
 pub enum Unit {
     /// Bytes (every probe's KB, pages or KiB are converted once, where they are read).
     Bytes,
+    /// Nanoseconds of wall time (or of the simulator's virtual clock), as whole numbers.
+    Nanoseconds,
 }
 
 impl Unit {
@@ -25,6 +27,7 @@ impl Unit {
     pub const fn name(self) -> &'static str {
         match self {
             Unit::Bytes => "bytes",
+            Unit::Nanoseconds => "nanoseconds",
         }
     }
 }
@@ -88,6 +91,9 @@ pub enum ProbeKind {
     OpenClEngine,
     /// The simulator's model.
     Simulator,
+    /// The runner's clock around each engine call (the simulator's virtual clock when the
+    /// engine has one), or the time between an attached process's turn markers.
+    Clock,
 }
 
 impl ProbeKind {
@@ -111,6 +117,7 @@ impl ProbeKind {
             ProbeKind::Interposer => "OpenCL interposer",
             ProbeKind::OpenClEngine => "OpenCL engine",
             ProbeKind::Simulator => "simulator",
+            ProbeKind::Clock => "runner's clock",
         }
     }
 }
@@ -199,6 +206,18 @@ const fn bytes(
     }
 }
 
+const fn time(name: &'static str, meaning: &'static str) -> Metric {
+    Metric {
+        name,
+        unit: Unit::Nanoseconds,
+        meaning,
+        providers: &[CLOCK],
+        // The simulator's calls take exact virtual time; real calls take what they take.
+        machine: MachineDependence::RealEngineOnly,
+    }
+}
+
+const CLOCK: Provider = on(ProbeKind::Clock, ANYWHERE);
 const PROC: Provider = on(ProbeKind::Proc, PROC_PLATFORMS);
 const TASK_INFO: Provider = on(ProbeKind::TaskInfo, &[Platform::MacOs]);
 const DUMPSYS: Provider = on(ProbeKind::Dumpsys, &[Platform::Android]);
@@ -315,6 +334,15 @@ pub const REGISTRY: &[Metric] = &[
         &[DUMPSYS],
         Always,
     ),
+    time(
+        "turn_time",
+        "wall time of a turn: its engine calls, or from one turn marker to the next",
+    ),
+    time("open_time", "wall time of a turn's `open` call"),
+    time("send_time", "wall time of a turn's `send` calls"),
+    time("generate_time", "wall time of a turn's `generate` calls"),
+    time("cancel_time", "wall time of a turn's cancelled generations"),
+    time("close_time", "wall time of a turn's `close` call"),
 ];
 
 /// Every metric's name, in registry order, as an array (for constants and `&[&str]` APIs).
@@ -340,7 +368,9 @@ pub fn markdown_table() -> String {
             .providers
             .iter()
             .map(|p| {
-                if p.platforms.is_empty() {
+                if p.probe == ProbeKind::Clock {
+                    format!("{} (every backend)", p.probe.name())
+                } else if p.platforms.is_empty() {
                     format!("{} (reported by the engine)", p.probe.name())
                 } else {
                     let on: Vec<&str> = p.platforms.iter().map(|p| p.name()).collect();
@@ -445,6 +475,18 @@ pub mod names {
     pub const SYSTEM: &str = name("system");
     /// See [`super::REGISTRY`].
     pub const SWAP_PSS: &str = name("swap_pss");
+    /// See [`super::REGISTRY`].
+    pub const TURN_TIME: &str = name("turn_time");
+    /// See [`super::REGISTRY`].
+    pub const OPEN_TIME: &str = name("open_time");
+    /// See [`super::REGISTRY`].
+    pub const SEND_TIME: &str = name("send_time");
+    /// See [`super::REGISTRY`].
+    pub const GENERATE_TIME: &str = name("generate_time");
+    /// See [`super::REGISTRY`].
+    pub const CANCEL_TIME: &str = name("cancel_time");
+    /// See [`super::REGISTRY`].
+    pub const CLOSE_TIME: &str = name("close_time");
 }
 
 #[cfg(test)]
@@ -517,6 +559,27 @@ mod tests {
             markdown_table(),
             "docs/metrics.md is out of date: paste markdown_table() between the markers"
         );
+    }
+
+    #[test]
+    fn time_metrics_are_in_nanoseconds_from_the_clock() {
+        let times: Vec<&str> = provided_by(ProbeKind::Clock).map(|m| m.name).collect();
+        assert_eq!(
+            times,
+            [
+                names::TURN_TIME,
+                names::OPEN_TIME,
+                names::SEND_TIME,
+                names::GENERATE_TIME,
+                names::CANCEL_TIME,
+                names::CLOSE_TIME
+            ]
+        );
+        for name in times {
+            let m = metric(name).unwrap();
+            assert_eq!(m.unit, Unit::Nanoseconds);
+            assert!(!m.is_machine_dependent(true) && m.is_machine_dependent(false));
+        }
     }
 
     #[test]

@@ -103,6 +103,7 @@ fn android_opencl_leak() -> ProfileSpec {
             prefill_per_token: Duration::from_millis(2),
             decode_per_token: Duration::from_millis(40),
             close: Duration::from_millis(5),
+            slowdown_per_generation: Duration::ZERO,
             unload: Duration::from_millis(300),
         },
         ..pixel_4a_base()
@@ -128,6 +129,7 @@ fn cpu_flat() -> ProfileSpec {
             prefill_per_token: Duration::from_millis(4),
             decode_per_token: Duration::from_millis(60),
             close: Duration::from_millis(5),
+            slowdown_per_generation: Duration::ZERO,
             unload: Duration::from_millis(200),
         },
         ..pixel_4a_base()
@@ -164,6 +166,7 @@ fn metal_flat() -> ProfileSpec {
             prefill_per_token: Duration::from_micros(500),
             decode_per_token: Duration::from_millis(10),
             close: Duration::from_millis(2),
+            slowdown_per_generation: Duration::ZERO,
             unload: Duration::from_millis(100),
         },
         ..ProfileSpec::default()

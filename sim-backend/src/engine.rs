@@ -74,6 +74,8 @@ pub struct SimEngine {
     sessions: BTreeMap<u64, Session>,
     next_session: u64,
     next_leak: u64,
+    /// Generations since the last load (for `timing.slowdown_per_generation`).
+    generations: u32,
     prefix_entries: VecDeque<u64>,
     ledger: BTreeMap<&'static str, Counts>,
     clock: VirtualClock,
@@ -116,6 +118,7 @@ impl SimEngine {
             sessions: BTreeMap::new(),
             next_session: 1,
             next_leak: 0,
+            generations: 0,
             prefix_entries: VecDeque::new(),
             ledger,
             clock: VirtualClock::default(),
@@ -141,6 +144,7 @@ impl SimEngine {
         self.clock.advance(spec.timing.load);
         self.loaded = true;
         self.context_built = false;
+        self.generations = 0;
         self.count("engine", 1, 0);
         self.sync_real()
     }
@@ -269,6 +273,11 @@ impl SimEngine {
         let tokens = cancel_after.map_or(max_output_tokens, |c| c.min(max_output_tokens));
         self.clock
             .advance(per_token(spec.timing.decode_per_token, tokens));
+        self.clock.advance(per_token(
+            spec.timing.slowdown_per_generation,
+            self.generations,
+        ));
+        self.generations = self.generations.saturating_add(1);
         self.count("response", 1, 0);
         self.sync_real()?;
         Ok(Generation {

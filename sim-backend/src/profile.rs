@@ -223,6 +223,14 @@ pub struct TimingSpec {
         deserialize_with = "leakloop_units::serde::duration"
     )]
     pub close: Duration,
+    /// Extra time each generation takes for every generation before it since the load: the
+    /// n-th generation after a load takes `n - 1` times this on top of its decode time (a
+    /// list or cache the engine scans on every call and never trims; latency creep).
+    #[serde(
+        serialize_with = "leakloop_units::serde::serialize_duration",
+        deserialize_with = "leakloop_units::serde::duration"
+    )]
+    pub slowdown_per_generation: Duration,
     /// Unloading the engine.
     #[serde(
         serialize_with = "leakloop_units::serde::serialize_duration",
@@ -240,6 +248,7 @@ impl Default for TimingSpec {
             prefill_per_token: Duration::from_millis(1),
             decode_per_token: Duration::from_millis(20),
             close: Duration::from_millis(5),
+            slowdown_per_generation: Duration::ZERO,
             unload: Duration::from_millis(200),
         }
     }

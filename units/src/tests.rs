@@ -149,3 +149,24 @@ fn serde_errors_read_back_as_the_dsl_error(
     assert!(got.starts_with(message), "{got}");
     assert_eq!(got_suggestion.as_deref(), suggestion);
 }
+
+#[rstest]
+#[case::zero(0.0, "0 ns")]
+#[case::nanos(850.0, "850 ns")]
+#[case::micros(12_345.0, "12.3 us")]
+#[case::millis(5_000_000.0, "5.00 ms")]
+#[case::hundreds_of_millis(250_400_000.0, "250 ms")]
+#[case::seconds(1_500_000_000.0, "1.50 s")]
+#[case::minutes_stay_seconds(90e9, "90.0 s")]
+#[case::negative(-120_000.0, "-120 us")]
+#[case::not_a_number(f64::NAN, "n/a")]
+fn measured_times_read_in_their_own_unit(#[case] nanos: f64, #[case] text: &str) {
+    assert_eq!(format_nanos(nanos), text);
+}
+
+#[test]
+fn signed_times_show_a_rise() {
+    assert_eq!(format_signed_nanos(5e6), "+5.00 ms");
+    assert_eq!(format_signed_nanos(-5e6), "-5.00 ms");
+    assert_eq!(format_signed_nanos(0.0), "0 ns");
+}

@@ -22,6 +22,8 @@ pub enum ExpectationKind {
     /// `<metric>.max_growth_per_turn`: the upper confidence bound of the growth per turn stays
     /// within the limit.
     MaxGrowthPerTurn,
+    /// `<metric>.max`: no sample exceeds the limit.
+    Max,
     /// `balanced` or `balanced.<kind>`: every create has its delete.
     Balanced,
     /// `engine_errors`: no engine call failed that the scenario did not inject.
@@ -32,10 +34,11 @@ pub enum ExpectationKind {
 
 impl ExpectationKind {
     /// The per-metric kinds, by the key that follows the metric in an expectation's name.
-    const PER_METRIC: [(ExpectationKind, &'static str); 3] = [
+    const PER_METRIC: [(ExpectationKind, &'static str); 4] = [
         (ExpectationKind::Tolerance, "tolerance"),
         (ExpectationKind::WarmupBudget, "warmup_budget"),
         (ExpectationKind::MaxGrowthPerTurn, "max_growth_per_turn"),
+        (ExpectationKind::Max, "max"),
     ];
 
     /// The name of this expectation on `metric` (`rss.max_growth_per_turn`); for the kinds that
@@ -117,8 +120,9 @@ pub struct Check {
     pub ledger_kind: Option<String>,
     /// Whether it held.
     pub passed: bool,
-    /// The limit in bytes: the highest allowed level for `tolerance`, the budget for
-    /// `warmup_budget`, bytes per turn for `max_growth_per_turn`.
+    /// The limit in the metric's unit (bytes, or nanoseconds for a time metric): the highest
+    /// allowed level for `tolerance` and `max`, the budget for `warmup_budget`, per turn for
+    /// `max_growth_per_turn`.
     pub limit: Option<f64>,
     /// What was compared with the limit, in the same unit: the fitted level at the last turn,
     /// the one-time rise, the growth per turn (whose upper bound is what is judged).
@@ -226,6 +230,8 @@ impl Verdict {
                 rule.max_growth_per_turn.map(|l| l as f64),
                 Some(analysis.slope_bytes_per_turn),
             ),
+            // The highest sample is not kept in the analysis; the measured text names it.
+            ExpectationKind::Max => (rule.max.map(|m| m as f64), None),
             ExpectationKind::Balanced
             | ExpectationKind::MaxLive
             | ExpectationKind::EngineErrors => (None, None),
@@ -276,6 +282,7 @@ mod tests {
                 tolerance: Some(Tolerance::Bytes(8 << 20)),
                 warmup_budget: Some(4 << 20),
                 max_growth_per_turn: Some(64 << 10),
+                max: None,
             },
         );
         let verdict = analyze_run(&record);

@@ -1,5 +1,5 @@
 //! Checks a scenario's expectations against the analysis: per metric the tolerance, the warm-up
-//! budget and the growth limit, and create/delete balance from the call ledger.
+//! budget, the growth limit and the maximum (amounts in the metric's unit: bytes or time), and create/delete balance from the call ledger.
 //!
 //! - `tolerance`: the fitted level at the last turn (robust to spikes and noise; the highest over
 //!   load epochs) must stay within `baseline + warmup_budget + tolerance`.
@@ -8,6 +8,7 @@
 //!   used instead.
 //! - `max_growth_per_turn`: judged on the upper bound of the slope's confidence interval, not on
 //!   the point estimate; a slope that cannot be bounded fails, because the limit is not shown.
+//! - `max`: no sample of the series may exceed it (a ceiling such as a latency budget).
 //! - `balanced`: every kind in the ledger has as many deletes as creates; each unbalanced kind is
 //!   its own failed expectation naming the counts and the turn where it went off balance.
 //! - `max_live`: a kind bounded by `max_live` is judged by its live count instead of its balance:
@@ -19,7 +20,7 @@ use crate::scenario::MetricExpectation;
 
 use super::checks::ExpectationKind;
 use super::series::MetricSeries;
-use super::units::{bytes, confidence_percent, signed_bytes};
+use super::units::{amount, confidence_percent, signed_amount};
 use super::verdict::{ExpectationResult, MetricAnalysis};
 
 /// Checks one metric's expectations.
@@ -41,6 +42,7 @@ pub(crate) fn check_metric(
                 ExpectationKind::MaxGrowthPerTurn,
                 expectation.max_growth_per_turn.is_some(),
             ),
+            (ExpectationKind::Max, expectation.max.is_some()),
         ] {
             if present {
                 results.push(ExpectationResult {
@@ -62,7 +64,7 @@ pub(crate) fn check_metric(
         let end = analysis.fitted_end_bytes.unwrap_or(analysis.last as f64);
         let passed = end <= limit;
         let budget_text = if budget > 0 {
-            format!(" + warm-up budget {}", bytes(budget as f64))
+            format!(" + warm-up budget {}", amount(metric, budget as f64))
         } else {
             String::new()
         };
@@ -71,14 +73,14 @@ pub(crate) fn check_metric(
             passed,
             expected: format!(
                 "at most baseline {} + tolerance {}{budget_text} = {}",
-                bytes(baseline),
-                bytes(tolerance as f64),
-                bytes(limit)
+                amount(metric, baseline),
+                amount(metric, tolerance as f64),
+                amount(metric, limit)
             ),
             measured: format!(
                 "level {} at the last turn ({} over the baseline)",
-                bytes(end),
-                signed_bytes(end - baseline)
+                amount(metric, end),
+                signed_amount(metric, end - baseline)
             ),
             turn: (!passed).then(|| first_sustained_crossing(series, limit)),
         });
@@ -96,8 +98,12 @@ pub(crate) fn check_metric(
         results.push(ExpectationResult {
             name: ExpectationKind::WarmupBudget.name_for(metric),
             passed,
-            expected: format!("one-time rise of at most {}", bytes(budget as f64)),
-            measured: format!("rose {} by turn {}", signed_bytes(rise), turn.unwrap_or(0)),
+            expected: format!("one-time rise of at most {}", amount(metric, budget as f64)),
+            measured: format!(
+                "rose {} by turn {}",
+                signed_amount(metric, rise),
+                turn.unwrap_or(0)
+            ),
             turn: if passed { None } else { turn },
         });
     }
@@ -108,9 +114,9 @@ pub(crate) fn check_metric(
                 hi <= limit as f64,
                 format!(
                     "{} per turn ({level} CI {}..{})",
-                    signed_bytes(analysis.slope_bytes_per_turn),
-                    signed_bytes(lo),
-                    signed_bytes(hi)
+                    signed_amount(metric, analysis.slope_bytes_per_turn),
+                    signed_amount(metric, lo),
+                    signed_amount(metric, hi)
                 ),
             ),
             None => (
@@ -126,7 +132,7 @@ pub(crate) fn check_metric(
             passed,
             expected: format!(
                 "at most {} per turn (upper {level} bound)",
-                bytes(limit as f64)
+                amount(metric, limit as f64)
             ),
             measured,
             turn: if passed {
@@ -134,6 +140,24 @@ pub(crate) fn check_metric(
             } else {
                 analysis.steady_from_turn
             },
+        });
+    }
+    if let Some(max) = expectation.max {
+        // Judged on every sample, not on a fit: a ceiling (a latency budget) is broken by the
+        // one turn that went over it.
+        let highest = series.points().max_by_key(|p| p.1);
+        let over = series.points().find(|p| p.1 > max);
+        results.push(ExpectationResult {
+            name: ExpectationKind::Max.name_for(metric),
+            passed: over.is_none(),
+            expected: format!("at most {} in every turn", amount(metric, max as f64)),
+            measured: match highest {
+                Some((turn, value)) => {
+                    format!("highest {} at turn {turn}", amount(metric, value as f64))
+                }
+                None => "no samples".to_owned(),
+            },
+            turn: over.map(|p| p.0),
         });
     }
     results

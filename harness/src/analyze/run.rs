@@ -214,6 +214,7 @@ mod tests {
             tolerance: tolerance.map(Tolerance::Bytes),
             warmup_budget,
             max_growth_per_turn: max_growth,
+            max: None,
         }
     }
 

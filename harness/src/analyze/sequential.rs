@@ -208,6 +208,15 @@ pub fn undecided(
             _ => return Some("growth limit inside the slope interval"),
         }
     }
+    if let Some(max) = expectation.max {
+        let (max, end) = (
+            max as f64,
+            analysis.fitted_end_bytes.unwrap_or(analysis.last as f64),
+        );
+        if (analysis.last as f64) <= max && end + drift > max {
+            return Some("approaching its maximum");
+        }
+    }
     if let (Classification::Growth, Some(tolerance)) =
         (analysis.classification, expectation.tolerance)
     {

@@ -34,6 +34,29 @@ pub(crate) fn signed_bytes(value: f64) -> String {
     }
 }
 
+/// Whether `metric` is measured in time (its amounts are nanoseconds), by the registry.
+pub(crate) fn is_time(metric: &str) -> bool {
+    leakloop_metrics::metric(metric).is_some_and(|m| m.unit == leakloop_metrics::Unit::Nanoseconds)
+}
+
+/// An amount of `metric` in its own unit: [`bytes`], or a duration for a time metric.
+pub(crate) fn amount(metric: &str, value: f64) -> String {
+    if is_time(metric) {
+        leakloop_units::format_nanos(value)
+    } else {
+        bytes(value)
+    }
+}
+
+/// [`amount`] with an explicit `+` for rises.
+pub(crate) fn signed_amount(metric: &str, value: f64) -> String {
+    if is_time(metric) {
+        leakloop_units::format_signed_nanos(value)
+    } else {
+        signed_bytes(value)
+    }
+}
+
 /// A probability with two significant digits and no trailing zeros: `0.005`, `0.0019`.
 pub(crate) fn probability(p: f64) -> String {
     if !(p > 0.0 && p.is_finite()) {

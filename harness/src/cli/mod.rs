@@ -9,6 +9,7 @@ mod compare;
 mod driver_check;
 mod error;
 mod history;
+mod init;
 mod interrupt;
 mod output;
 mod overrides;
@@ -64,6 +65,8 @@ enum Command {
     DriverCheck(driver_check::DriverCheckArgs),
     /// Compare the reports of successive builds and flag growth or plateaus that changed.
     History(history::HistoryArgs),
+    /// Write a commented starter scenario for a backend, ready to `check` and `run`.
+    Init(init::InitArgs),
 }
 
 /// Entry point of the `leakloop` binary.
@@ -104,6 +107,7 @@ fn run_command(command: Command) -> Result<Outcome, CliError> {
         Command::Bisect(args) => bisect::run(args),
         Command::DriverCheck(args) => driver_check::run(args),
         Command::History(args) => history::run(args),
+        Command::Init(args) => init::run(args),
     }
 }
 

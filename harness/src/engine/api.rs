@@ -138,6 +138,12 @@ pub trait TurnMarks {
     fn take_latest_turn(&mut self) -> Option<u64>;
     /// The first turn marked since attaching: the runner's turn 1.
     fn first_turn(&self) -> Option<u64>;
+    /// The wall time per turn, in nanoseconds, of the turn [`TurnMarks::take_latest_turn`] last
+    /// returned: from the marker before it to its own (`turn_time`); `None` for the first
+    /// marker seen, or for a source that does not time its markers.
+    fn taken_turn_nanos(&self) -> Option<u64> {
+        None
+    }
 }
 
 impl fmt::Debug for dyn Engine + '_ {

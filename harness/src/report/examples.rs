@@ -127,6 +127,7 @@ pub fn leak_run() -> (RunRecord, Verdict) {
                     tolerance: Some(Tolerance::Bytes(5 * MIB)),
                     warmup_budget: None,
                     max_growth_per_turn: Some(MIB),
+                    max: None,
                 },
             ),
             (
@@ -135,6 +136,7 @@ pub fn leak_run() -> (RunRecord, Verdict) {
                     tolerance: Some(Tolerance::Percent(2.0)),
                     warmup_budget: Some(2 * GIB),
                     max_growth_per_turn: None,
+                    max: None,
                 },
             ),
         ]),
@@ -290,6 +292,7 @@ pub fn clean_run() -> (RunRecord, Verdict) {
                 tolerance: Some(Tolerance::Bytes(4 * MIB)),
                 warmup_budget: None,
                 max_growth_per_turn: Some(256 * 1024),
+                max: None,
             },
         )]),
     };

@@ -1,7 +1,11 @@
 //! plot.svg: memory per turn, one panel per watched metric. The post-close series is the line the
 //! analyzer judges; other sampling points (the generate peak, open, idle) are faint points; the
 //! baseline is dashed; the band the expectations allow (tolerance plus warm-up budget) is shaded
-//! green, the warm-up turns grey; reloads are red vertical lines between turns.
+//! green, the warm-up turns grey; reloads are red vertical lines between turns. Over the judged
+//! series go the analyzer's fitted trend (its slope through the middle of the steady part) with
+//! the slope's confidence interval as a shaded fan, the growth limit per turn as a dashed line
+//! from the same start, and a `max` expectation as a horizontal line; each panel's caption says
+//! whether the metric's expectations passed, in words and in colour.
 //!
 //! Only plotters' SVG backend is used: text is written as SVG `<text>` elements, so no system
 //! font library is needed.
@@ -10,7 +14,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::analyze::Verdict;
-use crate::report::units::axis_unit;
+use crate::report::facts::metric_passed;
+use crate::report::units::axis_unit_of;
 use crate::report::ReportError;
 use crate::runner::{Phase, RunRecord};
 
@@ -30,6 +35,32 @@ pub(super) const PEAK_COLOR: RGBColor = RGBColor(230, 120, 20);
 const OTHER_COLOR: RGBColor = RGBColor(120, 120, 120);
 pub(super) const RELOAD_COLOR: RGBColor = RGBColor(200, 30, 30);
 const BAND_COLOR: RGBColor = RGBColor(40, 160, 60);
+const TREND_COLOR: RGBColor = RGBColor(110, 40, 160);
+const LIMIT_COLOR: RGBColor = RGBColor(200, 30, 30);
+const PASS_COLOR: RGBColor = RGBColor(20, 120, 40);
+const FAIL_COLOR: RGBColor = RGBColor(190, 20, 20);
+
+/// The analyzer's fitted trend over the steady part of a series, in plot units.
+#[derive(Debug, Clone, PartialEq)]
+struct Trend {
+    /// The steady part's first and last turn.
+    from: f64,
+    to: f64,
+    /// The fitted level at the middle of the steady part, where the slope pivots.
+    pivot: (f64, f64),
+    /// The slope and its confidence interval, per turn.
+    slope: f64,
+    interval: Option<(f64, f64)>,
+    /// The `max_growth_per_turn` limit, per turn, drawn from the fitted level at `from`.
+    limit: Option<f64>,
+}
+
+impl Trend {
+    /// The fitted level at `x` with slope `slope` through the pivot.
+    fn at(&self, x: f64, slope: f64) -> f64 {
+        self.pivot.1 + slope * (x - self.pivot.0)
+    }
+}
 
 /// One metric's panel, in plot units (turns on x, the axis unit on y).
 #[derive(Debug)]
@@ -43,6 +74,11 @@ struct Panel {
     reload_points: Vec<(f64, f64)>,
     baseline: Option<f64>,
     band: Option<(f64, f64)>,
+    trend: Option<Trend>,
+    /// A `max` expectation's ceiling, and whether it fits on the chart.
+    ceiling: Option<(f64, bool)>,
+    /// Whether the metric's expectations held (`None`: it has none).
+    passed: Option<bool>,
     x_range: (f64, f64),
     y_range: (f64, f64),
 }
@@ -119,14 +155,32 @@ fn build_panel(record: &RunRecord, verdict: &Verdict, metric: &str) -> Panel {
         .chain(band.map(|(low, _)| low))
         .min()
         .unwrap_or(0);
-    let (divisor, unit) = axis_unit(max);
+    let expectation = record.scenario.expect.metrics.get(metric);
+    // A ceiling far above the data would flatten them: it is then named, not drawn.
+    let ceiling = expectation
+        .and_then(|e| e.max)
+        .map(|m| (m, m <= max.saturating_mul(3)));
+    let max = match ceiling {
+        Some((m, true)) => max.max(m),
+        _ => max,
+    };
+    let (divisor, unit) = axis_unit_of(metric, max);
     let scale = |v: u64| v as f64 / divisor;
+    let passed = metric_passed(verdict, metric);
+    let verdict_word = match passed {
+        Some(true) => " (pass)",
+        Some(false) => " (FAIL)",
+        None => "",
+    };
     let mut panel = Panel {
         metric: metric.to_owned(),
         caption: match analysis {
-            Some(a) => format!("{metric}: {}", a.classification.as_str()),
-            None => format!("{metric}: not analysed"),
+            Some(a) => format!("{metric}: {}{verdict_word}", a.classification.as_str()),
+            None => format!("{metric}: not analysed{verdict_word}"),
         },
+        trend: analysis.and_then(|a| trend_of(record, a, expectation, divisor)),
+        ceiling: ceiling.map(|(m, fits)| (scale(m), fits)),
+        passed,
         unit,
         close: Vec::new(),
         peaks: Vec::new(),
@@ -159,7 +213,14 @@ fn build_panel(record: &RunRecord, verdict: &Verdict, metric: &str) -> Panel {
     }
     // Start at zero unless the data sit far above it, so that a small drift is not blown up into
     // a cliff but a flat series near 1 GiB is still readable.
-    let (low, high) = (scale(min), scale(max));
+    let (mut low, mut high) = (scale(min), scale(max));
+    // The fitted line belongs on the chart; its interval and the limit may leave it (clipped).
+    if let Some(trend) = &panel.trend {
+        for x in [trend.from, trend.to] {
+            low = low.min(trend.at(x, trend.slope));
+            high = high.max(trend.at(x, trend.slope));
+        }
+    }
     let span = (high - low).max(high * 0.02).max(1e-9);
     let bottom = if low > 0.5 * high {
         low - 0.15 * span
@@ -168,6 +229,39 @@ fn build_panel(record: &RunRecord, verdict: &Verdict, metric: &str) -> Panel {
     };
     panel.y_range = (bottom.max(0.0), high + 0.15 * span);
     panel
+}
+
+/// The fitted trend of one analysis, in plot units (values divided by `divisor`): only for a
+/// fitted series of one load epoch (across reloads each epoch has its own level).
+fn trend_of(
+    record: &RunRecord,
+    analysis: &crate::analyze::MetricAnalysis,
+    expectation: Option<&crate::scenario::MetricExpectation>,
+    divisor: f64,
+) -> Option<Trend> {
+    let end = analysis.fitted_end_bytes?;
+    if analysis.epochs > 1 || !analysis.slope_bytes_per_turn.is_finite() {
+        return None;
+    }
+    let from = analysis.steady_from_turn? as f64;
+    let to = f64::from(record.turns_completed.max(1));
+    if to <= from {
+        return None;
+    }
+    let slope = analysis.slope_bytes_per_turn / divisor;
+    let middle = (from + to) / 2.0;
+    Some(Trend {
+        from,
+        to,
+        pivot: (middle, end / divisor - slope * (to - middle)),
+        slope,
+        interval: analysis
+            .slope_interval
+            .map(|(lo, hi)| (lo / divisor, hi / divisor)),
+        limit: expectation
+            .and_then(|e| e.max_growth_per_turn)
+            .map(|l| l as f64 / divisor),
+    })
 }
 
 /// Thins points in x order to at most two per column of `x_range` split into `columns`: the
@@ -279,8 +373,16 @@ fn draw_panel<DB: DrawingBackend>(
     let (chart_area, legend_area) = area.split_horizontally(WIDTH - LEGEND_WIDTH);
     let mut legend: Vec<(&str, Mark)> = Vec::new();
     let (y0, y1) = panel.y_range;
+    let caption_color = match panel.passed {
+        Some(true) => PASS_COLOR,
+        Some(false) => FAIL_COLOR,
+        None => BLACK,
+    };
     let mut chart = ChartBuilder::on(&chart_area)
-        .caption(&panel.caption, ("sans-serif", 18))
+        .caption(
+            &panel.caption,
+            ("sans-serif", 18).into_font().color(&caption_color),
+        )
         .margin(12)
         .x_label_area_size(36)
         .y_label_area_size(72)
@@ -372,6 +474,60 @@ fn draw_panel<DB: DrawingBackend>(
         )?;
     }
     legend.push(("after close (judged)", Mark::Line(CLOSE_COLOR, 2)));
+    let clip = |(x, y): (f64, f64)| (x, y.clamp(y0, y1));
+    if let Some(trend) = &panel.trend {
+        if let Some((lo, hi)) = trend.interval {
+            // The fan of slopes the interval allows, pivoting where the fit is surest.
+            let mut fan: Vec<(f64, f64)> = [trend.from, trend.to]
+                .iter()
+                .map(|&x| clip((x, trend.at(x, hi))))
+                .collect();
+            fan.extend(
+                [trend.to, trend.from]
+                    .iter()
+                    .map(|&x| clip((x, trend.at(x, lo)))),
+            );
+            chart.draw_series(std::iter::once(Polygon::new(
+                fan,
+                TREND_COLOR.mix(0.12).filled(),
+            )))?;
+            legend.push((
+                "trend interval (slope CI)",
+                Mark::Shade(TREND_COLOR.mix(0.2)),
+            ));
+        }
+        chart.draw_series(LineSeries::new(
+            [trend.from, trend.to].map(|x| clip((x, trend.at(x, trend.slope)))),
+            TREND_COLOR.stroke_width(2),
+        ))?;
+        legend.push(("fitted trend", Mark::Line(TREND_COLOR, 2)));
+        if let Some(limit) = trend.limit {
+            let start = (trend.from, trend.at(trend.from, trend.slope));
+            let end = (trend.to, start.1 + limit * (trend.to - trend.from));
+            chart.draw_series(DashedLineSeries::new(
+                [clip(start), clip(end)],
+                8,
+                5,
+                LIMIT_COLOR.stroke_width(2),
+            ))?;
+            legend.push(("growth limit per turn", Mark::Line(LIMIT_COLOR, 1)));
+        }
+    }
+    let ceiling_label;
+    if let Some((ceiling, fits)) = panel.ceiling {
+        if fits {
+            chart.draw_series(DashedLineSeries::new(
+                [(panel.x_range.0, ceiling), (panel.x_range.1, ceiling)],
+                3,
+                3,
+                LIMIT_COLOR.stroke_width(2),
+            ))?;
+            legend.push(("maximum (expect max)", Mark::Line(LIMIT_COLOR, 2)));
+        } else {
+            ceiling_label = format!("maximum {ceiling:.1} {} (above)", panel.unit);
+            legend.push((&ceiling_label, Mark::Line(LIMIT_COLOR, 2)));
+        }
+    }
     draw_legend(&legend_area, &legend)
 }
 
@@ -441,9 +597,9 @@ mod tests {
         assert!(svg.starts_with("<svg"), "{}", &svg[..80]);
         let texts = texts(&svg);
         for expected in [
-            "gpu: plateau",
+            "gpu: plateau (pass)",
             "gpu (GiB)",
-            "native_heap: growth",
+            "native_heap: growth (FAIL)",
             "native_heap (MiB)",
             "warm-up turns",
             "reload (unload + load)",
@@ -456,6 +612,75 @@ mod tests {
                 "{expected} in {texts:?}"
             );
         }
+    }
+
+    /// A simulated run of `yaml` with its verdict.
+    fn simulated(yaml: &str) -> (RunRecord, Verdict) {
+        let scenario = crate::scenario::parse_scenario(yaml, "p.yaml".as_ref()).unwrap();
+        let mut engine = crate::engine::build_engine(&scenario).unwrap();
+        let record =
+            crate::runner::run_scenario(&scenario, engine.as_mut(), &mut crate::runner::NoObserver);
+        let verdict = crate::analyze::analyze_run(&record);
+        (record, verdict)
+    }
+
+    #[test]
+    fn the_fitted_trend_its_interval_and_the_limits_are_drawn_and_the_verdict_is_coloured() {
+        let (record, verdict) = simulated(
+            "name: p\nseed: 3\nengine: {backend: sim, profile: forgets-delete}\nturns: 16\n\
+             turn: [open: {}, send: {prompt: hi}, generate: {max_output_tokens: 8}, close: {}]\n\
+             expect: {native_heap: {max_growth_per_turn: 1MiB}, turn_time: {max: 2s}}\n",
+        );
+        let svg = render_plot_svg(&record, &verdict).unwrap();
+        if let Ok(path) = std::env::var("LEAKLOOP_PLOT_DUMP") {
+            std::fs::write(path, &svg).unwrap();
+        }
+        let texts = texts(&svg);
+        for expected in [
+            "native_heap: growth (FAIL)",
+            "fitted trend",
+            "trend interval (slope CI)",
+            "growth limit per turn",
+            "maximum (expect max)",
+            "turn_time (s)",
+        ] {
+            assert!(
+                texts.iter().any(|t| t == expected),
+                "{expected} in {texts:?}"
+            );
+        }
+        let heap = build_panel(&record, &verdict, "native_heap");
+        let trend = heap.trend.expect("a fitted trend");
+        let (lo, hi) = trend.interval.unwrap();
+        assert!(lo <= trend.slope && trend.slope <= hi);
+        assert!(
+            trend.limit.unwrap() < lo,
+            "the leak's slope is beyond the limit"
+        );
+        // The caption's colour is the verdict's: the line before the caption's text opens it.
+        let fill = |c: RGBColor| format!("fill=\"#{:02X}{:02X}{:02X}\"", c.0, c.1, c.2);
+        let lines: Vec<&str> = svg.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.contains("native_heap: growth (FAIL)"))
+            .unwrap();
+        assert!(
+            lines[at - 1].contains(&fill(FAIL_COLOR)),
+            "{}",
+            lines[at - 1]
+        );
+        let at = lines
+            .iter()
+            .position(|l| l.contains("turn_time: clean (pass)"))
+            .unwrap();
+        assert!(
+            lines[at - 1].contains(&fill(PASS_COLOR)),
+            "{}",
+            lines[at - 1]
+        );
+        let time = build_panel(&record, &verdict, "turn_time");
+        assert_eq!(time.passed, Some(true));
+        assert_eq!(time.unit, "s", "the 2 s ceiling is on the chart");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::report::facts::{
     backend_line, empty_ledger_text, metric_passed, stop_line, turns_line, verdict_line,
 };
 use crate::report::provenance::describe;
-use crate::report::units::{format_bytes, format_rate_with_interval};
+use crate::report::units::{format_rate_with_interval_of, format_value};
 use crate::runner::RunRecord;
 
 /// Renders summary.md. Every string from the run (names, versions, kinds, messages,
@@ -85,10 +85,11 @@ fn metrics_table(verdict: &Verdict) -> String {
         out.push_str(&format!(
             "| {} | {} | {} | {} | {} | {} | {result} |\n",
             markdown_code(name),
-            format_bytes(m.baseline),
-            m.after_warmup.map_or("-".to_owned(), format_bytes),
-            format_bytes(m.last),
-            format_rate_with_interval(m.slope_bytes_per_turn, m.slope_interval),
+            format_value(name, m.baseline),
+            m.after_warmup
+                .map_or("-".to_owned(), |v| format_value(name, v)),
+            format_value(name, m.last),
+            format_rate_with_interval_of(name, m.slope_bytes_per_turn, m.slope_interval),
             m.classification.as_str(),
         ));
     }

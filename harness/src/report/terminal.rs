@@ -14,7 +14,7 @@ use crate::report::facts::{
     stop_line, turns_line, verdict_line,
 };
 use crate::report::table::{render_table, Cell};
-use crate::report::units::{format_bytes, format_rate_with_interval};
+use crate::report::units::{format_rate_with_interval_of, format_value};
 use crate::runner::RunRecord;
 
 const HEADER: Style = Style::new().bold();
@@ -104,10 +104,14 @@ fn metrics_table(verdict: &Verdict) -> String {
         let passed = metric_passed(verdict, name);
         rows.push(vec![
             Cell::plain(name),
-            Cell::plain(format_bytes(m.baseline)),
-            Cell::plain(m.after_warmup.map_or("-".to_owned(), format_bytes)),
-            Cell::plain(format_bytes(m.last)),
-            Cell::plain(format_rate_with_interval(
+            Cell::plain(format_value(name, m.baseline)),
+            Cell::plain(
+                m.after_warmup
+                    .map_or("-".to_owned(), |v| format_value(name, v)),
+            ),
+            Cell::plain(format_value(name, m.last)),
+            Cell::plain(format_rate_with_interval_of(
+                name,
                 m.slope_bytes_per_turn,
                 m.slope_interval,
             )),

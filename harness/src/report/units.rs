@@ -42,6 +42,55 @@ pub fn format_rate_with_interval(bytes_per_turn: f64, interval: Option<(f64, f64
     }
 }
 
+/// Whether `metric` is a time metric (its values are nanoseconds), by the registry.
+fn is_time(metric: &str) -> bool {
+    leakloop_metrics::metric(metric).is_some_and(|m| m.unit == leakloop_metrics::Unit::Nanoseconds)
+}
+
+/// A value of `metric` in its own unit: [`format_bytes`], or a time through the units crate's
+/// one time formatter (`12.3 ms`).
+pub fn format_value(metric: &str, value: u64) -> String {
+    if is_time(metric) {
+        leakloop_units::format_nanos(value as f64)
+    } else {
+        format_bytes(value)
+    }
+}
+
+/// [`format_rate_with_interval`] in `metric`'s unit (`+4.00 ms/turn [+3.90 ms, +4.10 ms]`).
+pub fn format_rate_with_interval_of(
+    metric: &str,
+    per_turn: f64,
+    interval: Option<(f64, f64)>,
+) -> String {
+    if !is_time(metric) {
+        return format_rate_with_interval(per_turn, interval);
+    }
+    let signed = leakloop_units::format_signed_nanos;
+    let rate = if per_turn.is_finite() {
+        format!("{}/turn", signed(per_turn))
+    } else {
+        "n/a".to_owned()
+    };
+    match interval {
+        Some((low, high)) => format!("{rate} [{}, {}]", signed(low), signed(high)),
+        None => rate,
+    }
+}
+
+/// [`axis_unit`] in `metric`'s unit: a time axis is drawn in ns, us, ms or s.
+pub(crate) fn axis_unit_of(metric: &str, max: u64) -> (f64, &'static str) {
+    if !is_time(metric) {
+        return axis_unit(max);
+    }
+    const UNITS: [(u64, &str); 3] = [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")];
+    UNITS
+        .iter()
+        .find(|(size, _)| max >= 2 * size)
+        .map(|&(size, name)| (size as f64, name))
+        .unwrap_or((1.0, "ns"))
+}
+
 /// The unit in which to draw an axis whose values reach `max_bytes`: the divisor and its name.
 pub(crate) fn axis_unit(max_bytes: u64) -> (f64, &'static str) {
     const UNITS: [(u64, &str); 4] = [
@@ -104,6 +153,18 @@ pub(crate) fn round_significant(value: f64, digits: i32) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn time_metrics_are_formatted_as_times_and_memory_as_bytes() {
+        assert_eq!(format_value("turn_time", 12_300_000), "12.3 ms");
+        assert_eq!(format_value("rss", 1 << 20), "1.0 MiB");
+        assert_eq!(
+            format_rate_with_interval_of("turn_time", 4e6, Some((3.9e6, 4.1e6))),
+            "+4.00 ms/turn [+3.90 ms, +4.10 ms]"
+        );
+        assert_eq!(axis_unit_of("generate_time", 900_000_000), (1e6, "ms"));
+        assert_eq!(axis_unit_of("rss", 3 << 20), (1048576.0, "MiB"));
+    }
     use rstest::rstest;
 
     #[rstest]

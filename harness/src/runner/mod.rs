@@ -9,6 +9,7 @@ mod provenance;
 mod record;
 mod run_loop;
 mod stop;
+mod timing;
 
 pub use metrics::{MetricName, Metrics};
 pub use provenance::{BuildStamp, CiRun, EngineOrigin, FileDigest, Host, Provenance};

@@ -12,6 +12,7 @@ use crate::engine::{BackendInfo, Engine, EngineError, GenerateRequest, Ledger, S
 use crate::probe::{LocalTarget, ProbeError, ProbeSet, Target};
 use crate::runner::clock::Clock;
 use crate::runner::prompt::prompt_for_turn;
+use crate::runner::timing::{Stopwatch, TimedStep, TurnTimes};
 use crate::runner::{
     EarlyStop, Metrics, Phase, RunAllTurns, RunOutcome, RunRecord, Sample, StopRule,
 };
@@ -70,6 +71,7 @@ pub fn run_scenario_on(
     let probe = ProbeSet::for_watched(target, &scenario.watched_metrics());
     let samples = preallocated_samples(scenario, engine.process_id());
     let clock = Clock::for_engine(engine.turn_marks().is_some());
+    let times = TurnTimes::for_watched(&scenario.watched_metrics());
     let mut run = Run {
         clock,
         scenario,
@@ -86,6 +88,8 @@ pub fn run_scenario_on(
         turns_completed: 0,
         ledger_current: false,
         early_stop: None,
+        times,
+        turn_done: false,
     };
     let outcome = match run.execute(stop) {
         Ok(()) => RunOutcome::Completed,
@@ -198,6 +202,11 @@ struct Run<'a> {
     /// snapshot came after it), so that the end of a turn needs no further round trip.
     ledger_current: bool,
     early_stop: Option<EarlyStop>,
+    /// The times of the turn in progress (see `runner/timing.rs`).
+    times: TurnTimes,
+    /// Whether the turn in progress is over as far as its time goes (its close ran, or its
+    /// marker came).
+    turn_done: bool,
 }
 
 impl Run<'_> {
@@ -272,6 +281,10 @@ impl Run<'_> {
             .turn_marks()
             .expect("a marked clock is chosen only for an engine with turn marks");
         let ended = clock.sampled_turn(marks);
+        let turn_nanos = marks.taken_turn_nanos();
+        self.times.start_turn();
+        self.times.set_turn(turn_nanos);
+        self.turn_done = true;
         self.take_sample(ended, Phase::Close)?;
         Ok(ended)
     }
@@ -348,12 +361,17 @@ impl Run<'_> {
             .any(|f| f.kind == FaultKind::SkipClose && turn >= f.at_turn);
         let mut session: Option<SessionId> = None;
         let mut recovery: Option<Recovery> = None;
+        self.times.start_turn();
+        self.turn_done = false;
         for step in &self.scenario.turn {
             // Every step may call the engine, whose counts then move on.
             self.ledger_current = false;
             match step {
                 Step::Open(options) => {
-                    match self.engine.open_session(turn, options) {
+                    let watch = Stopwatch::start(&*self.engine);
+                    let opened = self.engine.open_session(turn, options);
+                    self.times.add(TimedStep::Open, watch.nanos(&*self.engine));
+                    match opened {
                         Ok(id) => {
                             self.ledger.record_create(turn, RUNNER_SESSION);
                             session = Some(id);
@@ -372,7 +390,10 @@ impl Run<'_> {
                         self.scenario.seed,
                         self.scenario.engine.backend,
                     );
-                    if let Err(error) = self.engine.send(id, &prompt) {
+                    let watch = Stopwatch::start(&*self.engine);
+                    let sent = self.engine.send(id, &prompt);
+                    self.times.add(TimedStep::Send, watch.nanos(&*self.engine));
+                    if let Err(error) = sent {
                         recovery = Some(self.non_fatal(turn, "send", error)?);
                     }
                 }
@@ -400,6 +421,7 @@ impl Run<'_> {
                             self.close(turn, id)?;
                         }
                     }
+                    self.turn_done = true;
                     self.sample_if(turn, SamplePoint::Close, Phase::Close)?;
                 }
                 Step::Idle(duration) => {
@@ -418,7 +440,10 @@ impl Run<'_> {
 
     fn close(&mut self, turn: u32, id: SessionId) -> Result<(), Failure> {
         self.ledger_current = false;
-        match self.engine.close_session(id) {
+        let watch = Stopwatch::start(&*self.engine);
+        let closed = self.engine.close_session(id);
+        self.times.add(TimedStep::Close, watch.nanos(&*self.engine));
+        match closed {
             Ok(()) => self.ledger.record_delete(turn, RUNNER_SESSION),
             Err(error) => {
                 self.non_fatal(turn, "close", error)?;
@@ -442,7 +467,14 @@ impl Run<'_> {
             max_output_tokens,
             cancel_after_tokens,
         };
-        if let Err(error) = self.engine.generate(id, &request) {
+        let step = match cancel_after_tokens {
+            Some(_) => TimedStep::Cancel,
+            None => TimedStep::Generate,
+        };
+        let watch = Stopwatch::start(&*self.engine);
+        let generated = self.engine.generate(id, &request);
+        self.times.add(step, watch.nanos(&*self.engine));
+        if let Err(error) = generated {
             *recovery = Some(self.non_fatal(turn, "generate", error)?);
         }
         self.sample_if(turn, SamplePoint::Generate, Phase::Generate)
@@ -558,6 +590,10 @@ impl Run<'_> {
                 }
                 Err(_) => {}
             }
+        }
+        if !matches!(phase, Phase::Load | Phase::Reload) {
+            // A (re)load sample starts an epoch's series: it carries no turn's time.
+            self.times.write(&mut metrics, self.turn_done);
         }
         let t_ms = self
             .engine

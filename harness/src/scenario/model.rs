@@ -414,6 +414,11 @@ pub struct MetricExpectation {
     /// The most growth per turn allowed after warm-up, in bytes (judged on the upper confidence
     /// bound of the slope).
     pub max_growth_per_turn: Option<u64>,
+    /// The highest value any post-close sample may have (a latency ceiling: `turn_time: {max:
+    /// 2s}`). Every amount of an expectation is in its metric's unit: bytes, or nanoseconds for
+    /// a time metric (`unit_of`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<u64>,
 }
 
 /// What must hold for the scenario to pass.

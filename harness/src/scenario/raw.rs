@@ -219,6 +219,8 @@ pub(crate) struct RawMetricExpect {
     pub warmup_budget: Option<UnitText>,
     #[serde(default)]
     pub max_growth_per_turn: Option<UnitText>,
+    #[serde(default)]
+    pub max: Option<UnitText>,
 }
 
 /// A size, duration or tolerance exactly as written: `5MiB`, `8s`, `2%`, or a bare number.

@@ -13,8 +13,8 @@ use crate::scenario::error::{did_you_mean, ScenarioError, ScenarioErrorKind};
 use crate::scenario::model::text_tokens;
 use crate::scenario::model::{
     BackendKind, Device, EngineSpec, Expectations, Fault, FaultKind, MetricExpectation, PromptSpec,
-    SamplePlan, SamplePoint, Scenario, SessionOptions, Step, MAX_BASELINE_SAMPLES, MAX_TURNS,
-    OPENCL_PROFILES, SIM_PROFILES,
+    SamplePlan, SamplePoint, Scenario, SessionOptions, Step, Tolerance, MAX_BASELINE_SAMPLES,
+    MAX_TURNS, OPENCL_PROFILES, SIM_PROFILES,
 };
 use crate::scenario::raw::{
     RawEngine, RawExpect, RawMetricExpect, RawScenario, RawSend, RawStep, UnitText,
@@ -857,7 +857,7 @@ fn validate_expect(raw: RawExpect, cx: &Context<'_>) -> Result<Expectations, Sce
     let mut metrics = BTreeMap::new();
     for (name, entry) in &raw.metrics {
         let path = format!("expect.{name}");
-        metrics.insert(name.clone(), validate_metric(entry, &path, cx)?);
+        metrics.insert(name.clone(), validate_metric(name, entry, &path, cx)?);
     }
     let mut max_live = BTreeMap::new();
     for (kind, bound) in raw.max_live.unwrap_or_default() {
@@ -887,20 +887,41 @@ fn validate_expect(raw: RawExpect, cx: &Context<'_>) -> Result<Expectations, Sce
 }
 
 fn validate_metric(
+    name: &str,
     raw: &RawMetricExpect,
     path: &str,
     cx: &Context<'_>,
 ) -> Result<MetricExpectation, ScenarioError> {
-    if raw.tolerance.is_none() && raw.warmup_budget.is_none() && raw.max_growth_per_turn.is_none() {
+    const LIMITS: [&str; 4] = ["tolerance", "warmup_budget", "max_growth_per_turn", "max"];
+    if raw.tolerance.is_none()
+        && raw.warmup_budget.is_none()
+        && raw.max_growth_per_turn.is_none()
+        && raw.max.is_none()
+    {
         return Err(cx
             .invalid(
                 path,
-                "sets no limit; give `tolerance`, `warmup_budget` or `max_growth_per_turn` \
+                "sets no limit; give `tolerance`, `warmup_budget`, `max_growth_per_turn` or `max` \
                  (to only plot a metric, list it under `watch`)",
             )
-            .expect_one_of(["tolerance", "warmup_budget", "max_growth_per_turn"]));
+            .expect_one_of(LIMITS));
     }
+    // A time metric's limits are durations (held in nanoseconds), every other metric's sizes.
+    let timed = leakloop_metrics::metric(name)
+        .is_some_and(|m| m.unit == leakloop_metrics::Unit::Nanoseconds);
+    let amount = |key: &str, text: &UnitText| -> Result<u64, ScenarioError> {
+        let p = format!("{path}.{key}");
+        if timed {
+            let d = cx.duration(&p, text)?;
+            Ok(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        } else {
+            cx.size(&p, text)
+        }
+    };
     let tolerance = match &raw.tolerance {
+        Some(text) if timed && !text.0.trim().ends_with('%') => {
+            Some(Tolerance::Bytes(amount("tolerance", text)?))
+        }
         Some(text) => {
             let p = format!("{path}.tolerance");
             Some(parse_tolerance(&text.0).map_err(|e| cx.bad_unit(&p, "tolerance", text, e))?)
@@ -910,17 +931,19 @@ fn validate_metric(
     let warmup_budget = raw
         .warmup_budget
         .as_ref()
-        .map(|t| cx.size(&format!("{path}.warmup_budget"), t))
+        .map(|t| amount("warmup_budget", t))
         .transpose()?;
     let max_growth_per_turn = raw
         .max_growth_per_turn
         .as_ref()
-        .map(|t| cx.size(&format!("{path}.max_growth_per_turn"), t))
+        .map(|t| amount("max_growth_per_turn", t))
         .transpose()?;
+    let max = raw.max.as_ref().map(|t| amount("max", t)).transpose()?;
     Ok(MetricExpectation {
         tolerance,
         warmup_budget,
         max_growth_per_turn,
+        max,
     })
 }
 

@@ -17,6 +17,7 @@ mod fixtures;
 mod foreign_numbers;
 mod history;
 mod hostile_text;
+mod init;
 mod interrupted;
 mod library;
 mod max_live;

@@ -34,6 +34,13 @@ pub(crate) struct BoardState {
     pub latest: Option<Mark>,
     /// The first turn marker.
     pub first: Option<Mark>,
+    /// When the latest turn marker was read.
+    pub latest_at: Option<Instant>,
+    /// Time per turn from the marker before the latest to the latest (divided by the turns
+    /// between them, for a process that marks every Nth turn), in nanoseconds: the latest
+    /// turn's `turn_time`. Read when the line reaches leakloop, so it includes the process's
+    /// output buffering, which is the same for every turn.
+    pub latest_turn_nanos: Option<u64>,
     /// Turn markers seen.
     pub markers: u64,
     /// The first reason the markers cannot be trusted, described: a repeated or out-of-order
@@ -220,6 +227,16 @@ fn mark(state: &mut BoardState, mark: Mark) {
             });
         }
         _ => {
+            let now = Instant::now();
+            state.latest_turn_nanos = match (state.latest, state.latest_at) {
+                (Some(prev), Some(at)) => {
+                    let turns = u128::from(mark.turn - prev.turn);
+                    let nanos = now.duration_since(at).as_nanos() / turns;
+                    Some(u64::try_from(nanos).unwrap_or(u64::MAX))
+                }
+                _ => None,
+            };
+            state.latest_at = Some(now);
             state.first.get_or_insert(mark);
             state.latest = Some(mark);
         }
@@ -267,6 +284,21 @@ mod tests {
             [("stdout".to_owned(), ["loading model".to_owned()].into())]
         );
         assert!(s.violation.is_none());
+    }
+
+    #[test]
+    fn turn_time_is_marker_to_marker_per_turn_and_unknown_for_the_first() {
+        let board = Board::default();
+        let patterns = Patterns::new(r"^turn (?P<turn>\d+) closed$", r"^never$").unwrap();
+        patterns.feed(&board, "stdout", Line::Text("turn 7 closed"));
+        assert_eq!(board.lock().latest_turn_nanos, None);
+        // Not a timed test: the interval is whatever passed, only its existence and its share
+        // per turn are checked.
+        let before = board.lock().latest_at.unwrap();
+        patterns.feed(&board, "stdout", Line::Text("turn 9 closed"));
+        let state = board.lock();
+        let whole = state.latest_at.unwrap().duration_since(before).as_nanos() as u64;
+        assert_eq!(state.latest_turn_nanos, Some(whole / 2));
     }
 
     #[test]

@@ -43,6 +43,8 @@ pub struct AttachEngine {
     stopped: Option<String>,
     /// Markers a sample stood for.
     sampled: u64,
+    /// The time per turn of the turn [`TurnMarks::take_latest_turn`] last returned.
+    taken_turn_nanos: Option<u64>,
 }
 
 impl AttachEngine {
@@ -73,6 +75,7 @@ impl AttachEngine {
             follower: None,
             stopped: None,
             sampled: 0,
+            taken_turn_nanos: None,
         })
     }
 
@@ -273,11 +276,21 @@ impl TurnMarks for AttachEngine {
     }
 
     fn take_latest_turn(&mut self) -> Option<u64> {
-        let latest = self.board.lock().latest.map(|m| m.turn);
+        let (latest, nanos) = {
+            let state = self.board.lock();
+            (state.latest.map(|m| m.turn), state.latest_turn_nanos)
+        };
+        // Taken under the same lock as the turn, so that the time is that turn's even when the
+        // next marker arrives right after.
+        self.taken_turn_nanos = nanos;
         if latest.is_some() {
             self.sampled += 1;
         }
         latest
+    }
+
+    fn taken_turn_nanos(&self) -> Option<u64> {
+        self.taken_turn_nanos
     }
 
     fn first_turn(&self) -> Option<u64> {

@@ -286,16 +286,24 @@ fn idle_may_come_anywhere_and_sessions_may_repeat() {
 fn expect_accepts_every_registry_metric_and_locates_unknown_ones() {
     for metric in leakloop_metrics::REGISTRY {
         let name = metric.name;
+        // A time metric's limits are durations (held in nanoseconds), every other one's sizes.
+        let (limit, amount) = match metric.unit {
+            leakloop_metrics::Unit::Bytes => ("1MiB", 1 << 20),
+            leakloop_metrics::Unit::Nanoseconds => ("1ms", 1_000_000),
+        };
         let text = format!(
-            "{MINIMAL}watch: [{name}]\nexpect:\n  balanced: true\n  {name}: {{max_growth_per_turn: 1MiB}}\n"
+            "{MINIMAL}watch: [{name}]\nexpect:\n  balanced: true\n  {name}: {{max_growth_per_turn: {limit}}}\n"
         );
         let scenario = parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(
             scenario.expect.metrics[name].max_growth_per_turn,
-            Some(1 << 20)
+            Some(amount)
         );
         assert!(scenario.expect.balanced);
     }
+    let text = format!("{MINIMAL}expect:\n  turn_time: {{max: 5MiB}}\n");
+    let err = parse(&text).unwrap_err();
+    assert!(err.to_string().contains("bad duration `5MiB`"), "{err}");
     let text =
         format!("{MINIMAL}expect:\n  balanced: true\n  phys_fotprint: {{tolerance: 1MiB}}\n");
     let err = parse(&text).unwrap_err();

@@ -142,13 +142,19 @@ fn ledger_names_the_leak() {
     let mut engine = OpenClEngine::new(OpenClProfile::LeakKv, 64, 5).unwrap();
     let mut ledger = Ledger::new();
     engine.load().unwrap();
-    ledger.absorb_cumulative(0, "opencl", &engine.snapshot().unwrap().ledger);
+    ledger
+        .absorb_cumulative(0, "opencl", &engine.snapshot().unwrap().ledger)
+        .unwrap();
     for turn in 1..=TURNS {
         one_turn(&mut engine, turn);
-        ledger.absorb_cumulative(turn, "opencl", &engine.snapshot().unwrap().ledger);
+        ledger
+            .absorb_cumulative(turn, "opencl", &engine.snapshot().unwrap().ledger)
+            .unwrap();
     }
     engine.unload().unwrap();
-    ledger.absorb_cumulative(TURNS + 1, "opencl", &engine.snapshot().unwrap().ledger);
+    ledger
+        .absorb_cumulative(TURNS + 1, "opencl", &engine.snapshot().unwrap().ledger)
+        .unwrap();
     let imbalances: BTreeMap<String, (u64, u64, Option<u32>)> = ledger
         .imbalances()
         .into_iter()

@@ -10,7 +10,7 @@ use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
 use leakloop::analyze::{load_trace, TraceErrorKind};
-use leakloop::fuzzing::{read_driver_replies, read_markers};
+use leakloop::fuzzing::{read_driver_replies, read_markers, MAX_LEDGER_KINDS};
 use leakloop::probe::dumpsys::{self, DumpsysError};
 use leakloop::report::{read_report, read_suite_report, ReportError};
 use leakloop::scenario::{load_scenario, ScenarioErrorKind};
@@ -256,11 +256,21 @@ fn markers(bytes: &[u8]) -> Outcome {
     if reading.markers > reading.lines || reading.too_long > reading.lines {
         return Outcome::Unlocated(format!("counted more than it read: {reading:?}"));
     }
+    if reading.ledger_kinds > MAX_LEDGER_KINDS || read.ledger_kinds > MAX_LEDGER_KINDS {
+        return Outcome::Unlocated(format!(
+            "kept {} ledger kinds on the board and {} in the ledger, beyond the cap of {}",
+            reading.ledger_kinds, read.ledger_kinds, MAX_LEDGER_KINDS
+        ));
+    }
     if read.ledger_kinds < reading.ledger_kinds {
         return Outcome::Unlocated(format!(
             "the ledger lost kinds the board kept: {} < {}",
             read.ledger_kinds, reading.ledger_kinds
         ));
+    }
+    if let Some(error) = &read.count_error {
+        // Names the kind and both counts: about that ledger line, wherever it was.
+        return Outcome::Refused(error.clone());
     }
     match &reading.violation {
         None => Outcome::Accepted,

@@ -13,6 +13,9 @@ use crate::engine::attach::feed_marker_bytes;
 use crate::engine::worker::{decode_line, Reply, Response};
 use crate::engine::{KindCounts, Ledger};
 
+/// The most ledger kinds leakloop keeps from one source (a driver or an attached process).
+pub const MAX_LEDGER_KINDS: usize = crate::engine::ledger::MAX_SOURCE_KINDS;
+
 /// What the marker reader made of a stream of bytes, after folding each turn's `LEDGER` counts
 /// into a ledger as attach mode does.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,20 +24,27 @@ pub struct MarkersRead {
     pub reading: MarkerReading,
     /// Ledger kinds kept by the ledger the counts were folded into.
     pub ledger_kinds: usize,
+    /// The first impossible count the ledger refused (a count that went down, a total past
+    /// 2^64-1), as attach mode reports it.
+    pub count_error: Option<String>,
 }
 
 /// Reads `bytes` as the output of an attached process with the default marker patterns,
 /// folding the `LEDGER` counts seen so far into a ledger at every turn marker.
 pub fn read_markers(bytes: &[u8]) -> MarkersRead {
     let mut ledger = Ledger::new();
+    let mut count_error = None;
     let mut fold = |turn: u64, counts: &BTreeMap<String, KindCounts>| {
         let turn = u32::try_from(turn).unwrap_or(u32::MAX);
-        ledger.absorb_cumulative(turn, "app", counts);
+        if let Err(e) = ledger.absorb_cumulative(turn, "app", counts) {
+            count_error.get_or_insert(e.to_string());
+        }
     };
     let reading = feed_marker_bytes(bytes, &mut fold);
     MarkersRead {
         reading,
         ledger_kinds: ledger.totals.len(),
+        count_error,
     }
 }
 
@@ -50,7 +60,9 @@ pub fn read_driver_replies(bytes: &[u8]) -> Vec<Result<(), String>> {
             let reply = decode_line::<Reply>(line).map_err(|e| e.to_string())?;
             if let Response::Snapshot { snapshot } = reply.body {
                 turn = turn.saturating_add(1);
-                ledger.absorb_cumulative(turn, "driver", &snapshot.ledger);
+                ledger
+                    .absorb_cumulative(turn, "driver", &snapshot.ledger)
+                    .map_err(|e| e.to_string())?;
             }
             Ok(())
         })

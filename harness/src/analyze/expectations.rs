@@ -309,7 +309,9 @@ mod tests {
         for (turn, &(created, deleted)) in cumulative.iter().enumerate() {
             let counts =
                 BTreeMap::from([("conversation".to_owned(), KindCounts { created, deleted })]);
-            ledger.absorb_cumulative(turn as u32, "app", &counts);
+            ledger
+                .absorb_cumulative(turn as u32, "app", &counts)
+                .expect("rising counts");
         }
         ledger
     }

@@ -275,7 +275,10 @@ fn open_lock_file(path: &Path, create: bool) -> std::io::Result<File> {
         .write(create)
         .create(create)
         .mode(FILE_MODE)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+        // A reader never blocks on a FIFO planted as the lock file (no effect on a regular file).
+        .custom_flags(
+            libc::O_NOFOLLOW | libc::O_CLOEXEC | if create { 0 } else { libc::O_NONBLOCK },
+        );
     options.open(path)
 }
 
@@ -374,6 +377,20 @@ mod tests {
         let own = OutDir::claim(&suite).unwrap();
         OutDir::claim(&suite.join("x")).unwrap().release().unwrap();
         own.release().unwrap();
+    }
+
+    #[test]
+    fn a_fifo_planted_as_a_parents_lock_file_does_not_block_a_claim() {
+        let dir = tempfile::tempdir().unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(dir.path().join(LOCK_FILE))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        OutDir::claim(&dir.path().join("out"))
+            .unwrap()
+            .release()
+            .unwrap();
     }
 
     #[test]

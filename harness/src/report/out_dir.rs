@@ -22,7 +22,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
 use crate::report::artifacts::{JUNIT_XML, PLOT_SVG, REPORT_JSON, SAMPLES_JSONL, SUMMARY_MD};
-use crate::report::safe_path::contained;
 use crate::report::ReportError;
 use crate::walk::{walk, Deep, Kind, Limits};
 
@@ -162,13 +161,14 @@ impl OutDir {
     /// followed), and returns the path. `name` was read from `file`'s `entry`; it must be one
     /// plain name (`safe_path::check_name`), so nothing outside the claimed folder, and not its
     /// lock, can ever be removed through it.
+    #[cfg(feature = "cli")]
     pub(crate) fn clear_entry(
         &self,
         name: &str,
         file: &Path,
         entry: &str,
     ) -> Result<PathBuf, ReportError> {
-        let path = contained(&self.dir, name, file, entry)?;
+        let path = crate::report::safe_path::contained(&self.dir, name, file, entry)?;
         let removed = match std::fs::symlink_metadata(&path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(e),

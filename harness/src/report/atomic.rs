@@ -27,6 +27,7 @@ pub(crate) fn discard_pending_writes() {
 }
 
 /// Removes these temporaries; one already renamed or gone is fine.
+#[cfg(any(feature = "cli", test))]
 fn remove_temporaries<'a>(paths: impl Iterator<Item = &'a PathBuf>) {
     for path in paths {
         let _ = std::fs::remove_file(path);

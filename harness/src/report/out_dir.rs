@@ -22,7 +22,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
 use crate::report::artifacts::{JUNIT_XML, PLOT_SVG, REPORT_JSON, SAMPLES_JSONL, SUMMARY_MD};
-use crate::report::safe_path::contained;
 use crate::report::ReportError;
 use crate::walk::{walk, Deep, Kind, Limits};
 
@@ -162,13 +161,14 @@ impl OutDir {
     /// followed), and returns the path. `name` was read from `file`'s `entry`; it must be one
     /// plain name (`safe_path::check_name`), so nothing outside the claimed folder, and not its
     /// lock, can ever be removed through it.
+    #[cfg(feature = "cli")]
     pub(crate) fn clear_entry(
         &self,
         name: &str,
         file: &Path,
         entry: &str,
     ) -> Result<PathBuf, ReportError> {
-        let path = contained(&self.dir, name, file, entry)?;
+        let path = crate::report::safe_path::contained(&self.dir, name, file, entry)?;
         let removed = match std::fs::symlink_metadata(&path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(e),
@@ -275,7 +275,10 @@ fn open_lock_file(path: &Path, create: bool) -> std::io::Result<File> {
         .write(create)
         .create(create)
         .mode(FILE_MODE)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+        // A reader never blocks on a FIFO planted as the lock file (no effect on a regular file).
+        .custom_flags(
+            libc::O_NOFOLLOW | libc::O_CLOEXEC | if create { 0 } else { libc::O_NONBLOCK },
+        );
     options.open(path)
 }
 
@@ -374,6 +377,20 @@ mod tests {
         let own = OutDir::claim(&suite).unwrap();
         OutDir::claim(&suite.join("x")).unwrap().release().unwrap();
         own.release().unwrap();
+    }
+
+    #[test]
+    fn a_fifo_planted_as_a_parents_lock_file_does_not_block_a_claim() {
+        let dir = tempfile::tempdir().unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(dir.path().join(LOCK_FILE))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        OutDir::claim(&dir.path().join("out"))
+            .unwrap()
+            .release()
+            .unwrap();
     }
 
     #[test]

@@ -180,6 +180,7 @@ fn a_fifo_swapped_in_mid_run_is_a_marker_failure_with_the_samples_kept() {
 /// run without them, and the replacement is read from its start (all three long lines are
 /// counted; read from the old offset, the first of its two would be skipped).
 #[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "reads VmHWM from /proc")]
 fn a_burst_and_a_replaced_marker_file_cost_bounded_memory_and_are_read_whole() {
     let dir = tempfile::tempdir().unwrap();
     let big = dir.path().join("big.txt");
@@ -223,6 +224,10 @@ fn a_burst_and_a_replaced_marker_file_cost_bounded_memory_and_are_read_whole() {
     };
     let baseline = run("baseline", false);
     let flooded = run("flooded", true);
+    assert!(
+        baseline.peak > 0 && flooded.peak > 0,
+        "VmHWM was never read"
+    );
     eprintln!(
         "peak memory: {} KiB with the flood, {} KiB without",
         flooded.peak >> 10,
@@ -316,12 +321,14 @@ fn a_driver_count_that_falls_from_the_maximum_is_a_protocol_error() {
 /// 70 lines of 4 MiB on stdout before `hello`: kept as a tail of 4 KiB lines, so leakloop's
 /// peak memory stays within 64 MiB of a driver that prints nothing (they cost 256 MiB before).
 #[test]
+#[cfg_attr(not(target_os = "linux"), ignore = "reads VmHWM from /proc")]
 fn long_lines_a_driver_prints_before_hello_cost_bounded_memory() {
     let dir = tempfile::tempdir().unwrap();
     let quiet = run_measured(&faulty_scenario(dir.path(), "none"), dir.path());
     assert_eq!(quiet.code, Some(0), "{}", quiet.text);
     let noisy = run_measured(&faulty_scenario(dir.path(), "noisy-hello"), dir.path());
     assert_eq!(noisy.code, Some(0), "{}", noisy.text);
+    assert!(quiet.peak > 0 && noisy.peak > 0, "VmHWM was never read");
     eprintln!(
         "peak memory: {} KiB with the noise, {} KiB without",
         noisy.peak >> 10,

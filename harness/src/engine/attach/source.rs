@@ -363,6 +363,18 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_file_truncated_in_place_is_read_from_its_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("app.log");
+        std::fs::write(&path, "an old line that is long enough\nTURN 1 CLOSED\n").unwrap();
+        let board = Board::default();
+        let _follower = FileFollower::start(&path, board.clone(), patterns()).unwrap();
+        std::thread::sleep(FILE_POLL * 3);
+        std::fs::write(&path, "TURN 9 CLOSED\n").unwrap();
+        assert!(wait_for_turn(&board, 9));
+    }
+
     /// A burst far larger than one poll's read is read whole, in bounded pieces.
     #[test]
     fn a_burst_larger_than_a_poll_is_read_to_its_end() {

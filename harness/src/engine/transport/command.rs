@@ -364,6 +364,40 @@ mod tests {
         );
     }
 
+    /// Issue 20: a FIFO named as the file to copy is refused before ssh or adb starts, never
+    /// opened for a blocking read (no writer ever comes).
+    #[test]
+    fn a_fifo_to_copy_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("model.bin");
+        let c_path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path; mkfifo only creates the file.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        let ssh = Transport::Ssh(SshTarget {
+            host: "box".into(),
+            port: None,
+            user: None,
+            identity: None,
+            options: vec![],
+            worker: Default::default(),
+        });
+        let adb = Transport::Adb(AdbTarget {
+            serial: None,
+            process: crate::scenario::AdbProcess::Pid(1),
+        });
+        for transport in [ssh, adb] {
+            let err = transport
+                .push(&fifo, "/data/local/tmp/model.bin", Duration::from_secs(5))
+                .unwrap_err();
+            assert_eq!(err.kind, TargetErrorKind::BadTarget);
+            assert!(
+                err.message
+                    .ends_with("a named pipe (FIFO), not a regular file"),
+                "{err}"
+            );
+        }
+    }
+
     #[test]
     fn adb_argv_names_the_serial() {
         let adb = AdbTarget {

@@ -62,7 +62,8 @@ pub fn parse_scenario(text: &str, origin: &Path) -> Result<Scenario, ScenarioErr
 }
 
 /// [`parse_scenario`] with `overrides` applied before validation, as [`load_scenario_with`]
-/// applies them to a file.
+/// applies them to a file (`compare --engine FILE`).
+#[cfg(feature = "cli")]
 pub(crate) fn parse_scenario_with(
     text: &str,
     origin: &Path,

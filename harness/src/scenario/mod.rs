@@ -28,6 +28,7 @@ pub use attach::{
 pub use concurrency::Concurrency;
 pub use error::{Location, ScenarioError, ScenarioErrorKind};
 pub use exec::ExecSpec;
+#[cfg(feature = "cli")]
 pub(crate) use load::parse_scenario_with;
 pub use load::{
     load_scenario, load_scenario_with, parse_scenario, parse_scenario_bytes, MAX_SCENARIO_BYTES,

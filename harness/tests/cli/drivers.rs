@@ -555,3 +555,23 @@ fn the_reference_driver_fails_an_unknown_session_with_a_non_fatal_kind() {
     // The engine's own refusals go on; only a request without its field is the runner's fault.
     assert_eq!(kinds, ["close", "generate", "protocol"], "{replies:?}");
 }
+
+#[test]
+fn summary_and_provenance_name_a_driver_by_its_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = faulty_scenario(dir.path(), "none", "");
+    let out = dir.path().join("out");
+    let output = run(&path, &out);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let command = format!("sh {} none", faulty());
+    let provenance = report(&out).record.provenance.expect("provenance");
+    assert_eq!(provenance.engine.driver.as_deref(), Some(command.as_str()));
+    assert_eq!(provenance.model, None);
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    let engine = summary
+        .lines()
+        .find(|l| l.contains("**engine:**"))
+        .unwrap_or_else(|| panic!("{summary}"));
+    assert!(engine.contains(&format!("exec: {command}")), "{engine}");
+    assert!(!engine.contains("built in"), "{engine}");
+}

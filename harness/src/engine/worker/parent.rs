@@ -476,7 +476,9 @@ impl WorkerEngine {
                         )))
                     }
                     Response::Failed { error }
-                        if error.kind == EngineErrorKind::Protocol && !handshake =>
+                        if error.kind == EngineErrorKind::Protocol
+                            && !handshake
+                            && self.driver.is_some() =>
                     {
                         Err(fatal_kind_answered(name, error))
                     }
@@ -831,8 +833,8 @@ async fn exchange(
     }
 }
 
-/// A `failed` reply of the fatal kind `protocol` ends the run, which the worker may not have
-/// meant (issue 23: a close of an unknown session answered with `protocol`): the error says the
+/// A `failed` reply of the fatal kind `protocol` ends the run, which an external driver may not
+/// have meant (issue 23: a close of an unknown session answered with `protocol`): the error says the
 /// rule, with the non-fatal kind that fits the call.
 fn fatal_kind_answered(call: &str, error: WireError) -> EngineError {
     let fitting = match call {

@@ -28,7 +28,18 @@ fn push_visible(out: &mut String, c: char) {
 /// heading, list or table row of its own) and every other control character as `\u{..}`.
 pub(crate) fn markdown(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
+    let chars: Vec<char> = text.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        // An underscore between two letters or digits (`native_heap`) never starts or ends
+        // emphasis, so names keep their look; anywhere else it is escaped.
+        let word = |j: Option<usize>| {
+            j.and_then(|j| chars.get(j))
+                .is_some_and(|c| c.is_alphanumeric())
+        };
+        if c == '_' && word(i.checked_sub(1)) && word(Some(i + 1)) {
+            out.push(c);
+            continue;
+        }
         match c {
             '\n' | '\r' | '\t' => out.push(' '),
             c if is_unprintable(c) => push_visible(&mut out, c),
@@ -305,6 +316,7 @@ mod tests {
         assert!(md.contains("\\[link\\](javascript:x)"), "{md}");
         assert!(markdown_problems(&format!("| a |\n| {md} |")).is_empty());
         assert_eq!(markdown("a|b\nc"), "a\\|b c");
+        assert_eq!(markdown("native_heap _x_"), "native_heap \\_x\\_");
         assert_eq!(
             markdown("sim-backend 0.1.0 (profile)"),
             "sim-backend 0.1.0 (profile)"

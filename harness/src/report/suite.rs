@@ -624,4 +624,43 @@ mod tests {
         let text = render_suite_text(&report);
         crate::report::golden!(insta::assert_snapshot!("suite_text", text));
     }
+
+    /// Regression (issue 20): a merged share's index text (name, path, folder, error) reached
+    /// the suite's summary.md and junit.xml as raw markup and control characters.
+    #[test]
+    fn hostile_index_text_stays_text() {
+        let hostile = crate::report::test_support::HOSTILE;
+        let (_, verdict) = leak_run();
+        let report = SuiteReport::new(
+            SuiteIdentity {
+                scenarios: 2,
+                fingerprint: "00".into(),
+            },
+            None,
+            1,
+            vec![
+                SuiteEntry {
+                    name: Some(format!("n{hostile}")),
+                    folder: format!("f) [x](javascript:alert(1)){hostile}"),
+                    ..entry(
+                        &format!("p{hostile}.yaml"),
+                        EntryStatus::Fail,
+                        Some(&verdict),
+                    )
+                },
+                SuiteEntry {
+                    error: Some(format!("e{hostile}")),
+                    ..entry(&format!("q{hostile}.yaml"), EntryStatus::Error, None)
+                },
+            ],
+        );
+        let md = render_suite_summary_md(&report);
+        let problems = crate::report::escape::check::markdown_problems(&md);
+        assert!(problems.is_empty(), "{problems:#?}\n{md}");
+        assert!(md.contains("(f%29%20%5Bx%5D%28javascript%3Aalert"), "{md}");
+        let work = tempfile::tempdir().unwrap();
+        let xml = render_suite_junit(work.path(), &report).unwrap();
+        let problems = crate::report::escape::check::xml_problems(&xml);
+        assert!(problems.is_empty(), "{problems:#?}\n{xml}");
+    }
 }

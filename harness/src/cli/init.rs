@@ -165,8 +165,8 @@ pub(crate) fn starter(backend: InitBackend, command: &[String], model: Option<&P
     let mut out = format!(
         "# A starter scenario for the `{name}` backend, written by `leakloop init {name}`.\n\
          # Check it with `leakloop check FILE`, run it with `leakloop run FILE --out results`.\n\
-         # Every key is described in docs/scenario.md; editors check it against\n\
-         # docs/scenario.schema.json.\n\
+         # Every key is described in README.md, *Scenario DSL reference*; editors check it\n\
+         # against docs/scenario.schema.json.\n\
          name: my-{name}-scenario\n\
          description: \"What this loop stands for in your app\"\n"
     );

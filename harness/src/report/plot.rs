@@ -421,7 +421,15 @@ fn draw_panel<DB: DrawingBackend>(
             4,
             BLACK.stroke_width(1),
         ))?;
-        legend.push(("baseline (after load)", Mark::Dashed));
+        // A time series has no load sample: its first point is the first turn's time.
+        let timed = leakloop_metrics::metric(&panel.metric)
+            .is_some_and(|m| m.unit == leakloop_metrics::Unit::Nanoseconds);
+        let label = if timed {
+            "first turn"
+        } else {
+            "baseline (after load)"
+        };
+        legend.push((label, Mark::Dashed));
     }
     for turn in thin_turns(reload_turns, panel.x_range) {
         let x = x_of(turn, Phase::Reload);
@@ -642,6 +650,7 @@ mod tests {
             "trend interval (slope CI)",
             "growth limit per turn",
             "maximum (expect max)",
+            "first turn",
             "turn_time (s)",
         ] {
             assert!(

@@ -69,6 +69,18 @@ fn the_sim_starter_checks_runs_and_times_every_turn() {
     assert_eq!(times.len(), 32, "{times:?}");
     // cpu-flat's 16 decoded tokens take 20 ms each on the virtual clock.
     assert!(times.iter().all(|t| *t >= 320_000_000), "{times:?}");
+    // The report, with a `max` limit and time metrics, is what docs/report.schema.json says.
+    let read_json = |path: PathBuf| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    };
+    let schema = read_json(workspace().join("docs/report.schema.json"));
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let written = read_json(dir.path().join("out/report.json"));
+    let errors: Vec<String> = validator
+        .iter_errors(&written)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
 }
 
 #[test]

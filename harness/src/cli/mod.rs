@@ -130,6 +130,7 @@ mod help_tests {
         ("bisect", &["scenario", "builds"]),
         ("driver-check", &["driver", "docs/protocol.md"]),
         ("history", &["reports", "builds"]),
+        ("init", &["backend", "scenario"]),
     ];
 
     #[test]

@@ -287,7 +287,7 @@ pub(crate) fn check_balanced(
                 "{} created, {} deleted ({:+} live){}",
                 i.created,
                 i.deleted,
-                i.created as i64 - i.deleted as i64,
+                i128::from(i.created) - i128::from(i.deleted),
                 i.first_turn
                     .map_or_else(String::new, |t| format!(", off balance from turn {t}"))
             ),

@@ -194,17 +194,12 @@ impl TryFrom<RawLedger> for Ledger {
 }
 
 impl RawLedger {
-    /// The numbers of an edited or corrupt report that would overflow: a count above
-    /// `i64::MAX` (live counts are signed), runs out of order, overlapping or ending before they
-    /// start, a run whose counts times its length do not fit, and per-turn entries (format 1)
-    /// whose turns do not strictly increase (a turn listed twice would be added up twice).
+    /// The numbers of an edited or corrupt report that would overflow: runs out of order,
+    /// overlapping or ending before they start, a run whose counts times its length pass
+    /// 2^64-1, and per-turn entries (format 1) whose turns do not strictly increase (a turn
+    /// listed twice would be added up twice). Any count itself is possible: a driver may report
+    /// cumulative counts up to 2^64-1, and live counts saturate ([`KindCounts::live`]).
     fn check(&self) -> Result<(), String> {
-        let fits = |n: u64| i64::try_from(n).is_ok();
-        for (kind, c) in &self.totals {
-            if !fits(c.created) || !fits(c.deleted) {
-                return Err(format!("`totals.{kind}`: a count above {}", i64::MAX));
-            }
-        }
         if !self.runs.is_empty() && !self.turns.is_empty() {
             return Err("`runs` (format 2) and `turns` (format 1) in one ledger".to_owned());
         }
@@ -219,9 +214,12 @@ impl RawLedger {
                 if next.is_none_or(|next| run.first_turn < next) {
                     return Err(format!("`runs.{kind}[{i}]`: overlaps the run before it"));
                 }
-                let total = |n: u64| n.checked_mul(len).filter(|&t| fits(t));
+                let total = |n: u64| n.checked_mul(len);
                 if total(run.created).is_none() || total(run.deleted).is_none() {
-                    return Err(format!("`runs.{kind}[{i}]`: counts above {}", i64::MAX));
+                    return Err(format!(
+                        "`runs.{kind}[{i}]`: its counts over its {len} turns pass {}",
+                        u64::MAX
+                    ));
                 }
                 next = run.last_turn.checked_add(1);
             }
@@ -234,13 +232,6 @@ impl RawLedger {
                     turn.turn,
                     previous.unwrap_or_default()
                 ));
-            }
-            if turn
-                .kinds
-                .values()
-                .any(|c| !fits(c.created) || !fits(c.deleted))
-            {
-                return Err(format!("`turns[{i}]`: a count above {}", i64::MAX));
             }
             previous = Some(turn.turn);
         }
@@ -406,8 +397,13 @@ impl Ledger {
             for run in runs.iter_mut() {
                 run.last_turn = run.last_turn.min(turn - 1);
                 let len = u64::from(run.last_turn - run.first_turn) + 1;
-                total.created += run.created * len;
-                total.deleted += run.deleted * len;
+                // Each run's product fits (checked when read); their sum saturates.
+                total.created = total
+                    .created
+                    .saturating_add(run.created.saturating_mul(len));
+                total.deleted = total
+                    .deleted
+                    .saturating_add(run.deleted.saturating_mul(len));
             }
             self.totals.insert(kind.clone(), total);
         }

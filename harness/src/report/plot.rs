@@ -244,7 +244,10 @@ fn trend_of(
         return None;
     }
     let from = analysis.steady_from_turn? as f64;
-    let to = f64::from(record.turns_completed.max(1));
+    // The last turn sampled, not the stored count: an edited report.json may claim any count,
+    // and the line must stay inside the chart's x range.
+    let last_sampled = record.samples.iter().map(|s| s.turn).max().unwrap_or(0);
+    let to = f64::from(record.turns_completed.min(last_sampled).max(1));
     if to <= from {
         return None;
     }

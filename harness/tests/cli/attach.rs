@@ -171,17 +171,7 @@ fn a_leaking_process_fails_and_is_stopped_at_the_end() {
         "the process outlived the run"
     );
     // The report of an attached run follows the documented format.
-    let read_json = |path: PathBuf| -> serde_json::Value {
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-    };
-    let schema =
-        read_json(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/report.schema.json"));
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let written = read_json(dir.path().join("out/report.json"));
-    let errors: Vec<String> = validator
-        .iter_errors(&written)
-        .map(|e| e.to_string())
-        .collect();
+    let errors = crate::common::report_schema_errors(&dir.path().join("out/report.json"));
     assert!(errors.is_empty(), "{errors:#?}");
 }
 

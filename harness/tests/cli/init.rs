@@ -3,20 +3,11 @@
 //! is here), records its turn times, and an existing file is never overwritten without `--force`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use leakloop::report::read_report;
 use leakloop::runner::Phase;
 
-use crate::common::{stdout_and_stderr, workspace};
-
-fn leakloop(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leakloop"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("leakloop runs")
-}
+use crate::common::{leakloop, report_schema_errors, stdout_and_stderr, workspace};
 
 /// `leakloop init ARGS... --out DIR/NAME.yaml`, which must succeed; the file's path.
 fn init(dir: &Path, name: &str, args: &[&str]) -> PathBuf {
@@ -70,16 +61,7 @@ fn the_sim_starter_checks_runs_and_times_every_turn() {
     // cpu-flat's 16 decoded tokens take 20 ms each on the virtual clock.
     assert!(times.iter().all(|t| *t >= 320_000_000), "{times:?}");
     // The report, with a `max` limit and time metrics, is what docs/report.schema.json says.
-    let read_json = |path: PathBuf| -> serde_json::Value {
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-    };
-    let schema = read_json(workspace().join("docs/report.schema.json"));
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let written = read_json(dir.path().join("out/report.json"));
-    let errors: Vec<String> = validator
-        .iter_errors(&written)
-        .map(|e| e.to_string())
-        .collect();
+    let errors = report_schema_errors(&dir.path().join("out/report.json"));
     assert!(errors.is_empty(), "{errors:#?}");
 }
 

@@ -10,15 +10,7 @@ use leakloop::bench::write_sim_suite;
 use leakloop::engine::skip_or_require;
 use leakloop::report::{read_suite_report, EntryStatus, JUNIT_XML, REPORT_JSON, SUMMARY_MD};
 
-use crate::common::{stdout_and_stderr as text, workspace};
-
-fn leakloop(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leakloop"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("the leakloop binary runs")
-}
+use crate::common::{leakloop, stdout_and_stderr as text, workspace};
 
 fn path(p: &Path) -> &str {
     p.to_str().expect("temporary paths are UTF-8")

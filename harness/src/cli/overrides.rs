@@ -25,6 +25,10 @@ pub(crate) struct OverrideArgs {
     /// Override the number of measured turns (with `--stop decided`, the most that run).
     #[arg(long)]
     pub turns: Option<u32>,
+    /// Override the warm-up turns run before the measured ones (a cache that fills more slowly
+    /// than the scenario's warm-up looks like a leak).
+    #[arg(long)]
+    pub warmup_turns: Option<u32>,
     /// `turns`: run every turn; `decided`: look at the verdict every few turns and stop once
     /// every watched metric is decided (overrides the scenario's `stop`).
     #[arg(long, value_enum)]
@@ -43,6 +47,7 @@ impl OverrideArgs {
             device: self.device,
             max_tokens: self.max_tokens,
             turns: self.turns,
+            warmup_turns: self.warmup_turns,
             seed: self.seed,
             stop: self.stop,
             ..Overrides::default()

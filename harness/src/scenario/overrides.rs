@@ -27,6 +27,8 @@ pub struct Overrides {
     pub max_tokens: Option<u32>,
     /// `turns`.
     pub turns: Option<u32>,
+    /// `warmup_turns`.
+    pub warmup_turns: Option<u32>,
     /// `seed`.
     pub seed: Option<u64>,
     /// `stop`.
@@ -44,6 +46,7 @@ impl Overrides {
     pub fn engine_only(&self) -> Overrides {
         Overrides {
             turns: None,
+            warmup_turns: None,
             seed: None,
             stop: None,
             ..self.clone()
@@ -84,6 +87,9 @@ impl Overrides {
         }
         if let Some(turns) = self.turns {
             raw.turns = i64::from(turns);
+        }
+        if let Some(warmup_turns) = self.warmup_turns {
+            raw.warmup_turns = Some(i64::from(warmup_turns));
         }
         if let Some(seed) = self.seed {
             raw.seed = Some(seed);
@@ -126,6 +132,11 @@ impl Overrides {
                 self.max_tokens.map(|n| n.to_string()),
             ),
             ("turns", "--turns", self.turns.map(|n| n.to_string())),
+            (
+                "warmup_turns",
+                "--warmup-turns",
+                self.warmup_turns.map(|n| n.to_string()),
+            ),
             ("seed", "--seed", self.seed.map(|n| n.to_string())),
             ("stop", "--stop", self.stop.map(|s| s.as_str().to_owned())),
         ]
@@ -293,6 +304,25 @@ mod tests {
         assert_eq!(s.engine.device, Device::Gpu);
         assert_eq!((s.engine.max_tokens, s.turns, s.seed), (512, 7, 9));
         assert_eq!(s.stop, StopMode::Decided);
+    }
+
+    /// A warm-up long enough for a cache that fills slowly, from the command line; one that
+    /// cannot be (more turns than a run holds) is blamed on the flag.
+    #[test]
+    fn the_warm_up_is_overridden_and_a_bad_one_blames_the_flag() {
+        let overrides = Overrides {
+            warmup_turns: Some(16),
+            ..Overrides::default()
+        };
+        let s = load_scenario_with(&fixture("flutter-gemma-cpu-flat.yaml"), &overrides).unwrap();
+        assert_eq!(s.warmup_turns, 16);
+        let overrides = Overrides {
+            warmup_turns: Some(200_000),
+            ..Overrides::default()
+        };
+        let err =
+            load_scenario_with(&fixture("flutter-gemma-cpu-flat.yaml"), &overrides).unwrap_err();
+        assert!(err.to_string().contains("--warmup-turns 200000"), "{err}");
     }
 
     #[test]

@@ -252,6 +252,8 @@ fn run_overrides_apply_to_both_sides() {
         "fixtures/engines/sim-cpu-flat.yaml",
         "--turns",
         "4",
+        "--warmup-turns",
+        "2",
         "--seed",
         "3",
         "--stop",
@@ -267,8 +269,8 @@ fn run_overrides_apply_to_both_sides() {
             .lines()
             .find(|l| l.starts_with(&format!("  {side}: ")))
             .unwrap_or_else(|| panic!("no line for {side}:\n{stdout}"));
-        // 4 measured turns after the scenario's warm-up turn.
-        assert!(line.ends_with("completed 5 turns"), "{line}");
+        // 4 measured turns after 2 warm-up turns (the scenario says 1).
+        assert!(line.ends_with("completed 6 turns"), "{line}");
     }
     // Both sides got 2048, so the context size is not among the differences.
     assert!(

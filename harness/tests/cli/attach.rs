@@ -26,7 +26,7 @@ fn attach_fixture(name: &str) -> PathBuf {
 
 /// Whether `python3` runs here; a visible skip (or a failure under
 /// `LEAKLOOP_REQUIRE_ENGINE=1`) when it does not.
-fn python3_or_skip() -> bool {
+pub(crate) fn python3_or_skip() -> bool {
     let found = Command::new("python3")
         .arg("--version")
         .output()

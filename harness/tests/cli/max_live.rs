@@ -127,15 +127,7 @@ fn a_bad_kind_name_is_refused_at_its_key() {
 
 #[test]
 fn an_app_that_keeps_its_last_five_conversations_passes_its_bound_and_fails_balance() {
-    let found = Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        leakloop::engine::skip_or_require(
-            "LEAKLOOP_REQUIRE_PYTHON",
-            "the max_live attach test needs python3 on PATH (install Python 3)",
-        );
+    if !crate::attach::python3_or_skip() {
         return;
     }
     let fixture = workspace().join("fixtures/attach/keeps-last-5.yaml");

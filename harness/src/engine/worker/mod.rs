@@ -13,7 +13,7 @@ mod exec;
 mod parent;
 mod protocol;
 #[cfg(test)]
-mod spec_tests;
+mod tests;
 #[cfg(test)]
 mod test_engine;
 

@@ -20,6 +20,7 @@ use nix::unistd::Pid;
 use rstest::rstest;
 
 use crate::check::{exports_without, stub_library};
+use crate::common::leakloop_command;
 use crate::interrupted::{interrupted_exit, start_hanging_run_with, wait_for};
 
 /// Where the command's standard output goes.
@@ -198,7 +199,7 @@ fn every_command_exits_as_documented(
     prepare(tmp.path());
     let tmp_text = tmp.path().to_str().expect("temporary paths are UTF-8");
     let args: Vec<String> = args.iter().map(|a| a.replace("{tmp}", tmp_text)).collect();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_leakloop"));
+    let mut command = leakloop_command();
     command
         .args(&args)
         // The worker case whose engine cannot be built names a library that is not there.
@@ -257,7 +258,7 @@ fn a_stub_library_walks_check_and_bisect_through_their_codes() {
         ),
     ];
     for (args, stdout, expected) in cases {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_leakloop"));
+        let mut command = leakloop_command();
         command.args(args);
         assert_exits(command, stdout, "", expected);
     }

@@ -13,7 +13,7 @@ use std::process::{Command, Output};
 
 use leakloop::engine::skip_or_require;
 
-use crate::common::{stdout_and_stderr as text, workspace};
+use crate::common::{leakloop_command, stdout_and_stderr as text, workspace};
 use crate::fixtures::expected_exit;
 
 fn readme() -> String {
@@ -167,10 +167,9 @@ fn with_out_in(args: &[String], tmp: &Path) -> Vec<String> {
 }
 
 fn leakloop(args: &[String]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leakloop"))
+    leakloop_command()
         .args(args)
         .current_dir(workspace())
-        .env("NO_COLOR", "1")
         .output()
         .expect("leakloop runs")
 }

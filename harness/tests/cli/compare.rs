@@ -184,7 +184,7 @@ fn an_engine_file_runs_against_the_scenarios_own_engine() {
     insta::assert_snapshot!(stdout);
 }
 
-/// README's two forms for two engine files: `--engine A.yaml B.yaml` and `--engine A.yaml
+/// The two forms for two engine files in docs/commands.md: `--engine A.yaml B.yaml` and `--engine A.yaml
 /// --engine B.yaml`.
 #[rstest::rstest]
 #[case::one_flag_two_files(false)]

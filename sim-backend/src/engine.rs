@@ -470,5 +470,4 @@ fn context_kind(place: Place) -> &'static str {
 }
 
 #[cfg(test)]
-#[path = "engine_tests.rs"]
 mod tests;

@@ -56,7 +56,7 @@
 //!   or no slope interval. `turns_needed` is the smallest run length at which, with the present
 //!   slope, level and noise, one of the three decisions above would be reached.
 //!
-//! With reloads, the epochs' steady levels are also compared (see `classify_reloads.rs`): with at
+//! With reloads, the epochs' steady levels are also compared (see `classify/reloads.rs`): with at
 //! least [`MIN_RATCHET_EPOCHS`] epochs a persistent, significant rise of the levels is **growth**
 //! ("each reload leaves X behind", reported per turn); with any number of epochs, a fitted rise of
 //! the levels beyond the plateau drift allowance bars clean and plateau.
@@ -1269,11 +1269,9 @@ fn projected_shape(prepared: &Prepared<'_>, samples: u64, spacing: f64) -> Shape
     shape
 }
 
-#[path = "classify_reloads.rs"]
 mod reloads;
 
 pub use reloads::MIN_RATCHET_EPOCHS;
 
 #[cfg(test)]
-#[path = "classify_tests.rs"]
 mod tests;

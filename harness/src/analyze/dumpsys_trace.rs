@@ -324,5 +324,4 @@ pub fn load_folder(path: &Path, process: Option<&ProcessSelector>) -> Result<Tra
 }
 
 #[cfg(test)]
-#[path = "dumpsys_trace_tests.rs"]
 mod tests;

@@ -367,5 +367,4 @@ impl StopRule for StopWhenDecided {
 }
 
 #[cfg(test)]
-#[path = "sequential_tests.rs"]
 mod tests;

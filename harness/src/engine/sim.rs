@@ -265,5 +265,4 @@ impl Engine for SimEngine {
 }
 
 #[cfg(test)]
-#[path = "sim_tests.rs"]
 mod tests;

@@ -504,5 +504,4 @@ fn digest_text(d: &FileDigest) -> String {
 }
 
 #[cfg(test)]
-#[path = "provenance_tests.rs"]
 mod tests;

@@ -19,7 +19,7 @@ mod units;
 mod validate;
 
 #[cfg(test)]
-mod fixture_tests;
+mod tests;
 
 pub use attach::{
     AttachProcess, AttachSpec, MarkerSource, MarkerSpec, DEFAULT_LEDGER_PATTERN,

@@ -11,6 +11,8 @@ use std::process::Command;
 
 use leakloop::report::read_report;
 
+use crate::common::{leakloop_command, LEAKLOOP};
+
 const ADB: &str = "/usr/bin/adb";
 
 /// A private adb server port; the server adb starts there is killed when this is dropped.
@@ -42,11 +44,10 @@ fn scenario(dir: &Path, target: &str) -> PathBuf {
 }
 
 fn run(scenario: &Path, out: &Path, env: &[(&str, String)]) -> (Option<i32>, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_leakloop"))
+    let output = leakloop_command()
         .args(["run", "--quiet", "--out"])
         .arg(out)
         .arg(scenario)
-        .env("NO_COLOR", "1")
         .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
         .unwrap();
@@ -213,7 +214,7 @@ fn a_native_worker_runs_through_adb_shell_and_samples_its_own_proc() {
     let device_dir = tmp.path().join("device");
     let target = format!(
         "{{serial: R58M, native: {{leakloop: {}, dir: {}}}}}",
-        env!("CARGO_BIN_EXE_leakloop"),
+        LEAKLOOP,
         device_dir.display()
     );
     let path = scenario(tmp.path(), &target);
@@ -394,15 +395,14 @@ fn a_file_named_like_an_option_is_pushed_as_a_file() {
             "name: adb-dash\nengine: {{backend: sim, profile: cpu-flat, model: '-n'}}\nturns: 2\n\
              turn:\n  - open: {{}}\n  - generate: {{max_output_tokens: 4}}\n  - close: {{}}\n\
              target:\n  adb: {{serial: R58M, native: {{leakloop: {}, dir: {}, push: [model]}}}}\n",
-            env!("CARGO_BIN_EXE_leakloop"),
+            LEAKLOOP,
             device_dir.display()
         ),
     )
     .unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_leakloop"))
+    let output = leakloop_command()
         .args(["run", "--quiet", "--out", "out", "dash.yaml"])
         .current_dir(tmp.path())
-        .env("NO_COLOR", "1")
         .env("LEAKLOOP_ADB", &adb)
         .output()
         .unwrap();

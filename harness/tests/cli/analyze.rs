@@ -5,12 +5,14 @@ use std::process::{Command, Output};
 
 use rstest::rstest;
 
+use crate::common::leakloop_command;
+
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
 fn analyze(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leakloop"))
+    leakloop_command()
         .current_dir(repo())
         .arg("analyze")
         .args(args)

@@ -6,7 +6,7 @@
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use leakloop::analyze::VerdictStatus;
 use leakloop::report::{read_report, ReportFile};
@@ -14,6 +14,7 @@ use leakloop::runner::RunOutcome;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
+use crate::common::{leakloop_command, poll, wait_until, LEAKLOOP};
 use crate::fixtures::run;
 use crate::interrupted::{interrupted_exit, wait_for, KillOnDrop};
 
@@ -91,14 +92,9 @@ fn turns_sampled(report: &ReportFile) -> Vec<u32> {
 }
 
 fn wait_until_gone(pid: u32) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if !Path::new(&format!("/proc/{pid}")).exists() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
+    poll(Duration::from_secs(10), || {
+        !Path::new(&format!("/proc/{pid}")).exists()
+    })
 }
 
 fn read_pid(path: &Path) -> u32 {
@@ -355,14 +351,14 @@ fn a_pid_that_is_not_ours_to_read_is_an_engine_failure() {
     std::fs::set_permissions(&scenario, PermissionsExt::from_mode(0o644)).unwrap();
     let mut command = if root {
         let copy = shared.path().join("leakloop");
-        std::fs::copy(env!("CARGO_BIN_EXE_leakloop"), &copy).unwrap();
+        std::fs::copy(LEAKLOOP, &copy).unwrap();
         std::fs::set_permissions(&copy, PermissionsExt::from_mode(0o755)).unwrap();
         let mut c = Command::new("setpriv");
         c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
             .arg(copy);
         c
     } else {
-        Command::new(env!("CARGO_BIN_EXE_leakloop"))
+        leakloop_command()
     };
     let output = match command
         .arg("run")
@@ -413,11 +409,9 @@ fn an_attached_pid_is_judged_from_a_marker_command_and_left_running() {
             .unwrap(),
     );
     // Attach once it is in its loop, as one attaches to a running app.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !std::fs::read_to_string(&log).is_ok_and(|t| t.contains("TURN 2 CLOSED")) {
-        assert!(Instant::now() < deadline, "the app never marked turn 2");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("the app to mark turn 2", Duration::from_secs(30), || {
+        std::fs::read_to_string(&log).is_ok_and(|t| t.contains("TURN 2 CLOSED"))
+    });
     let path = dir.path().join("bypid.yaml");
     std::fs::write(
         &path,
@@ -500,28 +494,24 @@ fn sigint_during_attach_writes_the_partial_report_and_stops_the_program() {
     .unwrap();
     let out = dir.path().join("out");
     let mut leakloop = KillOnDrop(
-        Command::new(env!("CARGO_BIN_EXE_leakloop"))
+        leakloop_command()
             .arg("run")
             .arg(&scenario)
             .arg("--quiet")
             .arg("--out")
             .arg(&out)
-            .env("NO_COLOR", "1")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
             .spawn()
             .unwrap(),
     );
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::fs::read_to_string(out.join("samples.jsonl"))
-        .map(|t| t.lines().count())
-        .unwrap_or(0)
-        < 4
-    {
-        assert!(Instant::now() < deadline, "no samples streamed");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until("4 streamed samples", Duration::from_secs(30), || {
+        std::fs::read_to_string(out.join("samples.jsonl"))
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+            >= 4
+    });
     let program = read_pid(&pidfile);
     kill(Pid::from_raw(-(leakloop.id() as i32)), Signal::SIGINT).unwrap();
     let (code, stdout, stderr) = wait_for(&mut leakloop);

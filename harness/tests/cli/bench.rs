@@ -1,14 +1,10 @@
 //! `leakloop bench`: the benchmarks run and print their tables (the figures themselves are
 //! machine-dependent and asserted nowhere).
 
-use std::process::Command;
+use crate::common::leakloop_command;
 
 fn bench(args: &[&str]) -> (Option<i32>, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_leakloop"))
-        .arg("bench")
-        .args(args)
-        .output()
-        .unwrap();
+    let output = leakloop_command().arg("bench").args(args).output().unwrap();
     (
         output.status.code(),
         String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -74,7 +70,7 @@ fn scale_bench_runs_each_length_in_its_own_process_and_prints_sizes() {
 
 #[test]
 fn overhead_bench_without_the_library_says_it_skipped() {
-    let output = Command::new(env!("CARGO_BIN_EXE_leakloop"))
+    let output = leakloop_command()
         .args(["bench", "overhead", "--lib", "/nonexistent/liblitert-lm.so"])
         .output()
         .unwrap();
@@ -103,7 +99,7 @@ fn overhead_bench_prints_leakloop_next_to_the_bare_loop() {
     };
     let model = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../fixtures/models/tiny-qwen2-f32.litertlm");
-    let output = Command::new(env!("CARGO_BIN_EXE_leakloop"))
+    let output = leakloop_command()
         .args([
             "bench", "overhead", "--turns", "5", "--warmup", "1", "--rounds", "1",
         ])

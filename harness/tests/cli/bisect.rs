@@ -1,14 +1,14 @@
 //! `leakloop bisect`: the simulated builds of `bisect-sim-builds.yaml` (a native leak injected
 //! from build-5 on) must be found in order and by bisection; bad ranges are bad input.
 
-use std::process::{Command, Output};
+use std::process::Output;
 
-use crate::common::workspace;
+use crate::common::{leakloop_command, workspace};
 
 const SCENARIO: &str = "fixtures/scenarios/bisect-sim-builds.yaml";
 
 fn bisect(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leakloop"))
+    leakloop_command()
         .arg("bisect")
         .args(args)
         .current_dir(workspace())
@@ -235,7 +235,7 @@ fn bisect_runs_no_fetch_script_it_was_not_given() {
         &format!("echo \"$@\" > '{}'\nexit 1\n", mark.display()),
     );
     let version = unfetched_release();
-    let out = Command::new(env!("CARGO_BIN_EXE_leakloop"))
+    let out = leakloop_command()
         .args([
             "bisect",
             "fixtures/scenarios/litert-cpu-chat.yaml",
@@ -275,7 +275,7 @@ fn bisect_fetches_through_the_script_it_is_given() {
     );
     let version = unfetched_release();
     let bisect_with = |flag: bool| {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_leakloop"));
+        let mut command = leakloop_command();
         command
             .args([
                 "bisect",

@@ -6,12 +6,12 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use leakloop::report::{read_report, ReportFile};
 use leakloop::runner::RunOutcome;
 
-use crate::common::workspace;
+use crate::common::{leakloop_command, poll, workspace};
 
 /// Longest a run here may take before the test calls it hung (a hang guard, not a timing).
 const HANG_GUARD: Duration = Duration::from_secs(120);
@@ -37,37 +37,34 @@ fn run_measured(scenario: &Path, dir: &Path) -> Ran {
     let out = dir.join(format!("{name}.out"));
     let stdout = dir.join(format!("{name}.stdout"));
     let stderr = dir.join(format!("{name}.stderr"));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_leakloop"))
+    let mut child = leakloop_command()
         .arg("run")
         .arg(scenario)
         .arg("--quiet")
         .arg("--out")
         .arg(&out)
-        .env("NO_COLOR", "1")
         .stdin(Stdio::null())
         .stdout(File::create(&stdout).unwrap())
         .stderr(File::create(&stderr).unwrap())
         .spawn()
         .expect("leakloop runs");
-    let started = Instant::now();
     let mut peak = 0;
-    let status = loop {
+    let mut status = None;
+    let ended = poll(HANG_GUARD, || {
         // The high-water mark only rises, and the floods come well before the end of the run.
         if let Some(hwm) = vm_hwm(child.id()) {
             peak = peak.max(hwm);
         }
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > HANG_GUARD {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "leakloop hung: {}",
-                std::fs::read_to_string(&stderr).unwrap()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
+        status = child.try_wait().unwrap();
+        status.is_some()
+    });
+    let Some(status) = status.filter(|_| ended) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!(
+            "leakloop hung: {}",
+            std::fs::read_to_string(&stderr).unwrap()
+        );
     };
     let code = status.code();
     let text = format!(

@@ -6,11 +6,11 @@ use std::process::{Command, Output};
 
 use rstest::rstest;
 
-use crate::common::workspace;
+use crate::common::{leakloop_command, workspace};
 
 /// Runs `leakloop check ARGS` from the workspace root, so paths in the output are relative.
 fn check(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leakloop"))
+    leakloop_command()
         .arg("check")
         .args(args)
         .current_dir(workspace())
@@ -217,7 +217,7 @@ fn run_refuses_a_cancel_scenario_before_starting_the_engine() {
     let Some(lib) = stub_library(tmp.path(), &without) else {
         return;
     };
-    let out = Command::new(env!("CARGO_BIN_EXE_leakloop"))
+    let out = leakloop_command()
         .args(["run", "fixtures/scenarios/litert-cpu-reload.yaml", "--lib"])
         .arg(&lib)
         .current_dir(workspace())
@@ -233,7 +233,7 @@ fn run_refuses_a_cancel_scenario_before_starting_the_engine() {
     let Some(good) = stub_library(good_dir.path(), OLD_RELEASE_EXPORTS) else {
         return;
     };
-    let out = Command::new(env!("CARGO_BIN_EXE_leakloop"))
+    let out = leakloop_command()
         .args([
             "compare",
             "fixtures/scenarios/litert-cpu-reload.yaml",

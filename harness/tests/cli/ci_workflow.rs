@@ -11,7 +11,7 @@ use leakloop::bench::write_sim_suite;
 use leakloop::report::read_suite_report;
 use serde_yaml::Value;
 
-use crate::common::workspace;
+use crate::common::{workspace, LEAKLOOP};
 
 fn workflow() -> Value {
     let path = workspace().join("ci/examples/github-nightly.yml");
@@ -101,7 +101,7 @@ fn the_workflow_steps_split_and_merge_a_suite_locally() {
 
     let work = tempfile::tempdir().unwrap();
     write_sim_suite(&work.path().join("nightly"), 10).unwrap();
-    let exe = env!("CARGO_BIN_EXE_leakloop");
+    let exe = LEAKLOOP;
     let env = [
         ("SUITE", "nightly/"),
         ("PARTITIONS", partitions.as_str()),

@@ -2,6 +2,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// The leakloop binary that cargo built for this test run.
+pub(crate) const LEAKLOOP: &str = env!("CARGO_BIN_EXE_leakloop");
 
 /// The workspace root (the repository), where fixtures, docs and golden snapshots live.
 pub(crate) fn workspace() -> PathBuf {
@@ -28,13 +32,46 @@ pub(crate) fn streams(output: &Output) -> (String, String) {
     )
 }
 
+/// A command that starts the leakloop binary with colours off; the caller adds arguments,
+/// environment and pipes (a test that wants colours removes `NO_COLOR` again).
+pub(crate) fn leakloop_command() -> Command {
+    let mut command = Command::new(LEAKLOOP);
+    command.env("NO_COLOR", "1");
+    command
+}
+
 /// Runs the leakloop binary with `args` (colours off) and waits for it.
 pub(crate) fn leakloop(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leakloop"))
+    leakloop_command()
         .args(args)
-        .env("NO_COLOR", "1")
         .output()
         .expect("the leakloop binary runs")
+}
+
+/// Polls `condition` every 20 ms until it holds (true) or `timeout` has passed (false).
+///
+/// The timeout is a hang guard for waits on another process, never a timing assertion: choose
+/// one far above the expected wait.
+pub(crate) fn poll(timeout: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if condition() {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// [`poll`]s `condition` and fails the test, naming `what` it waited for, when it has not held
+/// within `timeout` (a hang guard, not a timing assertion).
+pub(crate) fn wait_until(what: &str, timeout: Duration, condition: impl FnMut() -> bool) {
+    assert!(
+        poll(timeout, condition),
+        "gave up after {timeout:?} waiting for {what}"
+    );
 }
 
 /// Where the report.json at `path` departs from docs/report.schema.json (empty when it is valid).

@@ -4,16 +4,16 @@
 //! `LEAKLOOP_REQUIRE_ENGINE=1`. Bad usage and the simulator's engine files need no library.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
-use crate::common::{streams as text, workspace};
+use crate::common::{leakloop_command, streams as text, workspace};
 
 const RELEASE: &str = "0.18.1";
 const SCENARIO: &str = "fixtures/scenarios/litert-cpu-chat.yaml";
 
 /// Runs `leakloop compare ARGS` from the workspace root.
 fn compare(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leakloop"))
+    leakloop_command()
         .arg("compare")
         .args(args)
         .current_dir(workspace())
@@ -184,7 +184,7 @@ fn an_engine_file_runs_against_the_scenarios_own_engine() {
     insta::assert_snapshot!(stdout);
 }
 
-/// README's two forms for two engine files: `--engine A.yaml B.yaml` and `--engine A.yaml
+/// The two forms for two engine files in docs/commands.md: `--engine A.yaml B.yaml` and `--engine A.yaml
 /// --engine B.yaml`.
 #[rstest::rstest]
 #[case::one_flag_two_files(false)]

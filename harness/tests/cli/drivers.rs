@@ -13,7 +13,7 @@ use rstest::rstest;
 
 use crate::fixtures::{expected_exit, run};
 
-use crate::common::stdout_and_stderr as text;
+use crate::common::{leakloop_command, poll, stdout_and_stderr as text, wait_until};
 
 /// A path in the repository.
 fn repo(path: &str) -> PathBuf {
@@ -40,10 +40,9 @@ fn have_python() -> bool {
 }
 
 fn driver_check(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leakloop"))
+    leakloop_command()
         .arg("driver-check")
         .args(args)
-        .env("NO_COLOR", "1")
         .output()
         .expect("leakloop runs")
 }
@@ -156,8 +155,7 @@ fn exec_fixture_exits_as_stated(#[files("../fixtures/exec/*.yaml")] path: PathBu
 
 /// Waits (at most 10 s, a hang guard) until process `pid` is gone or a zombie; whether it is.
 fn gone(pid: u32) -> bool {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
+    poll(std::time::Duration::from_secs(10), || {
         let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
         let alive = state.as_deref().is_some_and(|stat| {
             !matches!(
@@ -166,14 +164,8 @@ fn gone(pid: u32) -> bool {
                 Some('Z' | 'X')
             )
         });
-        if !alive {
-            return true;
-        }
-        if std::time::Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+        !alive
+    })
 }
 
 /// A driver that exits 0 while a child it started keeps its stdout open: `driver-check` says so
@@ -190,9 +182,8 @@ fn a_child_left_holding_the_drivers_stdout_is_named_and_ended() {
             .parse()
             .unwrap()
     };
-    let output = Command::new(env!("CARGO_BIN_EXE_leakloop"))
+    let output = leakloop_command()
         .args(["driver-check", "--", "sh", &faulty(), "child-holds-stdout"])
-        .env("NO_COLOR", "1")
         .env("LEAKLOOP_TEST_VALUE", &pid_file)
         .output()
         .unwrap();
@@ -207,11 +198,10 @@ fn a_child_left_holding_the_drivers_stdout_is_named_and_ended() {
 
     std::fs::remove_file(&pid_file).unwrap();
     let path = faulty_scenario(dir.path(), "child-holds-stdout", "");
-    let output = Command::new(env!("CARGO_BIN_EXE_leakloop"))
+    let output = leakloop_command()
         .args(["run", "--quiet", "--out"])
         .arg(dir.path().join("out"))
         .arg(&path)
-        .env("NO_COLOR", "1")
         .env("LEAKLOOP_TEST_VALUE", &pid_file)
         .output()
         .unwrap();
@@ -243,11 +233,10 @@ fn an_interrupted_run_leaves_no_child_of_its_driver() {
     .unwrap();
     let out = dir.path().join("out");
     let mut run = crate::interrupted::KillOnDrop(
-        Command::new(env!("CARGO_BIN_EXE_leakloop"))
+        leakloop_command()
             .args(["run", "--quiet", "--out"])
             .arg(&out)
             .arg(&path)
-            .env("NO_COLOR", "1")
             .env("LEAKLOOP_TEST_VALUE", &pid_file)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -255,14 +244,20 @@ fn an_interrupted_run_leaves_no_child_of_its_driver() {
             .unwrap(),
     );
     // Hang guard: the run streams samples within seconds.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while std::fs::read_to_string(out.join("samples.jsonl")).map_or(0, |t| t.lines().count()) < 3 {
-        assert!(
-            std::time::Instant::now() < deadline && run.try_wait().unwrap().is_none(),
-            "the run never streamed 3 samples"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_until(
+        "the run to stream 3 samples",
+        std::time::Duration::from_secs(60),
+        || {
+            let streamed = std::fs::read_to_string(out.join("samples.jsonl"))
+                .map_or(0, |t| t.lines().count())
+                >= 3;
+            assert!(
+                streamed || run.try_wait().unwrap().is_none(),
+                "the run never streamed 3 samples"
+            );
+            streamed
+        },
+    );
     let child: u32 = std::fs::read_to_string(&pid_file)
         .expect("the driver wrote its child's pid")
         .trim()

@@ -1,7 +1,8 @@
-//! README's exit-code table, walked: every command through each code it can produce, with
-//! standard output open, full (`> /dev/full`) and closed (`| head -0`).
+//! The exit-code table by command (docs/commands.md, "Exit codes"), walked: every command through
+//! each code it can produce, with standard output open, full (`> /dev/full`) and closed
+//! (`| head -0`).
 //!
-//! The table (README.md, "Exit codes"): 0 pass, 1 an expectation failed, 2 bad input or usage,
+//! The codes (README.md, "Exit codes"): 0 pass, 1 an expectation failed, 2 bad input or usage,
 //! 3 the engine failed, 4 output could not be written before there was a verdict, 130 and 143 a
 //! run interrupted by SIGINT or SIGTERM. Once a verdict is known it decides the code; a closed
 //! pipe ends the output quietly. `compare`'s 0
@@ -20,6 +21,7 @@ use nix::unistd::Pid;
 use rstest::rstest;
 
 use crate::check::{exports_without, stub_library};
+use crate::common::leakloop_command;
 use crate::interrupted::{interrupted_exit, start_hanging_run_with, wait_for};
 
 /// Where the command's standard output goes.
@@ -198,7 +200,7 @@ fn every_command_exits_as_documented(
     prepare(tmp.path());
     let tmp_text = tmp.path().to_str().expect("temporary paths are UTF-8");
     let args: Vec<String> = args.iter().map(|a| a.replace("{tmp}", tmp_text)).collect();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_leakloop"));
+    let mut command = leakloop_command();
     command
         .args(&args)
         // The worker case whose engine cannot be built names a library that is not there.
@@ -257,7 +259,7 @@ fn a_stub_library_walks_check_and_bisect_through_their_codes() {
         ),
     ];
     for (args, stdout, expected) in cases {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_leakloop"));
+        let mut command = leakloop_command();
         command.args(args);
         assert_exits(command, stdout, "", expected);
     }

@@ -8,10 +8,11 @@
 //! `litert-*` in `device-tests` and `ci/nightly-litert-gpu.sh`.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use leakloop::report::{golden_view, read_report, render_summary_md, Redactor};
 use rstest::rstest;
+
+use crate::common::leakloop_command;
 
 pub(crate) fn expected_exit(text: &str, path: &Path) -> i32 {
     text.lines()
@@ -42,13 +43,12 @@ pub(crate) fn fixture_path(name: &str) -> PathBuf {
 
 /// `leakloop run PATH --quiet --out OUT`, without colour.
 pub(crate) fn run(path: &Path, out: &Path) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_leakloop"))
+    leakloop_command()
         .arg("run")
         .arg(path)
         .arg("--quiet")
         .arg("--out")
         .arg(out)
-        .env("NO_COLOR", "1")
         .output()
         .expect("leakloop runs")
 }

@@ -4,18 +4,17 @@
 //! report.json, provenance and folder discovery as a nightly job would.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-use crate::common::{streams as text, workspace};
+use crate::common::{leakloop_command, streams as text, workspace};
 
 pub(crate) const SCENARIO: &str = "fixtures/history/history-sim.yaml";
 
 /// `leakloop ARGS` from the workspace root.
 pub(crate) fn leakloop(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leakloop"))
+    leakloop_command()
         .args(args)
         .current_dir(workspace())
-        .env("NO_COLOR", "1")
         .output()
         .expect("the leakloop binary runs")
 }

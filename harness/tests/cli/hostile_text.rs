@@ -4,16 +4,16 @@
 //! and junit.xml well-formed XML, the terminal without an ESC that is not leakloop's own style.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-use crate::common::{stdout_and_stderr, workspace};
+use crate::common::{leakloop_command, stdout_and_stderr, workspace};
 
 /// The hostile text, as a YAML double-quoted string (`\e` is ESC, `\0` NUL, `\n` a line feed).
 const HOSTILE_YAML: &str =
     r#"<script>alert(1)</script><img src=x onerror=alert(1)>\e[2J\0\n# pwned | cell ``x`"#;
 
 fn leakloop(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leakloop"))
+    leakloop_command()
         .args(args)
         .env_remove("NO_COLOR")
         // leakloop's own styles stay, so that a foreign ESC could not hide among stripped ones.

@@ -5,9 +5,10 @@
 
 use std::io::Read;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Output, Stdio};
+use std::time::Duration;
 
+use crate::common::{leakloop_command, poll, wait_until};
 use crate::fixtures::{self, fixture_path};
 use leakloop::analyze::VerdictStatus;
 use leakloop::report::{read_report, read_samples, LOCK_FILE};
@@ -93,13 +94,12 @@ pub(crate) fn start_hanging_run_with(dir: &Path, out: &Path, stdout: Stdio) -> K
     let scenario = dir.join("killed-mid-run.yaml");
     std::fs::write(&scenario, HANGING_SCENARIO).unwrap();
     let mut run = KillOnDrop(
-        Command::new(env!("CARGO_BIN_EXE_leakloop"))
+        leakloop_command()
             .arg("run")
             .arg(&scenario)
             .arg("--quiet")
             .arg("--out")
             .arg(out)
-            .env("NO_COLOR", "1")
             .stdout(stdout)
             .stderr(Stdio::piped())
             .spawn()
@@ -110,34 +110,30 @@ pub(crate) fn start_hanging_run_with(dir: &Path, out: &Path, stdout: Stdio) -> K
     // older run's samples.jsonl (more lines) is removed.
     let samples = out.join("samples.jsonl");
     let marker = format!("running pid {}\n", run.id());
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while std::fs::read_to_string(out.join(LOCK_FILE)).ok().as_deref() != Some(&marker)
-        || lines_in(&samples) != 4
-    {
-        if Instant::now() > deadline || run.try_wait().unwrap().is_some() {
-            let _ = run.kill();
-            let mut stderr = String::new();
-            let _ = run.stderr.take().map(|mut e| e.read_to_string(&mut stderr));
-            panic!("the run never streamed 4 samples: {stderr}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let streamed = || {
+        std::fs::read_to_string(out.join(LOCK_FILE)).ok().as_deref() == Some(&marker)
+            && lines_in(&samples) == 4
+    };
+    let ready = poll(Duration::from_secs(60), || {
+        streamed() || run.try_wait().unwrap().is_some()
+    }) && streamed();
+    if !ready {
+        let _ = run.kill();
+        let mut stderr = String::new();
+        let _ = run.stderr.take().map(|mut e| e.read_to_string(&mut stderr));
+        panic!("the run never streamed 4 samples: {stderr}");
     }
     run
 }
 
 /// Waits for `child` to exit (at most 30 s) and returns its exit code, stdout and stderr.
 pub(crate) fn wait_for(child: &mut Child) -> (Option<i32>, String, String) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the process did not exit within 30 s"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let mut status = None;
+    wait_until("the process to exit", Duration::from_secs(30), || {
+        status = child.try_wait().unwrap();
+        status.is_some()
+    });
+    let status = status.expect("the process exited");
     let read = |pipe: Option<&mut dyn Read>| {
         let mut text = String::new();
         if let Some(pipe) = pipe {
@@ -151,12 +147,7 @@ pub(crate) fn wait_for(child: &mut Child) -> (Option<i32>, String, String) {
 }
 
 fn report(out: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leakloop"))
-        .arg("report")
-        .arg(out)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
+    leakloop_command().arg("report").arg(out).output().unwrap()
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -203,17 +194,15 @@ fn a_killed_run_keeps_every_sample_it_took_and_leaves_no_worker_behind() {
         "{text}"
     );
 
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while worker_pids
-        .iter()
-        .any(|pid| Path::new(&format!("/proc/{pid}")).exists() && !is_zombie(*pid))
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the hung worker outlived its killed runner"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(
+        "the hung worker to end with its killed runner",
+        Duration::from_secs(10),
+        || {
+            !worker_pids
+                .iter()
+                .any(|pid| Path::new(&format!("/proc/{pid}")).exists() && !is_zombie(*pid))
+        },
+    );
 }
 
 fn is_zombie(pid: u32) -> bool {

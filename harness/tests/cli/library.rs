@@ -2,9 +2,10 @@
 //! `LITERT_LM_LIB` names one: only folders the binary owns, never the working directory's.
 
 use std::path::Path;
-use std::process::Command;
 
 use leakloop::report::read_report;
+
+use crate::common::leakloop_command;
 
 /// Regression: a `liblitert-lm.so` planted in `target/litert-lm/<version>/` of a folder above the
 /// working directory (`/tmp/target/...` for anyone working under /tmp) was loaded before the
@@ -35,11 +36,10 @@ fn a_library_planted_above_the_working_directory_is_not_loaded() {
     )
     .unwrap();
 
-    let out = Command::new(env!("CARGO_BIN_EXE_leakloop"))
+    let out = leakloop_command()
         .args(["run", "scenario.yaml", "--quiet", "--out", "out"])
         .current_dir(&work)
         .env_remove("LITERT_LM_LIB")
-        .env("NO_COLOR", "1")
         .output()
         .unwrap();
     let text = format!(

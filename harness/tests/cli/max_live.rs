@@ -5,11 +5,10 @@
 //! `balanced` without it).
 
 use std::path::Path;
-use std::process::Command;
 
 use leakloop::report::{read_report, ReportFile};
 
-use crate::common::{stdout_and_stderr, workspace};
+use crate::common::{leakloop_command, stdout_and_stderr, workspace};
 use crate::fixtures::run;
 
 /// Writes `yaml` as a scenario in `dir`, runs it and returns its exit code, output and report.
@@ -114,7 +113,7 @@ fn a_bad_kind_name_is_refused_at_its_key() {
         sim_scenario("cpu-flat", "  max_live: {\"../x y\": 3}\n"),
     )
     .unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_leakloop"))
+    let output = leakloop_command()
         .arg("check")
         .arg(&scenario)
         .output()

@@ -9,6 +9,7 @@ use std::process::{Command, Output};
 
 use rstest::rstest;
 
+use crate::common::LEAKLOOP;
 use crate::fixtures::{self, fixture_path};
 
 const ARTIFACTS: [&str; 5] = [
@@ -24,7 +25,7 @@ fn leakloop_after(setup: &str, args: &[&OsStr]) -> Output {
     Command::new("sh")
         .arg("-c")
         .arg(format!("{setup}\nexec \"$0\" \"$@\""))
-        .arg(env!("CARGO_BIN_EXE_leakloop"))
+        .arg(LEAKLOOP)
         .args(args)
         .env("NO_COLOR", "1")
         .output()

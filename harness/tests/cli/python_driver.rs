@@ -9,7 +9,7 @@ use std::process::{Command, Output};
 
 use std::sync::{Mutex, MutexGuard};
 
-use crate::common::workspace;
+use crate::common::{leakloop_command, workspace, LEAKLOOP};
 use leakloop::analyze::VerdictStatus;
 use leakloop::engine::litert_lm::discover_library;
 use leakloop::engine::{skip_or_require, EngineErrorKind, WORKER_BIN_ENV};
@@ -18,7 +18,6 @@ use leakloop::runner::RunOutcome;
 
 const INSTALL: &str = "python3 -m pip install litert-lm-api==0.18.1";
 /// The `leakloop` command line under test.
-const LEAKLOOP: &str = env!("CARGO_BIN_EXE_leakloop");
 /// Set in CI, where python3, the `litert_lm` package and the C library must all be there.
 const REQUIRE_ENV: &str = "LEAKLOOP_REQUIRE_ENGINE";
 
@@ -134,14 +133,13 @@ fn committed(path: &str) -> String {
 
 /// `leakloop ARGS --quiet --out DIR` from the repository root.
 fn leakloop(args: &[&str], out: &Path) -> Output {
-    Command::new(LEAKLOOP)
+    leakloop_command()
         .args(args)
         .args(["--quiet", "--out"])
         .arg(out)
         .current_dir(workspace())
         // The C API side runs in leakloop's own worker: this build of it.
         .env(WORKER_BIN_ENV, LEAKLOOP)
-        .env("NO_COLOR", "1")
         .output()
         .expect("leakloop runs")
 }
@@ -294,7 +292,7 @@ fn the_driver_conforms_to_the_protocol() {
     if !have_binding(test) {
         return;
     }
-    let output = Command::new(LEAKLOOP)
+    let output = leakloop_command()
         .args([
             "driver-check",
             "--model",
@@ -303,7 +301,6 @@ fn the_driver_conforms_to_the_protocol() {
         ])
         .arg("drivers/litert_lm_python.py")
         .current_dir(workspace())
-        .env("NO_COLOR", "1")
         .output()
         .expect("leakloop runs");
     let stdout = String::from_utf8_lossy(&output.stdout);

@@ -1,6 +1,7 @@
-//! Every `leakloop` command line README.md shows, run: the lines of its code blocks (`leakloop
-//! ...`, `$ leakloop ...`, `cargo run -p leakloop -- ...`, continued with `\`) and the command
-//! forms of its command table. A line must be accepted by the argument parser (it is first run
+//! Every `leakloop` command line README.md shows, run, and those of the docs pages in [`PAGES`]
+//! (real engines, the command table): the lines of their code blocks (`leakloop ...`,
+//! `$ leakloop ...`, `cargo run -p leakloop -- ...`, continued with `\`) and the command forms of
+//! the command table. A line must be accepted by the argument parser (it is first run
 //! with `--help` added, which parses every argument before it), then it runs for real, from the
 //! workspace root with its `--out` moved into a temporary folder, and must exit with the code the
 //! README implies where it states one. A line needing what this machine lacks (a LiteRT-LM build,
@@ -13,11 +14,21 @@ use std::process::{Command, Output};
 
 use leakloop::engine::skip_or_require;
 
-use crate::common::{stdout_and_stderr as text, workspace};
+use crate::common::{leakloop_command, stdout_and_stderr as text, workspace};
 use crate::fixtures::expected_exit;
 
+/// The pages whose command lines and command table this test runs: the README's tour, and the
+/// pages the reference moved to that show commands (real engines' runs, compares and bisect; the
+/// command table).
+const PAGES: [&str; 3] = ["README.md", "docs/real-engines.md", "docs/commands.md"];
+
+/// The text of every page in [`PAGES`], one after the other (each page's code blocks are closed).
 fn readme() -> String {
-    std::fs::read_to_string(workspace().join("README.md")).unwrap()
+    PAGES
+        .iter()
+        .map(|page| std::fs::read_to_string(workspace().join(page)).unwrap())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The arguments (after the program) of every `leakloop` command line in README's code blocks.
@@ -167,10 +178,9 @@ fn with_out_in(args: &[String], tmp: &Path) -> Vec<String> {
 }
 
 fn leakloop(args: &[String]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leakloop"))
+    leakloop_command()
         .args(args)
         .current_dir(workspace())
-        .env("NO_COLOR", "1")
         .output()
         .expect("leakloop runs")
 }

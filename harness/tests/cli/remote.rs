@@ -15,6 +15,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use tempfile::TempDir;
 
+use crate::common::{leakloop_command, poll, LEAKLOOP};
 use crate::interrupted::{wait_for, KillOnDrop};
 
 const SSHD: &str = "/usr/sbin/sshd";
@@ -103,20 +104,17 @@ impl Sshd {
                 ))
                 .spawn()
                 .map_err(|e| format!("cannot start {SSHD}: {e}"))?;
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while Instant::now() < deadline {
-                if child.try_wait().ok().flatten().is_some() {
-                    break;
-                }
-                if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                    return Ok(Sshd {
-                        child,
-                        dir,
-                        port,
-                        user,
-                    });
-                }
-                std::thread::sleep(Duration::from_millis(50));
+            let listening = || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok();
+            let up = poll(Duration::from_secs(10), || {
+                child.try_wait().ok().flatten().is_some() || listening()
+            });
+            if up && child.try_wait().ok().flatten().is_none() && listening() {
+                return Ok(Sshd {
+                    child,
+                    dir,
+                    port,
+                    user,
+                });
             }
             let _ = child.kill();
             let _ = child.wait();
@@ -152,7 +150,7 @@ fn sshd_for(test: &str) -> Option<Sshd> {
 
 /// `    leakloop: THIS BINARY`: use the binary that is already there.
 fn this_binary() -> String {
-    format!("    leakloop: {}\n", env!("CARGO_BIN_EXE_leakloop"))
+    format!("    leakloop: {}\n", LEAKLOOP)
 }
 
 /// A simulator chat long enough (minutes) that a test acts on it mid-run.
@@ -172,11 +170,10 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
 
 fn leakloop_run(scenario: &Path, out: &Path) -> KillOnDrop {
     KillOnDrop(
-        Command::new(env!("CARGO_BIN_EXE_leakloop"))
+        leakloop_command()
             .args(["run", "--quiet", "--out"])
             .arg(out)
             .arg(scenario)
-            .env("NO_COLOR", "1")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -209,33 +206,29 @@ fn remote_worker(dir: &Path) -> Option<u32> {
 
 /// Waits until `samples.jsonl` holds `n` samples.
 fn wait_for_samples(run: &mut KillOnDrop, out: &Path, n: usize) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let lines = std::fs::read_to_string(out.join("samples.jsonl"))
+    let streamed = || {
+        std::fs::read_to_string(out.join("samples.jsonl"))
             .map(|t| t.lines().count())
-            .unwrap_or(0);
-        if lines >= n {
-            return;
-        }
-        if Instant::now() > deadline || run.try_wait().unwrap().is_some() {
-            let (code, _, stderr) = wait_for(run);
-            panic!("the run never streamed {n} samples (exit {code:?}): {stderr}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
+            .unwrap_or(0)
+            >= n
+    };
+    let ready = poll(Duration::from_secs(60), || {
+        streamed() || run.try_wait().unwrap().is_some()
+    }) && streamed();
+    if !ready {
+        let (code, _, stderr) = wait_for(run);
+        panic!("the run never streamed {n} samples (exit {code:?}): {stderr}");
     }
 }
 
 /// Asserts that nothing runs in `dir` any more (within 10 s: the watchdog's grace is 3 s).
 fn assert_nothing_left_in(dir: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !processes_in(dir).is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "processes left running on the target: {:?}",
-            processes_in(dir)
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let ended = poll(Duration::from_secs(10), || processes_in(dir).is_empty());
+    assert!(
+        ended,
+        "processes left running on the target: {:?}",
+        processes_in(dir)
+    );
 }
 
 /// A long simulator run over ssh, the worker using this binary in place, once it has streamed
@@ -584,10 +577,9 @@ fn dangerous_ssh_options_and_hosts_are_refused_before_anything_runs() {
         );
         let path = write(tmp.path(), "s.yaml", &scenario);
         for command in ["check", "run"] {
-            let output = Command::new(env!("CARGO_BIN_EXE_leakloop"))
+            let output = leakloop_command()
                 .arg(command)
                 .arg(&path)
-                .env("NO_COLOR", "1")
                 .env("LEAKLOOP_SSH", &ssh)
                 .current_dir(tmp.path())
                 .output()
@@ -620,10 +612,9 @@ fn a_model_named_like_an_option_is_pushed_over_ssh() {
     );
     write(tmp.path(), "dash.yaml", &scenario);
     // Run from the scenario's folder with a relative path, so the model's path is `-n` itself.
-    let output = Command::new(env!("CARGO_BIN_EXE_leakloop"))
+    let output = leakloop_command()
         .args(["run", "--quiet", "--out", "out", "dash.yaml"])
         .current_dir(tmp.path())
-        .env("NO_COLOR", "1")
         .output()
         .unwrap();
     let text = crate::common::stdout_and_stderr(&output);

@@ -9,8 +9,10 @@ use leakloop::report::{
 };
 use leakloop::runner::RunObserver;
 
+use crate::common::{leakloop_command, poll};
+
 fn leakloop(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_leakloop"));
+    let mut command = leakloop_command();
     command
         .args(args)
         .env_remove("NO_COLOR")
@@ -244,15 +246,12 @@ fn a_killed_run_keeps_every_sample_it_streamed() {
         .spawn()
         .unwrap();
     let samples_path = dir.path().join("samples.jsonl");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let count_lines = || {
         std::fs::read(&samples_path)
             .map(|b| b.iter().filter(|&&c| c == b'\n').count())
             .unwrap_or(0)
     };
-    while count_lines() < 50 && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    poll(std::time::Duration::from_secs(20), || count_lines() >= 50);
     child.kill().unwrap();
     child.wait().unwrap();
     let lines = count_lines();

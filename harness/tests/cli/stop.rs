@@ -1,25 +1,26 @@
 //! `stop: decided` / `leakloop run --stop decided`: runs that end once the verdict is decided.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use leakloop::analyze::Classification;
 use leakloop::report::read_report;
 use leakloop::runner::Phase;
+
+use crate::common::leakloop_command;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../fixtures/scenarios/{name}.yaml"))
 }
 
 fn run(scenario: &Path, out: &Path, extra: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leakloop"))
+    leakloop_command()
         .arg("run")
         .arg(scenario)
         .arg("--quiet")
         .arg("--out")
         .arg(out)
         .args(extra)
-        .env("NO_COLOR", "1")
         .output()
         .expect("leakloop runs")
 }
@@ -69,7 +70,7 @@ fn the_field_leak_stops_within_a_few_looks_and_still_fails_its_limits() {
         ["native_heap.tolerance", "native_heap.max_growth_per_turn"]
     );
     // `analyze` of the saved report judges it at the levels the run was judged at.
-    let analyzed = Command::new(env!("CARGO_BIN_EXE_leakloop"))
+    let analyzed = leakloop_command()
         .arg("analyze")
         .arg(out.path().join("report.json"))
         .args(["--format", "json"])
@@ -83,10 +84,9 @@ fn the_field_leak_stops_within_a_few_looks_and_still_fails_its_limits() {
     );
     assert!(metrics["native_heap"].confidence > 0.99);
     // The saved report re-renders with the same verdict.
-    let again = Command::new(env!("CARGO_BIN_EXE_leakloop"))
+    let again = leakloop_command()
         .arg("report")
         .arg(out.path())
-        .env("NO_COLOR", "1")
         .output()
         .unwrap();
     assert_eq!(again.status.code(), Some(1));

@@ -2,7 +2,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use leakloop::engine::{Engine, EngineErrorKind, GenerateRequest, Prompt, SessionId, WorkerEngine};
@@ -11,7 +11,7 @@ use leakloop::scenario::{
     EngineSpec, Fault, FaultKind, PromptSpec, Scenario, SessionOptions, Step,
 };
 
-const LEAKLOOP: &str = env!("CARGO_BIN_EXE_leakloop");
+use crate::common::{leakloop_command, LEAKLOOP};
 
 fn sim_scenario(faults: Vec<Fault>, call_timeout: Duration) -> Scenario {
     Scenario {
@@ -72,7 +72,7 @@ fn is_gone(pid: u32) -> bool {
 /// Starts `leakloop worker`, writes `input` to it, closes its stdin and returns its first stdout
 /// line and exit code.
 fn raw_worker(args: &[&str], input: &str) -> (String, Option<i32>, String) {
-    let mut child = Command::new(LEAKLOOP)
+    let mut child = leakloop_command()
         .arg("worker")
         .args(args)
         .stdin(Stdio::piped())
@@ -139,7 +139,7 @@ fn a_missing_scenario_file_is_bad_input() {
 
 #[test]
 fn the_worker_subcommand_is_hidden_from_help() {
-    let output = Command::new(LEAKLOOP).arg("--help").output().unwrap();
+    let output = leakloop_command().arg("--help").output().unwrap();
     let help = String::from_utf8_lossy(&output.stdout);
     assert!(help.contains("run"), "{help}");
     assert!(!help.contains("worker"), "{help}");

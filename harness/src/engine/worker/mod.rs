@@ -13,9 +13,9 @@ mod exec;
 mod parent;
 mod protocol;
 #[cfg(test)]
-mod spec_tests;
-#[cfg(test)]
 mod test_engine;
+#[cfg(test)]
+mod tests;
 
 #[cfg(feature = "cli")]
 pub(crate) use child::{serve_stdio, WorkerError};

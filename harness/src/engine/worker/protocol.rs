@@ -1,7 +1,7 @@
 //! The pipe protocol between the runner and a worker process (the built-in `leakloop worker` or
 //! an external engine driver): one JSON object per line, requests on the worker's stdin, replies
 //! on its stdout, strictly one reply per request. docs/protocol.md is its specification; the tests
-//! here and in `spec_tests` pin the two together.
+//! here and in `tests` pin the two together.
 //!
 //! The first request is always [`Request::Hello`], which carries the protocol version and the
 //! engine's configuration in a documented shape ([`EngineConfig`]); the built-in worker also gets

@@ -295,20 +295,26 @@ fn every_example_scenario_loads(#[files("../fixtures/scenarios/*.yaml")] path: P
     }
 }
 
-/// The example at the top of the README's DSL reference is a valid scenario.
+/// The example at the top of the DSL reference (docs/scenario.md) and the one in the README's
+/// tour are valid scenarios.
 #[test]
 fn readme_example_is_valid() {
-    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
-    let section = readme
-        .split("## Scenario DSL reference")
-        .nth(1)
-        .expect("README has the DSL reference");
-    let example = section
-        .split("```yaml\n")
-        .nth(1)
-        .and_then(|rest| rest.split("\n```").next())
-        .expect("the DSL reference opens with a yaml example");
-    if let Err(err) = crate::scenario::parse_scenario(example, Path::new("README.md")) {
-        panic!("{err}");
+    for (page, opening) in [
+        ("docs/scenario.md", "# Scenario DSL reference"),
+        ("README.md", "## A five-minute tour"),
+    ] {
+        let text = std::fs::read_to_string(workspace().join(page)).unwrap();
+        let section = text
+            .split(opening)
+            .nth(1)
+            .unwrap_or_else(|| panic!("{page} has `{opening}`"));
+        let example = section
+            .split("```yaml\n")
+            .nth(1)
+            .and_then(|rest| rest.split("\n```").next())
+            .unwrap_or_else(|| panic!("{page} shows a yaml example after `{opening}`"));
+        if let Err(err) = crate::scenario::parse_scenario(example, Path::new(page)) {
+            panic!("{err}");
+        }
     }
 }

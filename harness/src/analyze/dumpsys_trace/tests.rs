@@ -5,9 +5,9 @@ use crate::analyze::{classify, load_trace_with, Classification, ClassifyOptions}
 
 const K: u64 = 1024;
 
-const SEED_IDLE: &str = include_str!("../../../fixtures/dumpsys/seed_idle.txt");
-const SEED_AFTER_TURN1: &str = include_str!("../../../fixtures/dumpsys/seed_after_turn1.txt");
-const SEED_PEAK: &str = include_str!("../../../fixtures/dumpsys/seed_peak.txt");
+const SEED_IDLE: &str = include_str!("../../../../fixtures/dumpsys/seed_idle.txt");
+const SEED_AFTER_TURN1: &str = include_str!("../../../../fixtures/dumpsys/seed_after_turn1.txt");
+const SEED_PEAK: &str = include_str!("../../../../fixtures/dumpsys/seed_peak.txt");
 
 fn folder(files: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -115,7 +115,7 @@ fn a_log_of_several_dumps_is_one_turn_per_block() {
 
 #[test]
 fn a_detailed_dump_reads_the_summary_and_table_rows() {
-    let text = include_str!("../../../fixtures/dumpsys/launcher3_detailed.txt");
+    let text = include_str!("../../../../fixtures/dumpsys/launcher3_detailed.txt");
     let dir = folder(&[("000.txt", text), ("001.txt", text)]);
     let trace = load_trace_with(dir.path(), None).unwrap();
     let first = |m: &str| points(&trace, m)[0].1;

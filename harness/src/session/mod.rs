@@ -61,13 +61,13 @@ impl SessionObserver for NoObserver {}
 /// One scenario run, built up and then started with [`Session::run`] (or [`Session::judge`]).
 ///
 /// ```no_run
-/// use leakloop::scenario::{EngineSpec, Scenario};
+/// use leakloop::runner::NoObserver;
+/// use leakloop::scenario::Overrides;
 /// use leakloop::session::Session;
 ///
-/// # fn scenario() -> Scenario { unimplemented!() }
-/// let outcome = Session::new(scenario())
+/// let outcome = Session::from_file("fixtures/scenarios/allocator-warmup.yaml", Overrides::default())
 ///     .out("target/leakloop/flat")
-///     .run(&mut leakloop::runner::NoObserver)?;
+///     .run(&mut NoObserver)?;
 /// println!("{:?}", outcome.verdict.status);
 /// # Ok::<(), leakloop::session::SessionError>(())
 /// ```
@@ -96,7 +96,7 @@ enum Out {
 
 #[derive(Debug)]
 enum Flight<'a> {
-    Own(InFlight),
+    Own(Box<InFlight>),
     Shared(&'a InFlight),
 }
 
@@ -132,7 +132,7 @@ impl<'a> Session<'a> {
             out: Out::None,
             build: None,
             baseline: None,
-            in_flight: Flight::Own(InFlight::default()),
+            in_flight: Flight::Own(Box::default()),
             worker: None,
         }
     }

@@ -21,6 +21,7 @@ pub mod probe;
 pub mod report;
 pub mod runner;
 pub mod scenario;
+pub mod session;
 pub mod walk;
 
 /// The one registry of metrics (name, unit, meaning, providing probes, machine dependence).

@@ -331,12 +331,15 @@ impl ScenarioTest {
 /// binary (tests run in parallel) take turns instead of measuring each other.
 static MEASURED_HERE: Mutex<()> = Mutex::new(());
 
+/// This process's turn at being measured, held for the whole run ([`MEASURED_HERE`]).
+type MeasuredHere = MutexGuard<'static, ()>;
+
 /// Builds one of leakloop's engines (an isolated one in this test binary started again as its
 /// worker), with the turn to measure this process when the engine is real and runs here.
 fn start_engine(
     scenario: &Scenario,
     worker: Option<WorkerCommand>,
-) -> Result<(Box<dyn Engine>, Option<MutexGuard<'static, ()>>), RunError> {
+) -> Result<(Box<dyn Engine>, Option<MeasuredHere>), RunError> {
     check_library(scenario, None).map_err(|e| RunError::Refused(e.to_string()))?;
     let worker = match (scenario.engine.isolate, worker) {
         (false, _) => None,

@@ -27,7 +27,7 @@ use super::worker::{
 };
 
 /// Environment variable naming a folder where every test run keeps its reports (in a subfolder
-/// named after the test and the scenario), passing or not; without it they go to a temporary
+/// named after the test binary, the test and the scenario), passing or not; without it they go to a temporary
 /// folder that is kept only when an assertion fails.
 pub const REPORTS_ENV: &str = "LEAKLOOP_TEST_REPORTS";
 

@@ -288,3 +288,14 @@ fn the_worker_of_an_own_engine_asks_for_it_quietly() {
     );
     assert!(command.args.contains(&OsString::from("--quiet")));
 }
+
+/// An engine in this process with real memory (as a user's would be, run in-process) is
+/// measured here, so such runs take turns; the simulator and a worker are not.
+#[test]
+fn only_an_engine_with_real_memory_in_this_process_is_measured_here() {
+    use super::scenario_test::measured_here;
+    assert!(measured_here(&GlobalCountsEngine::default()));
+    let sim = crate::engine::build_in_process(chat("sim", EngineSpec::sim("cpu-flat")).scenario())
+        .unwrap();
+    assert!(!measured_here(sim.as_ref()));
+}

@@ -356,8 +356,14 @@ fn start_engine(
             scenario: scenario.name.clone(),
             error,
         })?;
-    let measured_here = engine.process_id().is_none() && engine.simulated_clock_ms().is_none();
-    Ok((engine, alone.filter(|_| measured_here)))
+    let alone = alone.filter(|_| measured_here(engine.as_ref()));
+    Ok((engine, alone))
+}
+
+/// Whether `engine`'s memory is this process's: it has no process of its own and no simulated
+/// clock (the simulator models its memory per engine).
+pub(super) fn measured_here(engine: &dyn Engine) -> bool {
+    engine.process_id().is_none() && engine.simulated_clock_ms().is_none()
 }
 
 /// Starts this test binary again as the worker serving the test's own engine

@@ -3,6 +3,7 @@
 
 use leakloop::scenario::EngineSpec;
 use leakloop::testing::{ExpectationKind, ScenarioTest};
+use leakloop_user_crate_example::TinyEngine;
 
 /// Set to 1 where LiteRT-LM must be there (CI): a missing library then fails instead of skipping.
 const REQUIRE_ENGINE: &str = "LEAKLOOP_REQUIRE_ENGINE";
@@ -53,4 +54,49 @@ fn litert_lm_cpu_chat_stays_flat() {
     let run = test.run();
     run.assert_pass();
     assert!(run.record().ledger.imbalances().is_empty());
+}
+
+/// This crate's own engine, run by leakloop in this test binary started again as its worker
+/// (sampled from outside, so a crash in the engine ends the run with a verdict).
+#[test]
+fn tiny_engine_frees_its_conversations() {
+    let run = ScenarioTest::from_file("scenarios/tiny-chat.yaml")
+        .unwrap()
+        .engine(TinyEngine::new)
+        .run();
+    run.assert_pass();
+    assert_eq!(run.record().ledger.totals["tiny/conversation"].created, 22);
+}
+
+/// The bug leakloop is for: a close that forgets to free the conversation.
+#[test]
+fn tiny_engine_forgetting_deletes_is_caught() {
+    ScenarioTest::from_file("scenarios/tiny-chat.yaml")
+        .unwrap()
+        .engine(TinyEngine::forgetting_deletes)
+        .run()
+        .assert_fail()
+        .assert_check_failed("balanced.tiny/conversation")
+        .assert_check_failed("rss.max_growth_per_turn");
+}
+
+/// The same engine as an engine driver (src/bin/tiny-driver.rs), the way `leakloop run` would
+/// start it; `engine.options` reach it in the handshake.
+#[test]
+fn tiny_driver_serves_the_engine_to_any_scenario() {
+    let with_driver = |forget_deletes: bool| {
+        ScenarioTest::from_file("scenarios/tiny-chat.yaml")
+            .unwrap()
+            .configure(|s| {
+                let exec = s.engine.exec.as_mut().expect("an exec scenario");
+                exec.command = vec![env!("CARGO_BIN_EXE_tiny-driver").to_owned()];
+                exec.options
+                    .insert("forget_deletes".to_owned(), forget_deletes.into());
+            })
+            .run()
+    };
+    with_driver(false).assert_pass();
+    with_driver(true)
+        .assert_fail()
+        .assert_check_failed("balanced.tiny/conversation");
 }

@@ -72,6 +72,10 @@ pub struct EngineSnapshot {
 ///
 /// Every call may fail with an [`EngineError`]; the runner then still closes what it opened, in
 /// safe release order (sessions before the engine).
+///
+/// A crate implements it for its own engine with leakloop's types alone (all re-exported from
+/// `leakloop::testing`), and runs it with `ScenarioTest::engine` or serves it as an engine
+/// driver with `leakloop::testing::serve_driver` (feature `test-support`).
 pub trait Engine {
     /// Which backend this is and which version of it runs.
     fn describe(&self) -> BackendInfo;

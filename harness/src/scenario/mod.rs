@@ -27,7 +27,7 @@ pub use attach::{
 };
 pub use concurrency::Concurrency;
 pub use error::{Location, ScenarioError, ScenarioErrorKind};
-pub use exec::ExecSpec;
+pub use exec::{ExecSpec, OptionValue};
 #[cfg(feature = "cli")]
 pub(crate) use load::parse_scenario_with;
 pub use load::{

@@ -29,7 +29,7 @@ use crate::analyze::{analyze_run, stop_rule_for, Verdict};
 use crate::engine::build_on_target_with;
 use crate::engine::litert_lm::check_library;
 use crate::engine::transport::BuildError;
-use crate::engine::WorkerCommand;
+use crate::engine::{Engine, WorkerCommand};
 use crate::probe::target_for;
 use crate::report::provenance::{process_env, resolve_build};
 use crate::report::{provenance, write_reports, Fanout, OutDir, SampleStream, SAMPLES_JSONL};
@@ -79,6 +79,16 @@ pub struct Session<'a> {
     baseline: Option<BaselineFrom>,
     in_flight: Flight<'a>,
     worker: Option<WorkerCommand>,
+    engine: Option<Prebuilt>,
+}
+
+/// An engine the caller built itself ([`Session::engine`]).
+struct Prebuilt(Box<dyn Engine>);
+
+impl std::fmt::Debug for Prebuilt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Prebuilt(..)")
+    }
 }
 
 #[derive(Debug)]
@@ -147,6 +157,7 @@ impl<'a> Session<'a> {
             baseline: None,
             in_flight: Flight::Own(Box::default()),
             worker: None,
+            engine: None,
         }
     }
 
@@ -209,6 +220,14 @@ impl<'a> Session<'a> {
         self
     }
 
+    /// Runs `engine`, built by the caller, instead of building the scenario's (a test's own
+    /// engine, served by its test binary as worker): the session still checks the scenario,
+    /// finds the target, streams, judges and writes as for any run.
+    pub fn engine(mut self, engine: Box<dyn Engine>) -> Self {
+        self.engine = Some(Prebuilt(engine));
+        self
+    }
+
     /// Runs the session to the end: judges the run ([`Session::judge`]), tells `observer` the
     /// verdict, then writes the reports ([`Judged::write`]).
     pub fn run(self, observer: &mut dyn SessionObserver) -> Result<SessionOutcome, SessionError> {
@@ -230,6 +249,7 @@ impl<'a> Session<'a> {
             baseline,
             in_flight,
             worker,
+            engine,
         } = self;
         // Claimed before anything can fail: from here on the folder shows no earlier run's
         // verdict, whatever stops this one.
@@ -245,6 +265,7 @@ impl<'a> Session<'a> {
             baseline,
             in_flight: in_flight.get(),
             worker: worker.as_ref(),
+            engine,
         };
         match setup.judge(&mut out, observer, &mut warnings) {
             Ok(judged) => Ok(judged),
@@ -263,6 +284,7 @@ struct Setup<'s> {
     baseline: Option<BaselineFrom>,
     in_flight: &'s InFlight,
     worker: Option<&'s WorkerCommand>,
+    engine: Option<Prebuilt>,
 }
 
 impl Setup<'_> {
@@ -315,7 +337,13 @@ impl Setup<'_> {
         // before anything starts.
         let built = target_for(&scenario)
             .map_err(BuildError::from)
-            .and_then(|target| Ok((target, build_on_target_with(&scenario, self.worker)?)));
+            .and_then(|target| {
+                let engine = match self.engine {
+                    Some(Prebuilt(engine)) => engine,
+                    None => build_on_target_with(&scenario, self.worker)?,
+                };
+                Ok((target, engine))
+            });
         let (target, mut engine) = built.map_err(|source| SessionError::Start {
             backend: scenario.engine.backend.as_str(),
             scenario: scenario_label(&scenario),

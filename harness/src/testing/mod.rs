@@ -36,16 +36,31 @@
 //! serves the engine instead of running the scenario ([`this_test_worker`]). Nothing else is
 //! needed in a `#[test]` function; a test binary with its own `main` calls
 //! [`serve_worker_if_requested`] first.
+//!
+//! Your own engine (any [`Engine`]) runs the same way: [`ScenarioTest::engine`] builds it in that
+//! worker, sampled from outside. [`serve_driver`] makes a program of yours an engine driver
+//! (`backend: exec`, docs/protocol.md) instead. Everything an [`Engine`] implementation needs
+//! is re-exported here.
 
+mod driver;
 mod outcome;
+mod own_engine;
 mod scenario_test;
 mod worker;
 
+pub use driver::{serve_driver, serve_driver_with, DriverConfig};
 pub use outcome::TestRun;
 pub use scenario_test::{RunError, ScenarioTest, REPORTS_ENV};
-pub use worker::{serve_worker_if_requested, this_test_worker, SERVE_ENV};
+pub use worker::{serve_worker_if_requested, this_test_worker, SERVE_ENV, SERVE_OWN_ENGINE};
 
 pub use crate::analyze::{Check, ExpectationKind, GrowthPerTurn, VerdictStatus};
+pub use crate::engine::{
+    BackendInfo, Engine, EngineError, EngineErrorKind, EngineSnapshot, GenerateOutcome,
+    GenerateRequest, KindCounts, Prompt, ServeError, SessionId,
+};
+pub use crate::scenario::{Device, OptionValue, SessionOptions};
 
+#[cfg(test)]
+mod own_engine_tests;
 #[cfg(test)]
 mod tests;

@@ -22,8 +22,8 @@ pub(crate) struct Reports {
 }
 
 impl Reports {
-    /// `given`, else a subfolder of [`REPORTS_ENV`]'s folder named after the test and the
-    /// scenario, else a new temporary folder.
+    /// `given`, else a subfolder of [`REPORTS_ENV`]'s folder named after the test binary, the
+    /// test and the scenario, else a new temporary folder.
     pub(crate) fn for_run(given: Option<PathBuf>, scenario: &str) -> Result<Self, ReportError> {
         let kept = |dir: PathBuf| Self {
             dir,
@@ -32,7 +32,12 @@ impl Reports {
         if let Some(dir) = given {
             return Ok(kept(dir));
         }
-        let label = run_label(std::thread::current().name(), scenario);
+        let binary = std::env::current_exe().ok();
+        let binary = binary
+            .as_deref()
+            .and_then(Path::file_stem)
+            .map(|stem| stem.to_string_lossy());
+        let label = run_label(binary.as_deref(), std::thread::current().name(), scenario);
         if let Some(root) = std::env::var_os(REPORTS_ENV) {
             return Ok(kept(PathBuf::from(root).join(label)));
         }
@@ -63,14 +68,17 @@ impl Reports {
     }
 }
 
-/// A folder name for a run: the test's name (from its thread) and the scenario's, with anything
-/// but letters, digits, `-` and `_` replaced.
-fn run_label(test: Option<&str>, scenario: &str) -> String {
-    let raw = match test.filter(|t| *t != "main") {
-        Some(test) => format!("{test}-{scenario}"),
-        None => scenario.to_owned(),
-    };
-    let label: String = raw
+/// A folder name for a run: the test binary's name (cargo's, with its hash: two crates' test
+/// binaries of one name differ there), the test's name (from its thread) and the scenario's,
+/// with anything but letters, digits, `-` and `_` replaced, so that the reports of two test
+/// binaries, or two tests, never share a folder.
+pub(super) fn run_label(binary: Option<&str>, test: Option<&str>, scenario: &str) -> String {
+    let parts: Vec<&str> = [binary, test.filter(|t| *t != "main"), Some(scenario)]
+        .into_iter()
+        .flatten()
+        .collect();
+    let label: String = parts
+        .join("-")
         .replace("::", "-")
         .chars()
         .map(|c| {
@@ -80,7 +88,7 @@ fn run_label(test: Option<&str>, scenario: &str) -> String {
                 '_'
             }
         })
-        .take(100)
+        .take(160)
         .collect();
     label
 }

@@ -1,24 +1,34 @@
 //! [`ScenarioTest`]: a scenario (from a file, YAML text or built in code) ready to run from a
-//! test, and the run itself: engine (in this process or in this test binary as its worker), turn
-//! loop with samples streamed to disk, analysis, and every report written.
+//! test, and the run itself: engine (in this process or in this test binary as its worker, one
+//! of leakloop's or the test's own), turn loop with samples streamed to disk, analysis, and every
+//! report written.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::engine::litert_lm::discover_library;
-use crate::engine::{skip_or_require, EngineError, WorkerCommand};
+use crate::engine::litert_lm::{check_library, discover_library};
+use crate::engine::{
+    build_engine_with, skip_or_require, Engine, EngineError, WorkerCommand, WorkerEngine,
+};
+use crate::probe::target_for;
 use crate::report::ReportError;
 use crate::runner::NoObserver;
 use crate::scenario::{
     load_scenario, parse_scenario, BackendKind, EngineSpec, MetricExpectation, PromptSpec,
-    Scenario, ScenarioError, SessionOptions, Step,
+    Scenario, ScenarioError, SessionOptions, Step, Target,
 };
+
 use crate::session::{Session, SessionError};
 
 use super::outcome::{Reports, TestRun};
-use super::worker::{serve_worker_if_requested, this_test_worker};
+use super::own_engine::OwnEngine;
+use super::worker::{
+    serve_if_requested, this_test_worker, this_test_worker_for_own_engine, SERVE_ENV,
+    SERVE_OWN_ENGINE,
+};
 
 /// Environment variable naming a folder where every test run keeps its reports (in a subfolder
-/// named after the test and the scenario), passing or not; without it they go to a temporary
+/// named after the test binary, the test and the scenario), passing or not; without it they go to a temporary
 /// folder that is kept only when an assertion fails.
 pub const REPORTS_ENV: &str = "LEAKLOOP_TEST_REPORTS";
 
@@ -41,6 +51,7 @@ pub struct ScenarioTest {
     scenario: Scenario,
     worker: Option<WorkerCommand>,
     reports_in: Option<PathBuf>,
+    own_engine: Option<OwnEngine>,
 }
 
 /// Why a scenario could not be run at all (a run that starts always ends in a [`TestRun`], even
@@ -89,6 +100,7 @@ impl ScenarioTest {
             scenario,
             worker: None,
             reports_in: None,
+            own_engine: None,
         }
     }
 
@@ -174,6 +186,49 @@ impl ScenarioTest {
         self
     }
 
+    /// Runs your own engine instead of the one the scenario's `engine:` names: `build` makes it,
+    /// in this test binary started again as the worker with only the current test selected (see
+    /// [`this_test_worker`]). The runner samples that process from outside and reads the
+    /// engine's [`snapshot`](Engine::snapshot) for the ledger, so a crash ends the run with a
+    /// verdict and each test's counts are its own process's, even when the engine keeps them in
+    /// globals and tests run in parallel.
+    ///
+    /// The scenario's `engine:` still sets how the engine is called (`call_timeout`) and what
+    /// the report says was asked (`model`, `device`, `max_tokens`); its `backend` and `profile`
+    /// choose nothing then. `build` runs only in the worker; run one scenario with its own engine
+    /// per test, from the test's own thread.
+    ///
+    /// ```no_run
+    /// # use leakloop::testing::{BackendInfo, Engine, EngineError, EngineSnapshot, GenerateOutcome};
+    /// # use leakloop::testing::{GenerateRequest, Prompt, ScenarioTest, SessionId, SessionOptions};
+    /// # #[derive(Default)] struct MyEngine;
+    /// # impl Engine for MyEngine {
+    /// #     fn describe(&self) -> BackendInfo { unimplemented!() }
+    /// #     fn load(&mut self) -> Result<(), EngineError> { Ok(()) }
+    /// #     fn open_session(&mut self, _: u32, _: &SessionOptions) -> Result<SessionId, EngineError> { unimplemented!() }
+    /// #     fn send(&mut self, _: SessionId, _: &Prompt) -> Result<(), EngineError> { Ok(()) }
+    /// #     fn generate(&mut self, _: SessionId, _: &GenerateRequest) -> Result<GenerateOutcome, EngineError> { unimplemented!() }
+    /// #     fn close_session(&mut self, _: SessionId) -> Result<(), EngineError> { Ok(()) }
+    /// #     fn unload(&mut self) -> Result<(), EngineError> { Ok(()) }
+    /// #     fn snapshot(&mut self) -> Result<EngineSnapshot, EngineError> { Ok(EngineSnapshot::default()) }
+    /// # }
+    /// #[test]
+    /// fn my_engine_keeps_no_conversation() {
+    ///     ScenarioTest::from_file("scenarios/chat.yaml")
+    ///         .unwrap()
+    ///         .engine(MyEngine::default)
+    ///         .run()
+    ///         .assert_pass();
+    /// }
+    /// ```
+    pub fn engine<E: Engine + 'static>(
+        mut self,
+        build: impl Fn() -> E + Send + Sync + 'static,
+    ) -> Self {
+        self.own_engine = Some(OwnEngine::new(build));
+        self
+    }
+
     /// Starts this program as the worker of an isolated engine, instead of this test binary
     /// running the current test again (see [`this_test_worker`]).
     pub fn worker(mut self, command: WorkerCommand) -> Self {
@@ -195,8 +250,12 @@ impl ScenarioTest {
     /// `Some(self)` when what the scenario needs is here; otherwise prints a visible
     /// `SKIPPED: <test>: <what is missing>` and returns `None`, or panics when the environment
     /// variable `require_env` is `1` (CI, where the resource must be there). Checks the
-    /// LiteRT-LM library and model of a `litert-lm` scenario; other backends always run.
+    /// LiteRT-LM library and model of a `litert-lm` scenario; other backends, and a test's own
+    /// engine, always run.
     pub fn skip_unless_available(self, require_env: &str) -> Option<Self> {
+        if self.own_engine.is_some() {
+            return Some(self);
+        }
         let missing = match self.scenario.engine.backend {
             BackendKind::LitertLm => self.missing_litert_lm(),
             BackendKind::Sim | BackendKind::Opencl | BackendKind::Attach | BackendKind::Exec => {
@@ -229,7 +288,7 @@ impl ScenarioTest {
     /// [`ScenarioTest::try_run`]).
     #[track_caller]
     pub fn run(self) -> TestRun {
-        serve_worker_if_requested();
+        self.serve_if_worker();
         match self.try_run() {
             Ok(run) => run,
             Err(e) => panic!("leakloop: {e}"),
@@ -242,37 +301,141 @@ impl ScenarioTest {
     /// engine that fails mid-run still gives a [`TestRun`] (its status says so); only a run that
     /// cannot start is an error.
     pub fn try_run(self) -> Result<TestRun, RunError> {
-        serve_worker_if_requested();
-        let scenario = self.scenario;
-        let worker = match (scenario.engine.isolate, self.worker) {
-            (false, _) => None,
-            (true, Some(command)) => Some(command),
-            (true, None) => Some(this_test_worker().map_err(RunError::Worker)?),
+        self.serve_if_worker();
+        let ScenarioTest {
+            scenario,
+            worker,
+            reports_in,
+            own_engine,
+        } = self;
+        let engine_error = |error| RunError::Engine {
+            backend: scenario.engine.backend.as_str(),
+            scenario: scenario.name.clone(),
+            error,
         };
-        let name = scenario.name.clone();
-        let reports = Reports::for_run(self.reports_in, &name)?;
-        // The library's session: the same checks, engine, provenance and reports as `leakloop
-        // run --out`; what goes wrong after the verdict is kept as the run's problems.
-        let outcome = Session::new(scenario)
-            .out(reports.path())
-            .worker(worker)
-            .run(&mut NoObserver)
-            .map_err(|e| match e {
-                SessionError::Scenario(e) => RunError::Scenario(e),
-                SessionError::Start {
-                    backend, source, ..
-                } => RunError::Engine {
-                    backend,
-                    scenario: name,
-                    error: source.into(),
-                },
-                SessionError::Out(e) => RunError::Reports(e),
-                // A build stamp and a baseline are never asked for here.
-                e @ (SessionError::Refused(_)
-                | SessionError::BuildStamp(_)
-                | SessionError::Baseline(_)) => RunError::Refused(e.to_string()),
-            })?;
-        let (record, verdict, problems) = (outcome.record, outcome.verdict, outcome.warnings);
-        Ok(TestRun::new(record, verdict, reports, problems))
+        // Found before the engine starts, as the session will: a device that does not answer
+        // is named before a worker is started for nothing.
+        target_for(&scenario).map_err(|e| engine_error(e.into()))?;
+        let (engine, _alone) = match own_engine {
+            Some(_) => (start_own_engine(&scenario, worker)?, None),
+            None => start_engine(&scenario, worker)?,
+        };
+        run_to_reports(scenario, engine, reports_in)
     }
+
+    /// In the worker (this test binary started again), serves the engine and exits.
+    fn serve_if_worker(&self) {
+        serve_if_requested(self.own_engine.as_ref().map(|own| (own, &self.scenario)));
+    }
+}
+
+/// Held by a run whose engine lives in this process and is measured there (a real engine with
+/// `isolate: false`): the process's memory is then the run's, so two such runs of one test
+/// binary (tests run in parallel) take turns instead of measuring each other.
+static MEASURED_HERE: Mutex<()> = Mutex::new(());
+
+/// This process's turn at being measured, held for the whole run ([`MEASURED_HERE`]).
+type MeasuredHere = MutexGuard<'static, ()>;
+
+/// Builds one of leakloop's engines (an isolated one in this test binary started again as its
+/// worker), with the turn to measure this process when the engine is real and runs here.
+fn start_engine(
+    scenario: &Scenario,
+    worker: Option<WorkerCommand>,
+) -> Result<(Box<dyn Engine>, Option<MeasuredHere>), RunError> {
+    check_library(scenario, None).map_err(|e| RunError::Refused(e.to_string()))?;
+    let worker = match (scenario.engine.isolate, worker) {
+        (false, _) => None,
+        (true, Some(command)) => Some(command),
+        (true, None) => Some(this_test_worker().map_err(RunError::Worker)?),
+    };
+    // Taken before the engine is built, since building allocates; given back at once when the
+    // engine turns out to run elsewhere (a driver) or to model its memory (the simulator).
+    let alone = (!scenario.engine.isolate)
+        .then(|| MEASURED_HERE.lock().unwrap_or_else(PoisonError::into_inner));
+    let engine =
+        build_engine_with(scenario, worker.as_ref()).map_err(|error| RunError::Engine {
+            backend: scenario.engine.backend.as_str(),
+            scenario: scenario.name.clone(),
+            error,
+        })?;
+    let alone = alone.filter(|_| measured_here(engine.as_ref()));
+    Ok((engine, alone))
+}
+
+/// Whether `engine`'s memory is this process's: it has no process of its own and no simulated
+/// clock (the simulator models its memory per engine).
+pub(super) fn measured_here(engine: &dyn Engine) -> bool {
+    engine.process_id().is_none() && engine.simulated_clock_ms().is_none()
+}
+
+/// Starts this test binary again as the worker serving the test's own engine
+/// ([`ScenarioTest::engine`]); `worker` replaces that command (the runner then asks it for the
+/// own engine through [`SERVE_ENV`]).
+fn start_own_engine(
+    scenario: &Scenario,
+    worker: Option<WorkerCommand>,
+) -> Result<Box<dyn Engine>, RunError> {
+    if !matches!(scenario.target, Target::Local) {
+        return Err(RunError::Refused(format!(
+            "{}: a test's own engine runs in this test binary, on this machine: drop `target`",
+            scenario.name
+        )));
+    }
+    let command = match worker {
+        Some(mut command) => {
+            command.env.retain(|(key, _)| key != SERVE_ENV);
+            command
+                .env
+                .push((SERVE_ENV.to_owned(), SERVE_OWN_ENGINE.to_owned()));
+            command
+        }
+        None => this_test_worker_for_own_engine().map_err(RunError::Worker)?,
+    };
+    // The worker learns the scenario from the handshake, which carries it to leakloop's own
+    // workers only (not to an external driver's command).
+    let mut served = scenario.clone();
+    served.engine.isolate = true;
+    served.engine.exec = None;
+    let engine = WorkerEngine::launch(&command.program, &command.args, &command.env, &served)
+        .map_err(|error| RunError::Engine {
+            backend: "own",
+            scenario: scenario.name.clone(),
+            error,
+        })?;
+    Ok(Box::new(engine))
+}
+
+/// The run itself, once its engine is built: the library's session (the same checks, target,
+/// provenance, streamed samples, stop rule, analysis and reports as `leakloop run --out`), into
+/// the test's report folder. What goes wrong after the verdict is kept as the run's problems. The
+/// one place a test's run sequence lives.
+fn run_to_reports(
+    scenario: Scenario,
+    engine: Box<dyn Engine>,
+    reports_in: Option<PathBuf>,
+) -> Result<TestRun, RunError> {
+    let name = scenario.name.clone();
+    let reports = Reports::for_run(reports_in, &name)?;
+    let outcome = Session::new(scenario)
+        .out(reports.path())
+        .engine(engine)
+        .run(&mut NoObserver)
+        .map_err(|e| match e {
+            SessionError::Scenario(e) => RunError::Scenario(e),
+            SessionError::Start {
+                backend, source, ..
+            } => RunError::Engine {
+                backend,
+                scenario: name,
+                error: source.into(),
+            },
+            SessionError::Out(e) => RunError::Reports(e),
+            // A build stamp and a baseline are never asked for here.
+            e @ (SessionError::Refused(_)
+            | SessionError::BuildStamp(_)
+            | SessionError::Baseline(_)) => RunError::Refused(e.to_string()),
+        })?;
+    let (record, verdict, problems) = (outcome.record, outcome.verdict, outcome.warnings);
+    Ok(TestRun::new(record, verdict, reports, problems))
 }

@@ -86,39 +86,82 @@ fn take_stdout_for_protocol() -> std::io::Result<std::io::Stdout> {
 
 /// Serves requests from `input`, answering on `output`, until `input` ends.
 pub(crate) fn serve(
-    mut input: impl BufRead,
-    mut output: impl Write,
+    input: impl BufRead,
+    output: impl Write,
     given: Option<Scenario>,
     build: Box<BuildEngine<'_>>,
+) -> Result<(), WorkerError> {
+    serve_built(input, output, |first| {
+        let scenario = handshake(first, given)?;
+        let faults = ProcessFaults::of(&scenario);
+        let mut engine_scenario = scenario;
+        engine_scenario
+            .faults
+            .retain(|f| !ProcessFaults::is_process_fault(f.kind));
+        let engine = build(&engine_scenario).map_err(WorkerError::Build)?;
+        Ok((engine, faults))
+    })
+}
+
+/// Builds an engine driver's engine from the handshake's documented configuration (an
+/// external driver never gets leakloop's scenario).
+#[cfg(any(test, feature = "test-support"))]
+pub(crate) type BuildDriver<'a> =
+    dyn FnOnce(&super::protocol::EngineConfig) -> Result<Box<dyn Engine>, EngineError> + 'a;
+
+/// Serves as an engine driver (`backend: exec`) on this process's stdin and stdout, stdout moved
+/// aside as in [`serve_stdio`]: the engine is built from the `hello` request's `engine`
+/// configuration, and no fault is struck here (a driver's faults are its own).
+#[cfg(feature = "test-support")]
+pub(crate) fn serve_driver_stdio(build: Box<BuildDriver<'_>>) -> Result<(), WorkerError> {
+    let output = take_stdout_for_protocol()?;
+    serve_driver(std::io::stdin().lock(), output, build)
+}
+
+/// `serve_driver_stdio` on any pipes.
+#[cfg(any(test, feature = "test-support"))]
+pub(crate) fn serve_driver(
+    input: impl BufRead,
+    output: impl Write,
+    build: Box<BuildDriver<'_>>,
+) -> Result<(), WorkerError> {
+    serve_built(input, output, |first| {
+        let Request::Hello {
+            version, engine, ..
+        } = first
+        else {
+            return Err(WorkerError::NoHello(first.name()));
+        };
+        if version != PROTOCOL_VERSION {
+            return Err(WorkerError::Version {
+                runner: version,
+                worker: PROTOCOL_VERSION,
+            });
+        }
+        let engine = build(&engine).map_err(WorkerError::Build)?;
+        Ok((engine, ProcessFaults::none()))
+    })
+}
+
+/// The serving loop once `settle` has turned the first request into an engine: answers the
+/// handshake (with the refusal or the build error when `settle` fails), then every call.
+fn serve_built(
+    mut input: impl BufRead,
+    mut output: impl Write,
+    settle: impl FnOnce(Request) -> Result<(Box<dyn Engine>, ProcessFaults), WorkerError>,
 ) -> Result<(), WorkerError> {
     let Some(first) = read_request(&mut input, &mut output)? else {
         return Ok(());
     };
-    let scenario = match handshake(first, given) {
-        Ok(scenario) => scenario,
+    let (mut engine, faults) = match settle(first) {
+        Ok(built) => built,
         Err(err) => {
-            answer(
-                &mut output,
-                None,
-                failed(EngineErrorKind::Protocol, err.to_string()),
-            )?;
+            let refusal = match &err {
+                WorkerError::Build(e) => failed(e.kind.clone(), e.message.clone()),
+                other => failed(EngineErrorKind::Protocol, other.to_string()),
+            };
+            answer(&mut output, None, refusal)?;
             return Err(err);
-        }
-    };
-    let faults = ProcessFaults::of(&scenario);
-    let mut engine_scenario = scenario;
-    engine_scenario
-        .faults
-        .retain(|f| !ProcessFaults::is_process_fault(f.kind));
-    let mut engine = match build(&engine_scenario) {
-        Ok(engine) => engine,
-        Err(err) => {
-            answer(
-                &mut output,
-                None,
-                failed(err.kind.clone(), err.message.clone()),
-            )?;
-            return Err(WorkerError::Build(err));
         }
     };
     let hello = Response::Hello {
@@ -237,6 +280,15 @@ struct ProcessFaults {
 }
 
 impl ProcessFaults {
+    /// No fault: an engine driver strikes none.
+    #[cfg(any(test, feature = "test-support"))]
+    fn none() -> Self {
+        Self {
+            at_turn: BTreeMap::new(),
+            strike_at_open: false,
+        }
+    }
+
     fn is_process_fault(kind: FaultKind) -> bool {
         matches!(kind, FaultKind::Crash | FaultKind::Hang)
     }
@@ -609,5 +661,67 @@ mod tests {
             .turn
             .retain(|s| !matches!(s, Step::Generate { .. } | Step::Cancel { .. }));
         assert!(ProcessFaults::of(&scenario).strike_at_open);
+    }
+
+    #[test]
+    fn a_driver_builds_from_the_documented_configuration_without_a_scenario() {
+        let seen = std::cell::RefCell::new(None);
+        let build = |config: &EngineConfig| -> Result<Box<dyn Engine>, EngineError> {
+            *seen.borrow_mut() = Some(config.clone());
+            Ok(Box::new(TinyEngine::new(&scenario_with_faults(vec![]))))
+        };
+        let mut config = EngineConfig::of(&scenario_with_faults(vec![]));
+        config
+            .options
+            .insert("threads".into(), serde_json::json!(2));
+        let requests = [
+            Request::Hello {
+                version: PROTOCOL_VERSION,
+                engine: Box::new(config.clone()),
+                scenario: None,
+            },
+            Request::Load,
+        ];
+        let input: String = requests.iter().map(encode_line).collect();
+        let mut output = Vec::new();
+        serve_driver(Cursor::new(input), &mut output, Box::new(build)).unwrap();
+        assert_eq!(seen.borrow().as_ref(), Some(&config));
+        let replies: Vec<Reply> = String::from_utf8(output)
+            .unwrap()
+            .lines()
+            .map(|l| decode_line(l).unwrap())
+            .collect();
+        assert!(
+            matches!(&replies[0].body, Response::Hello { backend, .. } if backend.backend == "tiny")
+        );
+        assert!(matches!(replies[1].body, Response::Loaded { .. }));
+    }
+
+    #[test]
+    fn a_driver_refuses_a_first_request_other_than_hello_and_reports_a_failed_build() {
+        let input = encode_line(&Request::Load);
+        let mut output = Vec::new();
+        let result = serve_driver(
+            Cursor::new(input),
+            &mut output,
+            Box::new(|_: &EngineConfig| -> Result<Box<dyn Engine>, EngineError> { unreachable!() }),
+        );
+        assert!(matches!(result, Err(WorkerError::NoHello("load"))));
+
+        let input = encode_line(&hello(None));
+        let mut output = Vec::new();
+        let build = |_: &EngineConfig| -> Result<Box<dyn Engine>, EngineError> {
+            Err(EngineError::new(
+                EngineErrorKind::Unavailable,
+                "option `x` is unknown",
+            ))
+        };
+        let result = serve_driver(Cursor::new(input), &mut output, Box::new(build));
+        assert!(matches!(result, Err(WorkerError::Build(_))));
+        let reply: Reply = decode_line(std::str::from_utf8(&output).unwrap()).unwrap();
+        assert_eq!(
+            reply.body,
+            failed(EngineErrorKind::Unavailable, "option `x` is unknown")
+        );
     }
 }

@@ -25,6 +25,13 @@ pub struct WorkerCommand {
 #[error("{0}")]
 pub struct ServeError(String);
 
+impl ServeError {
+    #[cfg(feature = "test-support")]
+    pub(crate) fn new(why: String) -> Self {
+        Self(why)
+    }
+}
+
 /// The body of any program that serves as a worker (`leakloop worker` without `--scenario`, a
 /// test binary started as its own worker): builds, in this process, the engine the runner's
 /// handshake names and serves it on stdin/stdout until the runner closes stdin.

@@ -17,7 +17,7 @@ use crate::engine::worker::WorkerEngine;
 use crate::engine::{
     Engine, EngineError, EngineErrorKind, EngineSnapshot, GenerateRequest, Prompt, SessionId,
 };
-use crate::scenario::{EngineSpec, ExecSpec, Scenario, SessionOptions, Step};
+use crate::scenario::{EngineSpec, ExecSpec, OptionValue, Scenario, SessionOptions, Step};
 
 /// The id driver-check closes without having opened it.
 const NEVER_OPENED: SessionId = SessionId(987_654_321);
@@ -315,7 +315,11 @@ fn kind_name(kind: &EngineErrorKind) -> String {
 /// The scenario whose engine is the driver: only its engine and timeout matter here.
 fn plan_scenario(plan: &DriverCheckPlan) -> Scenario {
     let exec = ExecSpec {
-        options: plan.options.clone(),
+        options: plan
+            .options
+            .iter()
+            .map(|(key, value)| (key.clone(), OptionValue::from_json(value.clone())))
+            .collect(),
         ..ExecSpec::new(plan.command.iter().cloned())
     };
     Scenario::new(

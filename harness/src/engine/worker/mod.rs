@@ -17,12 +17,18 @@ mod test_engine;
 #[cfg(test)]
 mod tests;
 
+#[cfg(feature = "test-support")]
+pub(crate) use child::serve_driver_stdio;
+#[cfg(any(feature = "cli", feature = "test-support"))]
+pub(crate) use child::serve_stdio;
 #[cfg(feature = "cli")]
-pub(crate) use child::{serve_stdio, WorkerError};
+pub(crate) use child::WorkerError;
 pub use command::{serve_worker, ServeError, WorkerCommand};
 pub use conformance::{check_driver, CheckStep, DriverCheckPlan, DriverCheckReport, StepResult};
 #[cfg(feature = "cli")]
 pub(crate) use parent::end_live_groups;
 pub(crate) use parent::worker_binary;
 pub use parent::{WorkerEngine, WORKER_BIN_ENV};
+#[cfg(feature = "test-support")]
+pub(crate) use protocol::EngineConfig;
 pub(crate) use protocol::{decode_line, Reply, Response};

@@ -71,7 +71,12 @@ impl EngineConfig {
             options: engine
                 .exec
                 .as_ref()
-                .map(|exec| exec.options.clone())
+                .map(|exec| {
+                    exec.options
+                        .iter()
+                        .map(|(key, value)| (key.clone(), value.to_json()))
+                        .collect()
+                })
                 .unwrap_or_default(),
         }
     }
@@ -337,8 +342,10 @@ pub(crate) fn hello_version(line: &str) -> Option<u32> {
 /// names the field that is missing or out of range (issue 23: a `hello` without `pid` used to be
 /// skipped as noise until the call timed out).
 pub(crate) fn reply_problem(line: &str) -> Option<String> {
-    let value: serde_json::Value =
-        serde_json::from_str(line.trim_end_matches(['\n', '\r'])).ok()?;
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(line.trim_end_matches(['\n', '\r']))
+    else {
+        return glued_reply(line);
+    };
     let reply = value.as_object()?.get("reply")?;
     if reply.as_str() == Some("hello") {
         if let Some(why) = hello_problem(&value) {
@@ -349,6 +356,31 @@ pub(crate) fn reply_problem(line: &str) -> Option<String> {
         }
     }
     decode_line::<Reply>(line).err().map(|e| e.to_string())
+}
+
+/// A reply that starts after other text on the same line, named with both: skipping the line
+/// as banner noise would leave the runner waiting out the call's timeout for a reply that
+/// already came (issue 21: libtest's `test NAME ... `, printed without a newline by a test
+/// binary started without `--quiet`, glued onto a driver's `hello`). Only the first few `{` are
+/// tried, so that a long line of braces costs little.
+fn glued_reply(line: &str) -> Option<String> {
+    let line = line.trim_end_matches(['\n', '\r']);
+    let (at, _) = line
+        .match_indices('{')
+        .filter(|(at, _)| *at > 0)
+        .take(8)
+        .find(|(at, _)| {
+            serde_json::from_str::<serde_json::Value>(&line[*at..])
+                .is_ok_and(|v| v.as_object().is_some_and(|o| o.contains_key("reply")))
+        })?;
+    let (before, reply) = line.split_at(at);
+    Some(format!(
+        "a reply came after other output on the same stdout line: `{}` before `{}`; stdout \
+         carries whole reply lines only (a Rust test binary prints `test NAME ... ` there \
+         unless started with `--quiet`)",
+        excerpt(before),
+        excerpt(reply)
+    ))
 }
 
 /// What is wrong with the fields of a `hello` reply, if anything.
@@ -652,6 +684,20 @@ mod tests {
         assert!(reply_problem("{\"reply\":\"opened\"}")
             .unwrap()
             .contains("missing field `session`"));
+        assert_eq!(reply_problem("a {brace} and {\"log\":1}"), None);
+    }
+
+    /// Issue 21: libtest's `test NAME ... ` (no newline without `--quiet`) glued onto a driver's
+    /// `hello` was skipped as noise, and the runner waited out the call timeout.
+    #[test]
+    fn a_reply_glued_after_other_output_is_named_with_what_came_before_it() {
+        let line = r#"test tests::my_engine ... {"reply":"hello","version":2,"pid":1,"backend":{"backend":"x","version":"1"}}"#;
+        let why = reply_problem(line).expect("a glued reply is a reply attempt");
+        assert!(
+            why.contains("`test tests::my_engine ...` before `{\"reply\":\"hello\""),
+            "{why}"
+        );
+        assert!(why.contains("--quiet"), "{why}");
     }
 
     #[test]

@@ -6,7 +6,7 @@ use super::Context;
 use crate::scenario::error::ScenarioError;
 use crate::scenario::model::BackendKind;
 use crate::scenario::raw::RawEngine;
-use crate::scenario::ExecSpec;
+use crate::scenario::{ExecSpec, OptionValue};
 
 /// The keys only `backend: exec` takes.
 const EXEC_KEYS: [&str; 5] = ["command", "env", "cwd", "options", "opencl_interposer"];
@@ -124,7 +124,11 @@ pub(super) fn validate_exec(
         command,
         env,
         cwd,
-        options: options.unwrap_or_default(),
+        options: options
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(key, value)| (key, OptionValue::from_json(value)))
+            .collect(),
         opencl_interposer: opencl_interposer.unwrap_or(false),
     }))
 }
@@ -152,7 +156,7 @@ mod tests {
         assert_eq!(exec.command, ["/scenarios/./drivers/x.py", "--fast"]);
         assert_eq!(exec.env["A"], "1");
         assert_eq!(exec.cwd, Some(PathBuf::from("/scenarios/../run")));
-        assert_eq!(exec.options["grow_kib"], serde_json::json!(64));
+        assert_eq!(exec.options["grow_kib"], OptionValue::from(64_u64));
         assert!(exec.opencl_interposer);
         assert!(s.engine.isolate);
         assert_eq!(s.engine.model, Some(PathBuf::from("/scenarios/m.bin")));

@@ -364,8 +364,10 @@ fn a_hang_fault_really_blocks_the_worker_until_the_timeout_kills_it() {
 fn an_external_driver_gets_the_documented_handshake_not_the_internal_scenario() {
     let mut exec =
         crate::scenario::ExecSpec::new(["sh", "-c", "read hello; echo \"got $hello\" >&2; exit 1"]);
-    exec.options
-        .insert("grow_kib".into(), serde_json::json!(64));
+    exec.options.insert(
+        "grow_kib".into(),
+        crate::scenario::OptionValue::from(64_u64),
+    );
     let scenario = Scenario {
         seed: 11,
         ..Scenario::new(

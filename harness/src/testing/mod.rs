@@ -61,6 +61,4 @@ pub use crate::engine::{
 pub use crate::scenario::{Device, OptionValue, SessionOptions};
 
 #[cfg(test)]
-mod own_engine_tests;
-#[cfg(test)]
 mod tests;

@@ -49,3 +49,6 @@ impl fmt::Debug for OwnEngine {
         f.write_str("OwnEngine")
     }
 }
+
+#[cfg(test)]
+mod tests;

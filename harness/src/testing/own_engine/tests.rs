@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use super::*;
+use crate::testing::*;
 use crate::scenario::{EngineSpec, ExecSpec, PromptSpec, Scenario, Step};
 
 /// Conversations created and deleted by every [`GlobalCountsEngine`] of this process, kept
@@ -186,7 +186,7 @@ fn driver_spec(leak: bool, quiet: bool) -> EngineSpec {
     let program = std::env::current_exe().unwrap().display().to_string();
     let mut command = vec![
         program,
-        "testing::own_engine_tests::driver_entry".to_owned(),
+        "testing::own_engine::tests::driver_entry".to_owned(),
         "--exact".to_owned(),
         "--include-ignored".to_owned(),
         "--nocapture".to_owned(),
@@ -226,7 +226,7 @@ fn a_hello_glued_to_the_test_frameworks_output_is_named_at_once() {
         .to_string();
     assert!(
         err.contains(
-            "`test testing::own_engine_tests::driver_entry ...` before `{\"reply\":\"hello\""
+            "`test testing::own_engine::tests::driver_entry ...` before `{\"reply\":\"hello\""
         ),
         "{err}"
     );
@@ -262,7 +262,7 @@ fn driver_entry() {
 
 #[test]
 fn reports_of_two_test_binaries_or_two_tests_never_share_a_folder() {
-    let label = |binary, test| super::outcome::run_label(binary, test, "flat");
+    let label = |binary, test| crate::testing::outcome::run_label(binary, test, "flat");
     let a = label(
         Some("memory-0123abcd"),
         Some("tests::a_clean_engine_passes"),
@@ -281,7 +281,7 @@ fn reports_of_two_test_binaries_or_two_tests_never_share_a_folder() {
 
 #[test]
 fn the_worker_of_an_own_engine_asks_for_it_quietly() {
-    let command = super::worker::this_test_worker_for_own_engine().unwrap();
+    let command = crate::testing::worker::this_test_worker_for_own_engine().unwrap();
     assert_eq!(
         command.env,
         [(SERVE_ENV.to_owned(), SERVE_OWN_ENGINE.to_owned())]
@@ -293,7 +293,7 @@ fn the_worker_of_an_own_engine_asks_for_it_quietly() {
 /// measured here, so such runs take turns; the simulator and a worker are not.
 #[test]
 fn only_an_engine_with_real_memory_in_this_process_is_measured_here() {
-    use super::scenario_test::measured_here;
+    use crate::testing::scenario_test::measured_here;
     assert!(measured_here(&GlobalCountsEngine::default()));
     let sim = crate::engine::build_in_process(chat("sim", EngineSpec::sim("cpu-flat")).scenario())
         .unwrap();

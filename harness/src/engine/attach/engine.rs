@@ -10,12 +10,13 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::engine::attach::board::{Board, BoardState, Patterns};
-use crate::engine::attach::process::{check_pid, describe_exit, pid_alive, Started};
+use crate::engine::attach::process::{check_pid, pid_alive, Started};
 use crate::engine::attach::source::{read_pipe, FileFollower};
 use crate::engine::{
     BackendInfo, Engine, EngineError, EngineErrorKind, EngineSnapshot, GenerateOutcome,
     GenerateRequest, Prompt, SessionId, TurnMarks,
 };
+use crate::process::describe_exit;
 use crate::scenario::{AttachProcess, AttachSpec, MarkerSource, Scenario, SessionOptions};
 
 /// How long a wait sleeps between checks that the process and the marker source are alive.
@@ -194,14 +195,14 @@ fn read_outputs(
     stderr: Option<Patterns>,
     who: &str,
 ) -> Result<(), EngineError> {
-    let child = started.child_mut();
+    let (out, err) = started.take_outputs();
     let io = |e: std::io::Error| {
         AttachEngine::unavailable(format!("cannot read the output of {who}: {e}"))
     };
-    if let Some(out) = child.stdout.take() {
+    if let Some(out) = out {
         read_pipe(out, board.clone(), stdout, format!("{who}'s stdout")).map_err(io)?;
     }
-    if let Some(err) = child.stderr.take() {
+    if let Some(err) = err {
         read_pipe(err, board.clone(), stderr, format!("{who}'s stderr")).map_err(io)?;
     }
     Ok(())

@@ -18,11 +18,11 @@ mod spec_tests;
 mod test_engine;
 
 #[cfg(feature = "cli")]
+pub(crate) use crate::process::end_live_groups;
+#[cfg(feature = "cli")]
 pub(crate) use child::{serve_stdio, WorkerError};
 pub use command::{serve_worker, ServeError, WorkerCommand};
 pub use conformance::{check_driver, CheckStep, DriverCheckPlan, DriverCheckReport, StepResult};
-#[cfg(feature = "cli")]
-pub(crate) use parent::end_live_groups;
 pub(crate) use parent::worker_binary;
 pub use parent::{WorkerEngine, WORKER_BIN_ENV};
 pub(crate) use protocol::{decode_line, Reply, Response};

@@ -29,6 +29,9 @@ pub(crate) struct Process {
     /// Whether the leader was reaped: from then on its pid may name another process, and
     /// nothing is signalled by it.
     reaped: bool,
+    /// Whether it was sent SIGKILL and did not end within the grace time (stuck in the kernel):
+    /// dropping it then does not wait again.
+    stuck: bool,
 }
 
 /// How [`Process::stop`] ended a process.
@@ -73,6 +76,7 @@ impl Process {
             exit,
             ended: None,
             reaped: false,
+            stuck: false,
         })
     }
 
@@ -102,7 +106,8 @@ impl Process {
         if self.ended.is_none() {
             match self.exit.try_recv() {
                 Ok(status) => self.ended = Some(status),
-                Err(TryRecvError::Empty | TryRecvError::Disconnected) => {}
+                Err(TryRecvError::Empty) => {}
+                Err(TryRecvError::Disconnected) => self.unwatched(),
             }
         }
         self.ended
@@ -114,10 +119,21 @@ impl Process {
         if self.ended.is_none() {
             match self.exit.recv_timeout(timeout) {
                 Ok(status) => self.ended = Some(status),
-                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => self.unwatched(),
             }
         }
         self.ended
+    }
+
+    /// The watching thread could not wait for the process (waitid failed): asks the ordinary
+    /// way, which reaps it if it has ended.
+    fn unwatched(&mut self) {
+        if let Ok(Some(status)) = self.child.try_wait() {
+            group::forget(self.id());
+            self.ended = Some(status);
+            self.reaped = true;
+        }
     }
 
     /// Sends `signal` to the process group, unless its leader was reaped (its pid may be
@@ -153,7 +169,10 @@ impl Process {
             // An error here means it already exited.
             let _ = self.child.kill();
         }
-        self.wait_timeout(grace)?;
+        if self.wait_timeout(grace).is_none() {
+            self.stuck = true;
+            return None;
+        }
         self.end_group()
     }
 
@@ -175,7 +194,9 @@ impl Process {
 
 impl Drop for Process {
     fn drop(&mut self) {
-        if !self.reaped {
+        if self.stuck {
+            self.signal_group(libc::SIGKILL);
+        } else if !self.reaped {
             self.kill(KILL_GRACE);
         }
     }

@@ -87,6 +87,14 @@ impl AttachEngine {
     /// Starts the process (or checks the pid) and the marker source.
     fn attach(&mut self) -> Result<(), EngineError> {
         let markers = &self.spec.markers.source;
+        // The file is followed from its end as it is now, so before the program starts: a
+        // program quicker to write its first marker than leakloop to open the file would
+        // otherwise lose that marker.
+        if let MarkerSource::File(path) = markers {
+            let follower = FileFollower::start(path, self.board.clone(), self.patterns.clone())
+                .map_err(|e| Self::unavailable(format!("cannot follow {}: {e}", path.display())))?;
+            self.follower = Some(follower);
+        }
         match &self.spec.process {
             AttachProcess::Command(argv) => {
                 let mut started = Started::spawn(argv, &self.cwd, "program")?;
@@ -108,13 +116,8 @@ impl AttachEngine {
         }
         match markers {
             MarkerSource::Stdout | MarkerSource::Stderr => {}
-            MarkerSource::File(path) => {
-                let follower = FileFollower::start(path, self.board.clone(), self.patterns.clone())
-                    .map_err(|e| {
-                        Self::unavailable(format!("cannot follow {}: {e}", path.display()))
-                    })?;
-                self.follower = Some(follower);
-            }
+            // Followed from before the program started (below).
+            MarkerSource::File(_) => {}
             MarkerSource::Command(argv) => {
                 let mut started = Started::spawn(argv, &self.cwd, "marker command")?;
                 let patterns = Some(self.patterns.clone());

@@ -18,6 +18,7 @@ pub mod engine;
 pub mod fuzzing;
 pub mod input;
 pub mod probe;
+pub(crate) mod process;
 pub mod report;
 pub mod runner;
 pub mod scenario;

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use regex::Regex;
 
-use crate::engine::attach::lines::Line;
 use crate::engine::ledger::MAX_SOURCE_KINDS;
 use crate::engine::KindCounts;
+use crate::process::lines::Line;
 
 /// How many recent non-marker lines of each stream are kept to explain a failure.
 const TAIL_LINES: usize = 3;

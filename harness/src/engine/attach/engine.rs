@@ -10,12 +10,13 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::engine::attach::board::{Board, BoardState, Patterns};
-use crate::engine::attach::process::{check_pid, describe_exit, pid_alive, Started};
+use crate::engine::attach::process::{check_pid, pid_alive, Started};
 use crate::engine::attach::source::{read_pipe, FileFollower};
 use crate::engine::{
     BackendInfo, Engine, EngineError, EngineErrorKind, EngineSnapshot, GenerateOutcome,
     GenerateRequest, Prompt, SessionId, TurnMarks,
 };
+use crate::process::describe_exit;
 use crate::scenario::{AttachProcess, AttachSpec, MarkerSource, Scenario, SessionOptions};
 
 /// How long a wait sleeps between checks that the process and the marker source are alive.
@@ -86,6 +87,14 @@ impl AttachEngine {
     /// Starts the process (or checks the pid) and the marker source.
     fn attach(&mut self) -> Result<(), EngineError> {
         let markers = &self.spec.markers.source;
+        // The file is followed from its end as it is now, so before the program starts: a
+        // program quicker to write its first marker than leakloop to open the file would
+        // otherwise lose that marker.
+        if let MarkerSource::File(path) = markers {
+            let follower = FileFollower::start(path, self.board.clone(), self.patterns.clone())
+                .map_err(|e| Self::unavailable(format!("cannot follow {}: {e}", path.display())))?;
+            self.follower = Some(follower);
+        }
         match &self.spec.process {
             AttachProcess::Command(argv) => {
                 let mut started = Started::spawn(argv, &self.cwd, "program")?;
@@ -107,13 +116,8 @@ impl AttachEngine {
         }
         match markers {
             MarkerSource::Stdout | MarkerSource::Stderr => {}
-            MarkerSource::File(path) => {
-                let follower = FileFollower::start(path, self.board.clone(), self.patterns.clone())
-                    .map_err(|e| {
-                        Self::unavailable(format!("cannot follow {}: {e}", path.display()))
-                    })?;
-                self.follower = Some(follower);
-            }
+            // Followed from before the program started (below).
+            MarkerSource::File(_) => {}
             MarkerSource::Command(argv) => {
                 let mut started = Started::spawn(argv, &self.cwd, "marker command")?;
                 let patterns = Some(self.patterns.clone());
@@ -194,14 +198,14 @@ fn read_outputs(
     stderr: Option<Patterns>,
     who: &str,
 ) -> Result<(), EngineError> {
-    let child = started.child_mut();
+    let (out, err) = started.take_outputs();
     let io = |e: std::io::Error| {
         AttachEngine::unavailable(format!("cannot read the output of {who}: {e}"))
     };
-    if let Some(out) = child.stdout.take() {
+    if let Some(out) = out {
         read_pipe(out, board.clone(), stdout, format!("{who}'s stdout")).map_err(io)?;
     }
-    if let Some(err) = child.stderr.take() {
+    if let Some(err) = err {
         read_pipe(err, board.clone(), stderr, format!("{who}'s stderr")).map_err(io)?;
     }
     Ok(())

@@ -2,15 +2,14 @@
 //! loop and writes a marker line after each closed turn; leakloop samples it from outside at
 //! each marker. See docs/attach.md.
 //!
-//! `lines` bounds what is read, `board` keeps what the markers said, `source` reads pipes and
-//! files, `process` starts and stops processes, `engine` puts them behind the [`Engine`] and
-//! [`TurnMarks`](crate::engine::TurnMarks) traits.
+//! `board` keeps what the markers said, `source` reads pipes and files (lines bounded by
+//! `process::lines`), `process` starts and stops processes, `engine` puts them behind the
+//! [`Engine`] and [`TurnMarks`](crate::engine::TurnMarks) traits.
 //!
 //! [`Engine`]: crate::engine::Engine
 
 mod board;
 mod engine;
-mod lines;
 mod process;
 mod replay;
 mod source;

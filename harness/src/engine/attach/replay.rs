@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use crate::engine::attach::board::{Board, Patterns};
-use crate::engine::attach::lines::for_each_line;
 use crate::engine::KindCounts;
+use crate::process::lines::for_each_line;
 use crate::scenario::{DEFAULT_LEDGER_PATTERN, DEFAULT_MARKER_PATTERN, MAX_MARKER_LINE};
 
 /// What the marker board held after a replay.

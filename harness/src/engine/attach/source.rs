@@ -10,8 +10,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::engine::attach::board::{Board, Patterns};
-use crate::engine::attach::lines::{for_each_line, Line, LineSplitter};
 use crate::input::{InputError, InputErrorKind};
+use crate::process::lines::{for_each_line, Line, LineSplitter};
 use crate::scenario::MAX_MARKER_LINE;
 
 /// How often a followed file is checked for new lines.

@@ -4,13 +4,13 @@
 //! stopping a process), each bounded in time.
 
 use std::ffi::OsString;
-use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::engine::transport::adb::classify_adb;
 use crate::engine::transport::error::{TargetError, TargetErrorKind};
+use crate::process::output::{run_capped, Finished, RunError};
 use crate::scenario::{AdbTarget, SshTarget};
 
 /// Environment variable naming the `ssh` program (default: `ssh` on PATH).
@@ -185,51 +185,34 @@ impl Transport {
             })?),
             None => Stdio::null(),
         };
-        let mut child = Command::new(program)
-            .args(args)
-            .stdin(input)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| {
-                TargetError::new(
+        let mut command = Command::new(program);
+        command.args(args).stdin(input);
+        let finished = match run_capped(command, timeout, MAX_OUTPUT_BYTES) {
+            Ok(finished) => finished,
+            Err(RunError::Start(e)) => {
+                return Err(TargetError::new(
                     TargetErrorKind::Unreachable,
                     self.name(),
                     format!("cannot start `{}`: {e}", Path::new(program).display()),
-                )
-            })?;
-        let (Some(mut out), Some(mut err)) = (child.stdout.take(), child.stderr.take()) else {
-            unreachable!("both pipes were requested");
-        };
-        // Both pipes are drained on their own threads so that neither can fill and block.
-        let read_out = std::thread::spawn(move || read_capped(&mut out));
-        let read_err = std::thread::spawn(move || read_capped(&mut err));
-        let started = Instant::now();
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break Some(status),
-                Ok(None) if started.elapsed() >= timeout => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    break None;
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-                Err(_) => break None,
+                ))
+            }
+            Err(RunError::TimedOut(_)) => {
+                return Err(TargetError::new(
+                    TargetErrorKind::Lost,
+                    self.name(),
+                    format!(
+                        "`{}` did not finish within {}",
+                        shown(what),
+                        humantime::format_duration(timeout)
+                    ),
+                ))
             }
         };
-        let stdout = read_out.join().unwrap_or_default();
-        let stderr = read_err.join().unwrap_or_default();
-        let Some(status) = status else {
-            return Err(TargetError::new(
-                TargetErrorKind::Lost,
-                self.name(),
-                format!(
-                    "`{}` did not finish within {}",
-                    shown(what),
-                    humantime::format_duration(timeout)
-                ),
-            ));
-        };
+        let Finished {
+            status,
+            stdout,
+            stderr,
+        } = finished;
         if status.success() {
             return Ok(Ran { stdout });
         }
@@ -297,14 +280,6 @@ pub(crate) fn last_line(stderr: &str) -> String {
 /// Text from a command or a target, safe and short for a message.
 pub(crate) fn shown(text: &str) -> String {
     crate::input::shorten(&crate::input::printable(text), 160).into_owned()
-}
-
-fn read_capped(reader: &mut impl Read) -> String {
-    let mut buf = Vec::new();
-    let _ = reader.take(MAX_OUTPUT_BYTES as u64).read_to_end(&mut buf);
-    // Whatever is past the cap is drained so that the command is not blocked on a full pipe.
-    let _ = std::io::copy(reader, &mut std::io::sink());
-    String::from_utf8_lossy(&buf).into_owned()
 }
 
 #[cfg(test)]

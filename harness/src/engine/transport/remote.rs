@@ -14,12 +14,13 @@ use std::path::Path;
 use crate::engine::transport::command::{sh_quote, shown, Transport};
 use crate::engine::transport::error::{BuildError, TargetError, TargetErrorKind};
 use crate::engine::transport::stage::{
-    describe_status, ended_status, launch_script, stage, Staged, COMMAND_TIMEOUT,
+    ended_status, launch_script, stage, Staged, COMMAND_TIMEOUT,
 };
 use crate::engine::{
     BackendInfo, Engine, EngineError, EngineErrorKind, EngineSnapshot, GenerateOutcome,
     GenerateRequest, Prompt, SessionId, WorkerEngine,
 };
+use crate::process::describe_shell_status;
 use crate::scenario::{AdbProcess, RemoteWorker, Scenario, SessionOptions, Target};
 
 /// An engine whose worker runs on a target reached over ssh or adb.
@@ -101,7 +102,7 @@ impl RemoteEngine {
                 format!(
                     "the remote worker on {} ended with {} before it answered: {}",
                     self.transport.name(),
-                    describe_status(status),
+                    describe_shell_status(status),
                     e.message
                 ),
             ));
@@ -147,7 +148,7 @@ impl RemoteEngine {
         match (&e.kind, ended_status(&tail)) {
             (EngineErrorKind::Crashed { .. }, Some(status)) => EngineError::new(
                 EngineErrorKind::Crashed {
-                    how: format!("{} on {transport}", describe_status(status)),
+                    how: format!("{} on {transport}", describe_shell_status(status)),
                 },
                 format!("the remote worker (pid {peer}) died; {seen}"),
             ),

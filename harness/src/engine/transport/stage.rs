@@ -177,19 +177,6 @@ pub(crate) fn ended_status(stderr: &[String]) -> Option<i32> {
         .find_map(|line| line.trim().strip_prefix(MARKER)?.trim().parse().ok())
 }
 
-/// How a shell status reads: `signal 9 (SIGKILL)` for 128 + N, else `exit status N`.
-pub(crate) fn describe_status(status: i32) -> String {
-    if status > 128 && status < 128 + 65 {
-        let signal = status - 128;
-        let name = nix::sys::signal::Signal::try_from(signal)
-            .map(|s| s.as_str())
-            .unwrap_or("unknown signal");
-        format!("signal {signal} ({name})")
-    } else {
-        format!("exit status {status}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,8 +185,10 @@ mod tests {
     fn the_end_marker_gives_the_workers_status() {
         let lines = vec!["engine says hi".to_owned(), format!("{MARKER} 137")];
         assert_eq!(ended_status(&lines), Some(137));
-        assert_eq!(describe_status(137), "signal 9 (SIGKILL)");
-        assert_eq!(describe_status(3), "exit status 3");
+        assert_eq!(
+            crate::process::describe_shell_status(137),
+            "signal 9 (SIGKILL)"
+        );
         assert_eq!(ended_status(&["ssh: connect to host".to_owned()]), None);
     }
 

@@ -23,10 +23,10 @@ pub(crate) use child::serve_driver_stdio;
 pub(crate) use child::serve_stdio;
 #[cfg(feature = "cli")]
 pub(crate) use child::WorkerError;
+#[cfg(feature = "cli")]
+pub(crate) use crate::process::end_live_groups;
 pub use command::{serve_worker, ServeError, WorkerCommand};
 pub use conformance::{check_driver, CheckStep, DriverCheckPlan, DriverCheckReport, StepResult};
-#[cfg(feature = "cli")]
-pub(crate) use parent::end_live_groups;
 pub(crate) use parent::worker_binary;
 pub use parent::{WorkerEngine, WORKER_BIN_ENV};
 #[cfg(feature = "test-support")]

@@ -8,17 +8,11 @@
 //! time (its last lines are kept and quoted in these errors), so a chatty engine cannot block on
 //! a full pipe. After such a failure the worker is gone and every later call fails the same way.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
-use tokio::runtime::Runtime;
-use tokio::task::JoinHandle;
 
 use crate::engine::opencl::OpenClNameShim;
 use crate::engine::worker::protocol::{
@@ -29,36 +23,32 @@ use crate::engine::{
     BackendInfo, Engine, EngineError, EngineErrorKind, EngineSnapshot, GenerateOutcome,
     GenerateRequest, KindCounts, Prompt, SessionId,
 };
+use crate::process::pipes::{Chunk, LineReader, LineWriter, WriteFailure};
+use crate::process::tail::{Drain, StderrTail};
+use crate::process::{describe_exit, Process, KILL_GRACE};
 use crate::scenario::{Scenario, SessionOptions};
 
 /// Environment variable naming the `leakloop` binary to run as the worker, where the current
 /// executable is not `leakloop` (a test binary, a wrapper).
 pub const WORKER_BIN_ENV: &str = "LEAKLOOP_BIN";
 
-/// How many of the worker's last stderr lines (and stdout lines before its handshake) are kept;
-/// earlier ones are counted.
-const STDERR_TAIL_LINES: usize = 64;
-/// Longest stderr line kept whole; longer ones are kept in pieces. Also the most bytes kept of a
-/// stdout line before the handshake (the rest is counted), so the tail holds at most
-/// 64 x 4 KiB whatever the worker prints.
-const STDERR_LINE_BYTES: u64 = 4096;
 /// Lines a worker may print on stdout before its handshake (a preloaded library's banner).
 const MAX_NOISE_LINES: usize = 1000;
 /// How long a worker that closed its pipes gets to exit before it is killed.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
-/// How long a killed worker gets to be reaped.
-const KILL_GRACE: Duration = Duration::from_secs(5);
+/// The most bytes a worker may write on stdout after its last reply that are read back (and
+/// quoted) when its session ends.
+const LATE_BYTES: usize = 4096;
 /// How long to wait for the last stderr lines of a dead worker.
 const STDERR_GRACE: Duration = Duration::from_secs(1);
 
 /// An engine that runs in a supervised worker process (`leakloop worker`).
 ///
-/// Its calls block the calling thread (it drives the pipes on a small runtime of its own), so it
-/// must not be used from inside an async runtime. Dropping it closes the worker's stdin, which
-/// ends the worker; one that has not ended after 2s is killed.
+/// Its calls block the calling thread (threads of its own drive the pipes, see
+/// [`crate::process`]). Dropping it closes the worker's stdin, which ends the worker; one that
+/// has not ended after 2s is killed with its process group.
 #[derive(Debug)]
 pub struct WorkerEngine {
-    runtime: Runtime,
     /// The pipes and process; `None` once the worker is gone.
     link: Option<Link>,
     pid: u32,
@@ -83,74 +73,14 @@ pub struct WorkerEngine {
     last_ledger: BTreeMap<String, KindCounts>,
 }
 
+/// The worker process and the threads that drive its pipes.
 #[derive(Debug)]
 struct Link {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    stderr_task: JoinHandle<()>,
-}
-
-/// The last lines of the worker's stderr, shared with the task that drains it: at most
-/// [`STDERR_TAIL_LINES`] lines of at most [`STDERR_LINE_BYTES`] bytes each (plus a note of what
-/// was cut), and a count of the lines that no longer fit.
-#[derive(Debug, Clone, Default)]
-struct StderrTail(Arc<Mutex<TailLines>>);
-
-#[derive(Debug, Default)]
-struct TailLines {
-    lines: VecDeque<String>,
-    /// Lines pushed out of the tail.
-    dropped: u64,
-}
-
-impl StderrTail {
-    /// Keeps `prefix` and `line` (at most [`STDERR_LINE_BYTES`] of it), pushing out the oldest
-    /// line when the tail is full.
-    fn push(&self, prefix: &str, line: &[u8]) {
-        let cap = STDERR_LINE_BYTES as usize;
-        let line = line.strip_suffix(b"\n").unwrap_or(line);
-        let mut kept = format!(
-            "{prefix}{}",
-            String::from_utf8_lossy(&line[..line.len().min(cap)]).trim_end()
-        );
-        if line.len() > cap {
-            kept.push_str(&format!(" [... {} more bytes]", line.len() - cap));
-        }
-        let mut tail = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if tail.lines.len() == STDERR_TAIL_LINES {
-            tail.lines.pop_front();
-            tail.dropped += 1;
-        }
-        tail.lines.push_back(kept);
-    }
-
-    fn lines(&self) -> Vec<String> {
-        let tail = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        tail.lines.iter().cloned().collect()
-    }
-
-    fn dropped(&self) -> u64 {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).dropped
-    }
-
-    /// The tail as an indented block for error messages, or nothing.
-    fn render(&self) -> String {
-        let lines = self.lines();
-        if lines.is_empty() {
-            return String::new();
-        }
-        let mut text = String::from("\nlast lines of the worker's stderr:");
-        let dropped = self.dropped();
-        if dropped > 0 {
-            text.push_str(&format!("\n  | [... {dropped} earlier lines not kept]"));
-        }
-        for line in lines {
-            text.push_str("\n  | ");
-            text.push_str(&line);
-        }
-        text
-    }
+    process: Process,
+    /// `None` once closed, which asks the worker to end.
+    stdin: Option<LineWriter>,
+    stdout: LineReader,
+    stderr: Drain,
 }
 
 /// What went wrong in one exchange of request and reply.
@@ -159,6 +89,8 @@ enum ExchangeFailure {
     Closed(String),
     /// The worker said something that is not a reply.
     Malformed(String),
+    /// The call's time ran out (writing the request or waiting for the reply).
+    TimedOut,
 }
 
 impl WorkerEngine {
@@ -201,56 +133,50 @@ impl WorkerEngine {
         cwd: Option<&Path>,
         scenario: &Scenario,
     ) -> Result<Self, EngineError> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("leakloop-worker-io")
-            .enable_all()
-            .build()
-            .map_err(|e| {
-                EngineError::new(
-                    EngineErrorKind::Unavailable,
-                    format!("cannot start the worker's I/O runtime: {e}"),
-                )
-            })?;
         let mut command = Command::new(program);
         command
             .args(args)
             .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
+            .stderr(Stdio::piped());
         if let Some(cwd) = cwd {
             command.current_dir(cwd);
         }
         // Its own process group, so that whatever it starts (a wrapper's children, helpers) is
-        // ended with it (`end_group`), whichever way it ends.
-        command.process_group(0);
-        die_with_parent(&mut command);
-        let mut child = {
-            let _context = runtime.enter();
-            command.spawn().map_err(|e| {
-                EngineError::new(
-                    EngineErrorKind::Unavailable,
-                    format!("cannot start the worker `{}`: {e}", program.display()),
-                )
-            })?
-        };
-        let pid = child.id().unwrap_or_default();
-        live_groups().push(pid);
+        // ended with it, whichever way it ends; SIGKILL if the runner dies first, so that a hung
+        // worker never outlives an interrupted run.
+        let mut process = Process::spawn(command, libc::SIGKILL).map_err(|e| {
+            EngineError::new(
+                EngineErrorKind::Unavailable,
+                format!("cannot start the worker `{}`: {e}", program.display()),
+            )
+        })?;
+        let pid = process.id();
         let stderr = StderrTail::default();
-        let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        let pipes = (
+            process.take_stdin(),
+            process.take_stdout(),
+            process.take_stderr(),
+        );
         let (Some(stdin), Some(stdout), Some(child_stderr)) = pipes else {
             unreachable!("all three pipes were requested");
         };
-        let stderr_task = runtime.spawn(drain(child_stderr, stderr.clone()));
+        let stderr_drain = stderr.drain(child_stderr);
+        let threads = LineWriter::start(stdin)
+            .and_then(|stdin| Ok((stdin, LineReader::start(stdout, MAX_LINE_BYTES)?)));
+        let (stdin, stdout) = threads.map_err(|e| {
+            EngineError::new(
+                EngineErrorKind::Unavailable,
+                format!("cannot start the threads that talk to the worker: {e}"),
+            )
+        })?;
         let mut worker = WorkerEngine {
-            runtime,
             link: Some(Link {
-                child,
-                stdin,
-                stdout: BufReader::new(stdout),
-                stderr_task,
+                process,
+                stdin: Some(stdin),
+                stdout,
+                stderr: stderr_drain,
             }),
             pid,
             call_timeout: scenario.engine.call_timeout,
@@ -345,70 +271,67 @@ impl WorkerEngine {
             return Err("it was already gone".into());
         };
         let Link {
-            mut child,
+            mut process,
             stdin,
-            mut stdout,
-            stderr_task,
+            stdout,
+            stderr,
         } = link;
-        let tail = self.stderr.clone();
-        let pid = self.pid;
-        self.runtime.block_on(async {
-            drop(stdin);
-            let mut late = Vec::new();
-            // One grace time for both, awaited side by side: reading what is left on stdout until
-            // it closes, and the exit. A driver that exited while a process it started still holds
-            // its stdout is told apart from one that did not exit.
-            let deadline = tokio::time::Instant::now() + EXIT_GRACE;
-            let mut rest = (&mut stdout).take(4096);
-            let (read, exited) = tokio::join!(
-                tokio::time::timeout_at(deadline, rest.read_to_end(&mut late)),
-                tokio::time::timeout_at(deadline, child.wait()),
-            );
-            if exited.is_ok() {
-                end_group(pid);
-            } else {
-                kill_and_reap(&mut child).await;
-            }
-            finish_stderr(stderr_task).await;
-            let status = match exited {
-                Ok(Ok(status)) => status,
-                Ok(Err(e)) => return Err(format!("its exit status is unknown ({e})")),
-                Err(_) => {
-                    return Err(format!(
-                        "it did not exit within {} after its stdin closed, so it and the \
-                         processes it started were killed",
-                        humanize(EXIT_GRACE)
-                    ))
+        drop(stdin);
+        // One grace time for both: the exit, and reading what is left on stdout until it
+        // closes. A driver that exited while a process it started still holds its stdout is told
+        // apart from one that did not exit.
+        let deadline = Instant::now() + EXIT_GRACE;
+        let exited = process.wait_timeout(EXIT_GRACE);
+        let mut late = Vec::new();
+        let mut closed = false;
+        while late.len() < LATE_BYTES {
+            match stdout.next(deadline) {
+                Some(Chunk::Line(bytes)) => late.extend(bytes),
+                Some(Chunk::Closed(_)) => {
+                    closed = true;
+                    break;
                 }
-            };
-            match read {
-                Err(_) => {
-                    return Err(format!(
-                        "it exited with {} after its stdin closed, but a process it started \
-                         still held its stdout open {} later (it was killed); a driver must \
-                         end what it starts, or not hand it its stdout",
-                        describe_exit(status),
-                        humanize(EXIT_GRACE)
-                    ))
-                }
-                Ok(Ok(n)) if n > 0 => {
-                    return Err(format!(
-                        "it wrote on stdout after its last reply: `{}`",
-                        excerpt(&String::from_utf8_lossy(&late))
-                    ));
-                }
-                Ok(_) => {}
+                None => break,
             }
-            if status.success() {
-                Ok(())
-            } else {
-                Err(format!(
-                    "it ended with {} after its stdin closed (expected exit status 0){}",
-                    describe_exit(status),
-                    tail.render()
-                ))
+        }
+        late.truncate(LATE_BYTES);
+        let status = match exited {
+            Some(seen) => process.end_group().unwrap_or(seen),
+            None => {
+                process.kill(KILL_GRACE);
+                stderr.finish(STDERR_GRACE);
+                return Err(format!(
+                    "it did not exit within {} after its stdin closed, so it and the processes \
+                     it started were killed",
+                    humanize(EXIT_GRACE)
+                ));
             }
-        })
+        };
+        stderr.finish(STDERR_GRACE);
+        if !closed && late.len() < LATE_BYTES {
+            return Err(format!(
+                "it exited with {} after its stdin closed, but a process it started still held \
+                 its stdout open {} later (it was killed); a driver must end what it starts, or \
+                 not hand it its stdout",
+                describe_exit(status),
+                humanize(EXIT_GRACE)
+            ));
+        }
+        if !late.is_empty() {
+            return Err(format!(
+                "it wrote on stdout after its last reply: `{}`",
+                excerpt(&String::from_utf8_lossy(&late))
+            ));
+        }
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "it ended with {} after its stdin closed (expected exit status 0){}",
+                describe_exit(status),
+                self.stderr_block()
+            ))
+        }
     }
 
     /// Records the external driver's command line, reported with the backend from now on.
@@ -448,12 +371,15 @@ impl WorkerEngine {
         };
         let line = encode_line(&request);
         let started = Instant::now();
-        let stderr = &self.stderr;
-        let outcome = self.runtime.block_on(async {
-            tokio::time::timeout(timeout, exchange(link, &line, handshake, stderr)).await
-        });
+        let outcome = exchange(
+            link,
+            &line,
+            handshake,
+            &self.stderr,
+            deadline_after(timeout),
+        );
         match outcome {
-            Ok(Ok(reply)) => {
+            Ok(reply) => {
                 self.clock_ms = reply.clock_ms;
                 match reply.body {
                     // These are the runner's verdicts about the process; a worker that claims
@@ -486,7 +412,7 @@ impl WorkerEngine {
                     body => Ok(body),
                 }
             }
-            Err(_elapsed) => {
+            Err(ExchangeFailure::TimedOut) => {
                 let waited_ms = started.elapsed().as_millis() as u64;
                 let killed = self.kill();
                 Err(self.end(
@@ -498,7 +424,7 @@ impl WorkerEngine {
                     ),
                 ))
             }
-            Ok(Err(ExchangeFailure::Closed(cause))) => {
+            Err(ExchangeFailure::Closed(cause)) => {
                 let how = self.reap();
                 Err(self.end(
                     EngineErrorKind::Crashed { how: how.clone() },
@@ -508,7 +434,7 @@ impl WorkerEngine {
                     ),
                 ))
             }
-            Ok(Err(ExchangeFailure::Malformed(what))) => {
+            Err(ExchangeFailure::Malformed(what)) => {
                 Err(self.fail_protocol(format!("during `{name}`: {what}")))
             }
         }
@@ -544,7 +470,7 @@ impl WorkerEngine {
 
     /// Records the failure that ended the worker (with its stderr tail) and returns it.
     fn end(&mut self, kind: EngineErrorKind, message: String) -> EngineError {
-        let error = EngineError::new(kind, format!("{message}{}", self.stderr.render()));
+        let error = EngineError::new(kind, format!("{message}{}", self.stderr_block()));
         self.ended = Some(error.clone());
         error
     }
@@ -552,49 +478,53 @@ impl WorkerEngine {
     /// Kills the worker and reaps it, then collects its last stderr lines. Says how that went,
     /// for the error message.
     fn kill(&mut self) -> &'static str {
-        let Some(mut link) = self.link.take() else {
+        let Some(link) = self.link.take() else {
             return "it was already gone";
         };
-        self.runtime.block_on(async {
-            let reaped = kill_and_reap(&mut link.child).await;
-            finish_stderr(link.stderr_task).await;
-            if reaped {
-                "it was killed"
-            } else {
-                "it was sent SIGKILL but had not ended after 5s (stuck in the kernel?)"
-            }
-        })
+        let Link {
+            mut process,
+            stderr,
+            ..
+        } = link;
+        let reaped = process.kill(KILL_GRACE).is_some();
+        stderr.finish(STDERR_GRACE);
+        if reaped {
+            "it was killed"
+        } else {
+            "it was sent SIGKILL but had not ended after 5s (stuck in the kernel?)"
+        }
     }
 
     /// Waits for a worker whose pipes closed to exit (killing it if it lingers) and says how it
     /// ended.
     fn reap(&mut self) -> String {
-        let Some(mut link) = self.link.take() else {
+        let Some(link) = self.link.take() else {
             return "already gone".into();
         };
-        let pid = self.pid;
-        self.runtime.block_on(async {
-            drop(link.stdin);
-            let how = match tokio::time::timeout(EXIT_GRACE, link.child.wait()).await {
-                Ok(Ok(status)) => {
-                    end_group(pid);
-                    describe_exit(status)
-                }
-                Ok(Err(e)) => {
-                    end_group(pid);
-                    format!("exit status unknown ({e})")
-                }
-                Err(_) => {
-                    kill_and_reap(&mut link.child).await;
-                    format!(
-                        "it closed its pipes but did not exit within {}, so it was killed",
-                        humanize(EXIT_GRACE)
-                    )
-                }
-            };
-            finish_stderr(link.stderr_task).await;
-            how
-        })
+        let Link {
+            mut process,
+            stdin,
+            stderr,
+            ..
+        } = link;
+        drop(stdin);
+        let how = match process.wait_timeout(EXIT_GRACE) {
+            Some(seen) => describe_exit(process.end_group().unwrap_or(seen)),
+            None => {
+                process.kill(KILL_GRACE);
+                format!(
+                    "it closed its pipes but did not exit within {}, so it was killed",
+                    humanize(EXIT_GRACE)
+                )
+            }
+        };
+        stderr.finish(STDERR_GRACE);
+        how
+    }
+
+    /// The stderr tail as a block for error messages, or nothing.
+    fn stderr_block(&self) -> String {
+        self.stderr.render("the worker's stderr")
     }
 
     fn expect_done(&mut self, request: Request) -> Result<(), EngineError> {
@@ -610,23 +540,19 @@ impl Drop for WorkerEngine {
     fn drop(&mut self) {
         if let Some(link) = self.link.take() {
             let Link {
-                mut child,
-                stdin,
-                stderr_task,
-                ..
+                mut process, stdin, ..
             } = link;
-            let pid = self.pid;
-            self.runtime.block_on(async {
-                // Closing stdin asks the worker to end; one that does not is killed.
-                drop(stdin);
-                match tokio::time::timeout(EXIT_GRACE, child.wait()).await {
-                    Ok(_) => end_group(pid),
-                    Err(_) => {
-                        kill_and_reap(&mut child).await;
-                    }
+            // Closing stdin asks the worker to end; one that does not is killed. Its stderr is
+            // not waited for.
+            drop(stdin);
+            match process.wait_timeout(EXIT_GRACE) {
+                Some(_) => {
+                    process.end_group();
                 }
-                stderr_task.abort();
-            });
+                None => {
+                    process.kill(KILL_GRACE);
+                }
+            }
         }
     }
 }
@@ -739,26 +665,23 @@ impl Engine for WorkerEngine {
             return Ok(());
         };
         let Link {
-            mut child,
+            mut process,
             stdin,
             stdout,
-            stderr_task,
+            stderr,
         } = link;
-        let pid = self.pid;
-        let status = self.runtime.block_on(async {
-            drop(stdin);
-            let status = tokio::time::timeout(EXIT_GRACE, child.wait()).await;
-            if status.is_err() {
-                kill_and_reap(&mut child).await;
-            } else {
-                end_group(pid);
+        drop(stdin);
+        let status = match process.wait_timeout(EXIT_GRACE) {
+            Some(seen) => Some(process.end_group().unwrap_or(seen)),
+            None => {
+                process.kill(KILL_GRACE);
+                None
             }
-            drop(stdout);
-            finish_stderr(stderr_task).await;
-            status
-        });
+        };
+        drop(stdout);
+        stderr.finish(STDERR_GRACE);
         match status {
-            Ok(Ok(status)) if !status.success() => {
+            Some(status) if !status.success() => {
                 let how = describe_exit(status);
                 let who = if self.driver.is_some() {
                     "driver"
@@ -783,36 +706,42 @@ impl Engine for WorkerEngine {
 
 /// Writes a request and reads its reply. During the handshake, stdout lines that are not a reply
 /// (a preloaded library's banner, a test framework's header) are kept with the stderr tail.
-async fn exchange(
+fn exchange(
     link: &mut Link,
     line: &str,
     handshake: bool,
     noise: &StderrTail,
+    deadline: Instant,
 ) -> Result<Reply, ExchangeFailure> {
-    let write = async {
-        link.stdin.write_all(line.as_bytes()).await?;
-        link.stdin.flush().await
+    let Some(stdin) = &link.stdin else {
+        return Err(ExchangeFailure::Closed("its stdin was closed".into()));
     };
-    if let Err(e) = write.await {
-        return Err(ExchangeFailure::Closed(format!("writing its stdin: {e}")));
+    match stdin.write(line.as_bytes().to_vec(), deadline) {
+        Ok(()) => {}
+        Err(WriteFailure::TimedOut) => return Err(ExchangeFailure::TimedOut),
+        Err(WriteFailure::Failed(e)) => {
+            return Err(ExchangeFailure::Closed(format!("writing its stdin: {e}")))
+        }
     }
     let mut skipped = 0;
     loop {
-        let mut buf = Vec::new();
-        let read = (&mut link.stdout)
-            .take(MAX_LINE_BYTES)
-            .read_until(b'\n', &mut buf)
-            .await;
-        match read {
-            Err(e) => return Err(ExchangeFailure::Closed(format!("reading its stdout: {e}"))),
-            Ok(0) => return Err(ExchangeFailure::Closed("its stdout closed".into())),
-            Ok(_) if !buf.ends_with(b"\n") && buf.len() as u64 >= MAX_LINE_BYTES => {
+        let buf = match link.stdout.next(deadline) {
+            None => return Err(ExchangeFailure::TimedOut),
+            Some(Chunk::Closed(None)) => {
+                return Err(ExchangeFailure::Closed("its stdout closed".into()))
+            }
+            Some(Chunk::Closed(Some(e))) => {
+                return Err(ExchangeFailure::Closed(format!("reading its stdout: {e}")))
+            }
+            Some(Chunk::Line(buf))
+                if !buf.ends_with(b"\n") && buf.len() as u64 >= MAX_LINE_BYTES =>
+            {
                 return Err(ExchangeFailure::Malformed(format!(
                     "a reply longer than {MAX_LINE_BYTES} bytes"
                 )))
             }
-            Ok(_) => {}
-        }
+            Some(Chunk::Line(buf)) => buf,
+        };
         let text = String::from_utf8_lossy(&buf);
         if let Ok(reply) = decode_line::<Reply>(&text) {
             return Ok(reply);
@@ -855,107 +784,11 @@ fn fatal_kind_answered(call: &str, error: WireError) -> EngineError {
     )
 }
 
-/// Keeps the last lines of the worker's stderr until it closes.
-async fn drain(stderr: impl AsyncRead + Unpin, tail: StderrTail) {
-    let mut reader = BufReader::new(stderr);
-    loop {
-        let mut buf = Vec::new();
-        match (&mut reader)
-            .take(STDERR_LINE_BYTES)
-            .read_until(b'\n', &mut buf)
-            .await
-        {
-            Ok(0) | Err(_) => return,
-            Ok(_) => tail.push("", &buf),
-        }
-    }
-}
-
-/// Sends SIGKILL to the process and its process group and waits (bounded: a process stuck in a
-/// driver call dies only when it leaves the kernel) until the process is reaped, so that no
-/// zombie is left. Whether it was reaped.
-async fn kill_and_reap(child: &mut Child) -> bool {
-    // Not reaped yet (`id` is `None` once it is), so its pid still names its group.
-    if let Some(pid) = child.id() {
-        end_group(pid);
-    }
-    // An error here means it already exited; it is reaped all the same below.
-    let _ = child.start_kill();
-    matches!(
-        tokio::time::timeout(KILL_GRACE, child.wait()).await,
-        Ok(Ok(_))
-    )
-}
-
-/// Sends SIGKILL to the process group that worker `pid` leads (it was spawned leading its own):
-/// the processes it started and left behind. Called with the worker not yet reaped, or just
-/// after it was reaped; then the group id stays taken while any member lives, and a group with
-/// no members left gets ESRCH (its number would only be reused after the kernel's pid counter
-/// wrapped around).
-fn end_group(pid: u32) {
-    live_groups().retain(|p| *p != pid);
-    signal_group(pid);
-}
-
-/// The process groups of workers started and not yet ended, so that a runner that exits
-/// without dropping its engines (an interrupted run) still ends what they started.
-fn live_groups() -> std::sync::MutexGuard<'static, Vec<u32>> {
-    static LIVE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
-    LIVE.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Ends the process group of every worker not yet ended: for a runner about to exit without
-/// dropping its engines (SIGINT, SIGTERM). The workers themselves would die with it
-/// (`PR_SET_PDEATHSIG`), but not the processes they started.
-#[cfg(feature = "cli")]
-pub(crate) fn end_live_groups() {
-    let live = std::mem::take(&mut *live_groups());
-    for pid in live {
-        signal_group(pid);
-    }
-}
-
-/// SIGKILL to the process group `pid` leads.
-fn signal_group(pid: u32) {
-    if let Ok(pid) = libc::pid_t::try_from(pid) {
-        if pid > 0 {
-            // SAFETY: kill(2) with a negative pid signals a process group; it touches no memory.
-            unsafe {
-                libc::kill(-pid, libc::SIGKILL);
-            }
-        }
-    }
-}
-
-/// Lets the stderr drain take in a dead worker's last lines (bounded: a grandchild may hold the
-/// pipe open).
-async fn finish_stderr(mut task: JoinHandle<()>) {
-    if tokio::time::timeout(STDERR_GRACE, &mut task).await.is_err() {
-        task.abort();
-    }
-}
-
-/// How a process ended, e.g. `signal 6 (SIGABRT)` or `exit status 3`.
-pub(crate) fn describe_exit(status: ExitStatus) -> String {
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::ExitStatusExt;
-        if let Some(signal) = status.signal() {
-            let name = nix::sys::signal::Signal::try_from(signal)
-                .map(|s| s.as_str())
-                .unwrap_or("unknown signal");
-            let core = if status.core_dumped() {
-                ", core dumped"
-            } else {
-                ""
-            };
-            return format!("signal {signal} ({name}){core}");
-        }
-    }
-    match status.code() {
-        Some(code) => format!("exit status {code}"),
-        None => status.to_string(),
-    }
+/// The instant `timeout` from now (far in the future for a timeout too long to add).
+fn deadline_after(timeout: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout)
+        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
 }
 
 /// The `leakloop` binary to run as the worker.
@@ -996,26 +829,6 @@ fn choose_worker_binary(
 fn humanize(duration: Duration) -> humantime::FormattedDuration {
     humantime::format_duration(duration)
 }
-
-/// A killed runner (SIGKILL, OOM killer) runs no destructor, so `kill_on_drop` cannot reap its
-/// worker; on Linux the kernel kills the worker when the thread that spawned it goes away, so a
-/// hung worker never outlives an interrupted run.
-#[cfg(any(target_os = "linux", target_os = "android"))]
-fn die_with_parent(command: &mut Command) {
-    // SAFETY: the closure runs between fork and exec and only calls prctl, which is
-    // async-signal-safe.
-    unsafe {
-        command.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-}
-
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-fn die_with_parent(_command: &mut Command) {}
 
 #[cfg(test)]
 mod tests;

@@ -7,6 +7,7 @@ use crate::engine::worker::test_engine::{
     scenario_with_faults, test_worker_args, SESSION_BYTES, TEST_WORKER_ENV,
 };
 use crate::probe::probe_process;
+use crate::process::tail::{STDERR_LINE_BYTES, STDERR_TAIL_LINES};
 use crate::scenario::{Fault, FaultKind};
 
 /// A valid handshake answer, for shell workers.
@@ -176,8 +177,7 @@ fn long_stdout_lines_before_the_handshake_are_cut_and_counted() {
     );
     assert_eq!(worker.stderr.dropped(), 100 - STDERR_TAIL_LINES as u64);
     assert!(worker
-        .stderr
-        .render()
+        .stderr_block()
         .contains("[... 36 earlier lines not kept]"));
 }
 

@@ -1,7 +1,21 @@
-//! Splits a byte stream into lines of bounded length: a process that writes a gigabyte without
-//! a newline costs leakloop a few kilobytes, and the line is counted as too long, not kept.
+//! Reads lines of bounded length from a child's pipes: a process that writes a gigabyte without
+//! a newline costs leakloop a few kilobytes. [`LineSplitter`] counts such a line as too long and
+//! skips it (marker lines); [`read_line_capped`] hands it over in capped pieces (a stderr tail,
+//! the worker protocol, which judges a reply that long itself).
 
-use std::io::{ErrorKind, Read};
+use std::io::{BufRead, ErrorKind, Read};
+
+/// Reads one line (up to and including its `\n`) into `buf`, replacing what it held, but at
+/// most `max` bytes of it: a longer line is returned in pieces, the first `max` bytes now and the
+/// rest at the next calls. The bytes read; 0 at the end of the stream.
+pub(crate) fn read_line_capped(
+    reader: &mut impl BufRead,
+    max: u64,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<usize> {
+    buf.clear();
+    reader.take(max).read_until(b'\n', buf)
+}
 
 /// One line read from a stream.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,6 +13,9 @@ mod artifacts;
 mod atomic;
 mod error;
 mod escape;
+/// Test fixtures (finished runs of every kind), for this crate's tests and, through
+/// `test-support`, its integration tests; not API.
+#[cfg(any(test, feature = "test-support"))]
 #[doc(hidden)]
 pub mod examples;
 mod facts;

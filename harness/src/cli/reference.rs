@@ -124,7 +124,7 @@ fn write_arg(out: &mut String, arg: &Arg) {
         out.push('\n');
         return;
     }
-    out.push_str(":");
+    out.push(':');
     // Continuation lines are indented so that a multi-paragraph help stays one list item.
     for (i, line) in text.lines().enumerate() {
         match (i, line.trim().is_empty()) {

@@ -8,7 +8,7 @@
 //!
 //! The documented API is small, like the DSL it runs:
 //! - [`scenario`]: load (from a file or YAML text) and build scenarios;
-//! - [`testing`] (feature `test-support`): run a scenario from a crate's own `#[test]` and
+//! - `testing` (feature `test-support`): run a scenario from a crate's own `#[test]` and
 //!   assert on its verdict;
 //! - the outcome: [`runner::RunRecord`] (samples, ledger, provenance) and [`analyze::Verdict`];
 //! - [`registry`]: the metrics leakloop knows;
@@ -17,9 +17,9 @@
 //! Features switch dependencies on, not only modules: `cli` (default) is the `leakloop` command
 //! line and turns `reports` on; `reports` adds plot.svg, junit.xml and the progress bar (plotters,
 //! quick-junit, indicatif); without it a run writes report.json, summary.md and samples.jsonl.
-//! `test-support` adds [`testing`] (see docs/testing-in-your-crate.md). The other modules are
-//! public only for this workspace's own tests, tools and benchmarks and are hidden from the
-//! documentation: they are not a stable API.
+//! `test-support` adds `leakloop::testing` (see docs/testing-in-your-crate.md). The other
+//! modules are public only for this workspace's own tests, tools and benchmarks and are hidden
+//! from the documentation: they are not a stable API.
 #![warn(missing_docs)]
 
 pub mod analyze;

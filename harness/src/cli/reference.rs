@@ -104,10 +104,11 @@ fn write_arg(out: &mut String, arg: &Arg) {
         .filter(|v| !v.is_hide_set())
         .map(|v| format!("`{}`", v.get_name()))
         .collect();
+    let mut facts = Vec::new();
     // A value list that the help already spells out (clap appends it to long help) is not
     // repeated.
     if !values.is_empty() && !text.contains("Possible values") {
-        let _ = write!(text, "\nValues: {}.", values.join(", "));
+        facts.push(format!("values: {}", values.join(", ")));
     }
     let defaults: Vec<String> = arg
         .get_default_values()
@@ -117,7 +118,11 @@ fn write_arg(out: &mut String, arg: &Arg) {
     // A plain switch's `false` says nothing.
     let takes_value = arg.get_action().takes_values();
     if takes_value && !defaults.is_empty() && !arg.is_hide_default_value_set() {
-        let _ = write!(text, "\nDefault: {}.", defaults.join(", "));
+        facts.push(format!("default: {}", defaults.join(", ")));
+    }
+    if !facts.is_empty() {
+        let space = if text.is_empty() { "" } else { " " };
+        let _ = write!(text, "{space}({})", facts.join("; "));
     }
     let _ = write!(out, "- {names}");
     if text.is_empty() {
@@ -306,11 +311,15 @@ mod tests {
         assert!(md.contains("\n### `leakloop run`\n"), "{md}");
         assert!(md.contains("\n#### `leakloop bench suite`\n"), "{md}");
         assert!(md.contains("- `--out <DIR>`: "), "{md}");
-        let horizon = md
-            .lines()
-            .position(|l| l.starts_with("- `--horizon <HORIZON>`: "));
-        let default = md.lines().skip(horizon.expect("analyze --horizon")).nth(1);
-        assert_eq!(default, Some("  Default: `1000`."));
+        assert!(
+            md.contains("- `--horizon <HORIZON>`: ")
+                && md.contains(" the tolerance (default: `1000`)\n"),
+            "{md}"
+        );
+        assert!(
+            md.contains(" (values: `text`, `json`; default: `text`)\n"),
+            "{md}"
+        );
         // A switch has no default worth printing.
         assert!(md.contains("- `-q, --quiet`: No progress bar\n"), "{md}");
         // A hidden command stays out of the reference.

@@ -22,7 +22,8 @@ use crate::runner::{RunOutcome, RunRecord};
 use crate::scenario::ScenarioError;
 use crate::session::{BaselineError, SessionError};
 
-/// What each exit code means, for every command (`leakloop --help`; README.md has the same table).
+/// What each exit code means, for every command (`leakloop --help`; docs/exit-codes.md has the
+/// same codes in a table).
 pub(crate) const EXIT_CODES_HELP: &str = "\
 Exit codes (every command):
   0  pass: every expectation held (check: every file is valid, and with --lib the library
@@ -45,8 +46,8 @@ Exit codes (every command):
 Once a verdict is known it decides the code; a later failure to write output is a warning.
 A closed pipe on stdout (`| head`) ends the output quietly.";
 
-/// The documented exit codes (README.md, "Exit codes", and `leakloop --help`), ordered so that
-/// the worse of two verdicts is the larger.
+/// The documented exit codes (docs/exit-codes.md, generated from this type, and `leakloop
+/// --help`), ordered so that the worse of two verdicts is the larger.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum Exit {
@@ -103,6 +104,31 @@ impl Exit {
     /// The code with this number, if it is one of the documented ones (a suite report read back).
     pub fn from_code(code: u8) -> Option<Exit> {
         Exit::ALL.into_iter().find(|e| *e as u8 == code)
+    }
+
+    /// What the code means, whatever the command: the first column of docs/exit-codes.md
+    /// (generated, see `cli/reference.rs`; what it means per command is in `cli/exit_table.rs`).
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Exit::Pass => "pass",
+            Exit::ExpectationFailed => "an expectation failed: a leak, an unbalanced create/delete",
+            Exit::BadInput => {
+                "bad input or usage: a malformed scenario, trace or report, a missing, unreadable \
+                 or non-regular input file, a bad flag or override, a busy `--out` folder, a \
+                 library that cannot run a step of the scenario"
+            }
+            Exit::EngineFailed => {
+                "the engine failed: crash, hang, load error, a missing engine library, engine \
+                 errors the scenario did not script"
+            }
+            Exit::OutputFailed => "output could not be written before there was a verdict",
+            Exit::InterruptedBySigint => {
+                "interrupted by SIGINT (Ctrl-C): 128 + 2, as a shell reports it"
+            }
+            Exit::InterruptedBySigterm => {
+                "interrupted by SIGTERM (what a CI job's timeout sends): 128 + 15"
+            }
+        }
     }
 
     /// Every documented code, in order.
@@ -387,23 +413,11 @@ mod tests {
         );
     }
 
-    /// README.md's table, `leakloop --help` and [`Exit`] list the same codes.
+    /// `leakloop --help` and [`Exit`] list the same codes (docs/exit-codes.md is generated from
+    /// [`Exit`], see `cli/reference.rs`).
     #[test]
-    fn readme_help_and_enum_agree_on_the_codes() {
+    fn help_and_enum_agree_on_the_codes() {
         let codes: Vec<u8> = Exit::ALL.iter().map(|e| *e as u8).collect();
-        let readme =
-            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
-        let table = readme
-            .split("### Exit codes")
-            .nth(1)
-            .and_then(|rest| rest.split("\n\n").find(|block| block.starts_with("| code")))
-            .expect("README has an exit-code table");
-        let in_readme: Vec<u8> = table
-            .lines()
-            .skip(2)
-            .map(|row| row.split('|').nth(1).unwrap().trim().parse().unwrap())
-            .collect();
-        assert_eq!(in_readme, codes);
         let in_help: Vec<u8> = EXIT_CODES_HELP
             .lines()
             .filter_map(|l| {

@@ -8,11 +8,16 @@ mod check;
 mod compare;
 mod driver_check;
 mod error;
+// Only the generated docs/exit-codes.md reads these (the generation test, `reference`).
+#[cfg(test)]
+mod exit_table;
 mod history;
 mod init;
 mod interrupt;
 mod output;
 mod overrides;
+#[cfg(test)]
+mod reference;
 mod report;
 mod run;
 pub(crate) mod suite;

@@ -5,16 +5,16 @@ use std::path::{Path, PathBuf};
 use crate::analyze::Verdict;
 use crate::report::atomic::{write_atomic, write_atomic_with};
 use crate::report::out_dir::create_folder;
-use crate::report::{
-    render_junit, render_plot_svg, render_summary_md, write_report_json, ReportError,
-};
+#[cfg(feature = "reports")]
+use crate::report::{render_junit, render_plot_svg};
+use crate::report::{render_summary_md, write_report_json, ReportError};
 use crate::runner::RunRecord;
 
 /// The machine-readable report.
 pub const REPORT_JSON: &str = "report.json";
-/// One JUnit test case per expectation.
+/// One JUnit test case per expectation (written with the `reports` feature).
 pub const JUNIT_XML: &str = "junit.xml";
-/// Memory per turn per metric.
+/// Memory per turn per metric (written with the `reports` feature).
 pub const PLOT_SVG: &str = "plot.svg";
 /// A short table for a pull-request comment.
 pub const SUMMARY_MD: &str = "summary.md";
@@ -22,7 +22,8 @@ pub const SUMMARY_MD: &str = "summary.md";
 pub const SAMPLES_JSONL: &str = "samples.jsonl";
 
 /// Renders and atomically writes report.json, junit.xml, plot.svg and summary.md into `dir`
-/// (created if missing); returns the paths written, in that order. One artifact at a time:
+/// (created if missing); returns the paths written, in that order. junit.xml and plot.svg are
+/// written only with the `reports` feature (on with `cli`). One artifact at a time:
 /// report.json is streamed to its file, the others are rendered just before they are written,
 /// so a long run never holds every artifact in memory at once. Each file is replaced
 /// atomically; a rendering error leaves that artifact as it was. A file that cannot be rendered
@@ -48,12 +49,14 @@ pub fn write_reports(
         Err(e) => failed.push(e),
     }
     type Render<'a> = &'a dyn Fn() -> Result<String, ReportError>;
-    let rest: [(&str, Render<'_>); 3] = [
+    let rest: &[(&str, Render<'_>)] = &[
+        #[cfg(feature = "reports")]
         (JUNIT_XML, &|| render_junit(record, verdict)),
+        #[cfg(feature = "reports")]
         (PLOT_SVG, &|| render_plot_svg(record, verdict)),
         (SUMMARY_MD, &|| Ok(render_summary_md(record, verdict))),
     ];
-    for (name, render) in rest {
+    for &(name, render) in rest {
         let path = dir.join(name);
         match render().and_then(|contents| write_atomic(&path, contents.as_bytes())) {
             Ok(()) => written.push(path),

@@ -13,6 +13,7 @@
 //! - Terminal: [`crate::input::printable`], which every line the CLI prints goes through as
 //!   well (`cli/output.rs`).
 
+#[cfg(any(feature = "reports", test))]
 use std::borrow::Cow;
 
 use crate::input::is_unprintable;
@@ -115,6 +116,7 @@ pub(crate) fn markdown_link(target: &str) -> String {
 
 /// Whether XML 1.0 allows `c` in a document (as itself or as a `&#..;` reference): tab, line
 /// feed, carriage return and everything from U+0020 but the surrogates, U+FFFE and U+FFFF.
+#[cfg(any(feature = "reports", test))]
 fn allowed_in_xml(c: char) -> bool {
     matches!(c, '\t' | '\n' | '\r') || !(c < ' ' || c == '\u{fffe}' || c == '\u{ffff}')
 }
@@ -123,6 +125,7 @@ fn allowed_in_xml(c: char) -> bool {
 /// (ESC, NUL and the other C0 controls, U+FFFE, U+FFFF) shown as `\u{..}`, so that foreign text
 /// can never make the file malformed. The writer's own `<`, `&` and quote escaping is left as
 /// it is; a well-formed document is returned unchanged.
+#[cfg(any(feature = "reports", test))]
 pub(crate) fn xml(document: &str) -> Cow<'_, str> {
     if document.chars().all(allowed_in_xml) {
         return Cow::Borrowed(document);

@@ -4,11 +4,18 @@
 //! `leakloop run --out DIR` claims the folder ([`OutDir`]), streams samples through
 //! [`SampleStream`], then calls [`write_reports`]; `leakloop report DIR` looks at the folder
 //! ([`inspect_out_dir`]) and re-renders from [`read_report`].
+//!
+//! plot.svg, the trend plots, junit.xml and the progress bar need their own crates and are built
+//! only with the `reports` feature (which `cli` turns on); without it a run writes report.json,
+//! summary.md and samples.jsonl.
 
 mod artifacts;
 mod atomic;
 mod error;
 mod escape;
+/// Test fixtures (finished runs of every kind), for this crate's tests and, through
+/// `test-support`, its integration tests; not API.
+#[cfg(any(test, feature = "test-support"))]
 #[doc(hidden)]
 pub mod examples;
 mod facts;
@@ -16,10 +23,13 @@ mod fanout;
 mod golden_view;
 pub mod history;
 mod json;
+#[cfg(feature = "reports")]
 mod junit;
 mod out_dir;
 mod partial;
+#[cfg(feature = "reports")]
 mod plot;
+#[cfg(feature = "reports")]
 mod progress;
 pub mod provenance;
 mod redact;
@@ -31,6 +41,7 @@ mod table;
 mod terminal;
 #[cfg(test)]
 mod test_support;
+#[cfg(feature = "reports")]
 mod trend;
 mod units;
 
@@ -45,22 +56,28 @@ pub use json::{
     parse_report, read_report, render_report_json, write_report_json, ReportFile, FORMAT_VERSION,
     LEAKLOOP_VERSION,
 };
+#[cfg(feature = "reports")]
 pub use junit::{junit_suite, render_junit, render_junit_suites};
 #[cfg(feature = "cli")]
 pub(crate) use out_dir::remove_if_present;
 pub use out_dir::{inspect_out_dir, FolderView, OutDir, RunState, LOCK_FILE};
 pub use partial::{interrupted_record, render_partial};
+#[cfg(feature = "reports")]
 pub use plot::render_plot_svg;
+#[cfg(feature = "reports")]
 pub use progress::ProgressObserver;
 pub use redact::{Redactor, PROBE};
 pub use samples::{read_samples, SampleStream, StreamedSamples};
+#[cfg(feature = "reports")]
+pub use suite::render_suite_junit;
 pub use suite::{
-    read_suite_report, render_suite_junit, render_suite_summary_md, render_suite_text,
-    write_suite_reports, EntryStatus, SuiteEntry, SuiteIdentity, SuitePartition, SuiteReport,
-    WorstMetric, MAX_SUITE_REPORT_BYTES, SUITE_FORMAT_VERSION, SUITE_KIND,
+    read_suite_report, render_suite_summary_md, render_suite_text, write_suite_reports,
+    EntryStatus, SuiteEntry, SuiteIdentity, SuitePartition, SuiteReport, WorstMetric,
+    MAX_SUITE_REPORT_BYTES, SUITE_FORMAT_VERSION, SUITE_KIND,
 };
 pub use summary_md::render_summary_md;
 pub use terminal::{print_terminal, render_terminal};
+#[cfg(feature = "reports")]
 pub use trend::{render_trend_svg, render_trends_svg, Trend, TrendPoint};
 pub use units::{format_bytes, format_per_turn, format_rate_with_interval, format_signed_bytes};
 

@@ -9,6 +9,7 @@
 
 use std::path::Path;
 
+#[cfg(feature = "reports")]
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 use serde::{Deserialize, Serialize};
 
@@ -16,11 +17,14 @@ use crate::analyze::{Classification, Verdict, VerdictStatus};
 use crate::input::{read_bounded, utf8_text};
 use crate::report::escape::{markdown, markdown_code, markdown_link};
 use crate::report::facts::{metric_passed, status_word};
+#[cfg(feature = "reports")]
 use crate::report::junit::{junit_suite, strip_testsuites_skipped};
 use crate::report::safe_path::{contained, NameProblem, UnsafeName};
 use crate::report::table::{render_table, Cell};
 use crate::report::units::format_per_turn;
-use crate::report::{read_report, write_atomic, ReportError, JUNIT_XML, REPORT_JSON, SUMMARY_MD};
+#[cfg(feature = "reports")]
+use crate::report::{read_report, JUNIT_XML};
+use crate::report::{write_atomic, ReportError, REPORT_JSON, SUMMARY_MD};
 
 /// The `kind` of a suite report.json.
 pub const SUITE_KIND: &str = "leakloop-suite";
@@ -375,6 +379,7 @@ pub fn render_suite_summary_md(report: &SuiteReport) -> String {
 /// report.json under `root`), named by its path so that two files with the same scenario name
 /// stay apart; a scenario without a report is one test suite with one errored test case that
 /// says why.
+#[cfg(feature = "reports")]
 pub fn render_suite_junit(root: &Path, report: &SuiteReport) -> Result<String, ReportError> {
     let mut junit = Report::new("leakloop");
     for entry in &report.scenarios {
@@ -400,6 +405,7 @@ pub fn render_suite_junit(root: &Path, report: &SuiteReport) -> Result<String, R
     Ok(strip_testsuites_skipped(&crate::report::escape::xml(&xml)))
 }
 
+#[cfg(feature = "reports")]
 fn error_suite(entry: &SuiteEntry) -> TestSuite {
     let mut suite = TestSuite::new(entry.path.as_str());
     let why = entry.error.as_deref().unwrap_or(
@@ -417,7 +423,7 @@ fn error_suite(entry: &SuiteEntry) -> TestSuite {
 }
 
 /// Writes the suite's report.json, summary.md and junit.xml into `root` (junit.xml read from the
-/// scenario folders under it). Every file is tried; the failures are returned together.
+/// scenario folders under it, with the `reports` feature only). Every file is tried; the failures are returned together.
 pub fn write_suite_reports(root: &Path, report: &SuiteReport) -> Result<(), ReportError> {
     let mut failed = Vec::new();
     let json = serde_json::to_string_pretty(report)
@@ -436,10 +442,13 @@ pub fn write_suite_reports(root: &Path, report: &SuiteReport) -> Result<(), Repo
     if let Err(e) = write_atomic(&root.join(SUMMARY_MD), summary.as_bytes()) {
         failed.push(e);
     }
-    let junit = render_suite_junit(root, report)
-        .and_then(|xml| write_atomic(&root.join(JUNIT_XML), xml.as_bytes()));
-    if let Err(e) = junit {
-        failed.push(e);
+    #[cfg(feature = "reports")]
+    {
+        let junit = render_suite_junit(root, report)
+            .and_then(|xml| write_atomic(&root.join(JUNIT_XML), xml.as_bytes()));
+        if let Err(e) = junit {
+            failed.push(e);
+        }
     }
     match failed.len() {
         0 => Ok(()),

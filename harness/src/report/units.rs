@@ -79,6 +79,7 @@ pub fn format_rate_with_interval_of(
 }
 
 /// [`axis_unit`] in `metric`'s unit: a time axis is drawn in ns, us, ms or s.
+#[cfg(feature = "reports")]
 pub(crate) fn axis_unit_of(metric: &str, max: u64) -> (f64, &'static str) {
     if !is_time(metric) {
         return axis_unit(max);
@@ -92,6 +93,7 @@ pub(crate) fn axis_unit_of(metric: &str, max: u64) -> (f64, &'static str) {
 }
 
 /// The unit in which to draw an axis whose values reach `max_bytes`: the divisor and its name.
+#[cfg(feature = "reports")]
 pub(crate) fn axis_unit(max_bytes: u64) -> (f64, &'static str) {
     const UNITS: [(u64, &str); 4] = [
         (1 << 30, "GiB"),

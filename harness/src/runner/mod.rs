@@ -17,7 +17,12 @@ pub use record::{
     FormatVersion, Phase, RunOutcome, RunRecord, Sample, OLDEST_REPORT_FORMAT_VERSION,
     REPORT_FORMAT_VERSION,
 };
-pub use run_loop::{
-    backend_on, run_scenario, run_scenario_on, run_scenario_until, NoObserver, RunObserver,
-};
-pub use stop::{EarlyStop, RunAllTurns, StopRule};
+pub use run_loop::{NoObserver, RunObserver};
+pub use stop::EarlyStop;
+
+// Not API (a library session runs a scenario): the loop itself and its stop rules, public for
+// the command line, the benchmarks and the integration tests.
+#[doc(hidden)]
+pub use run_loop::{backend_on, run_scenario, run_scenario_on, run_scenario_until};
+#[doc(hidden)]
+pub use stop::{RunAllTurns, StopRule};

@@ -33,13 +33,17 @@ pub(crate) use load::parse_scenario_with;
 pub use load::{
     load_scenario, load_scenario_with, parse_scenario, parse_scenario_bytes, MAX_SCENARIO_BYTES,
 };
+#[doc(hidden)]
+pub use model::text_tokens;
 pub use model::{
-    text_tokens, BackendKind, Device, EngineSpec, Expectations, Fault, FaultKind,
-    MetricExpectation, PromptSpec, SamplePlan, SamplePoint, Scenario, SessionOptions, Step,
-    StopMode, Tolerance, MAX_BASELINE_SAMPLES, MAX_TURNS, OPENCL_PROFILES, SIM_PROFILES,
+    BackendKind, Device, EngineSpec, Expectations, Fault, FaultKind, MetricExpectation, PromptSpec,
+    SamplePlan, SamplePoint, Scenario, SessionOptions, Step, StopMode, Tolerance,
+    MAX_BASELINE_SAMPLES, MAX_TURNS, OPENCL_PROFILES, SIM_PROFILES,
 };
 pub use overrides::Overrides;
 pub use target::{AdbProcess, AdbTarget, PushItem, RemoteWorker, SshTarget, Target};
+// Not API: the command line's own parsing of tolerances.
+#[doc(hidden)]
 pub use units::{parse_tolerance, parse_tolerance_arg};
 pub use validate::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_TOKENS, MAX_GENERATED_PROMPT_TOKENS, METRICS,

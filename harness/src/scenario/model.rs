@@ -111,19 +111,8 @@ pub const SIM_PROFILES: &[&str] = sim_backend::BUILTIN_PROFILES;
 pub const OPENCL_PROFILES: &[&str] = &["clean", "leak-scratch", "leak-kv", "leak-retain"];
 
 /// Which backend runs the scenario (also the values of `leakloop run --backend`).
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    clap::ValueEnum,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum BackendKind {
     /// The deterministic simulator (`sim-backend`).
@@ -136,7 +125,7 @@ pub enum BackendKind {
     Attach,
     /// An external program speaking the worker protocol (docs/protocol.md); set by scenarios
     /// only, since it needs `engine.command`.
-    #[value(skip)]
+    #[cfg_attr(feature = "cli", value(skip))]
     Exec,
 }
 
@@ -161,7 +150,8 @@ impl BackendKind {
 }
 
 /// Which compute device a real engine uses (also the values of `leakloop run --device`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum Device {
     /// The CPU backend.
@@ -340,7 +330,8 @@ fn one_baseline_sample() -> u32 {
 }
 
 /// When a run ends.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum StopMode {
     /// Run every turn (`warmup_turns + turns`).

@@ -1,13 +1,12 @@
-//! The exit-code table by command (docs/commands.md, "Exit codes"), walked: every command through
-//! each code it can produce, with standard output open, full (`> /dev/full`) and closed
-//! (`| head -0`).
+//! The exit-code table (docs/exit-codes.md), walked: every command through each code it can
+//! produce, with standard output open, full (`> /dev/full`) and closed (`| head -0`).
 //!
-//! The codes (README.md, "Exit codes"): 0 pass, 1 an expectation failed, 2 bad input or usage,
-//! 3 the engine failed, 4 output could not be written before there was a verdict, 130 and 143 a
-//! run interrupted by SIGINT or SIGTERM. Once a verdict is known it decides the code; a closed
-//! pipe ends the output quietly. `compare`'s 0
-//! and 1 need a real LiteRT-LM library and are walked in `compare.rs`'s engine tests; `bisect`
-//! runs the simulated builds of `bisect-sim-builds.yaml`, and `check --lib` a stub library.
+//! The table (docs/exit-codes.md, generated from `Exit`): 0 pass, 1 an expectation failed, 2 bad
+//! input or usage, 3 the engine failed, 4 output could not be written before there was a
+//! verdict, 130 and 143 a run interrupted by SIGINT or SIGTERM. Once a verdict is known it
+//! decides the code; a closed pipe ends the output quietly. `compare`'s 0 and 1 need a real
+//! LiteRT-LM library and are walked in `compare.rs`'s engine tests; `bisect` runs the simulated
+//! builds of `bisect-sim-builds.yaml`, and `check --lib` a stub library.
 
 use std::io::Write;
 use std::path::Path;

@@ -13,6 +13,7 @@ mod compare;
 mod containment;
 mod drivers;
 mod exit_codes;
+mod features;
 mod fixtures;
 mod foreign_numbers;
 mod history;

@@ -148,7 +148,7 @@ mod tests {
             }),
             turns_needed: None,
             points: 17,
-            reason: String::new(),
+            reason: Default::default(),
             noise_bytes: 10_000.0,
             trend_p_value: None,
             steady_from_turn: None,

@@ -12,6 +12,7 @@ mod classify;
 mod dumpsys_trace;
 mod expectations;
 mod history;
+mod reason;
 mod run;
 mod sequential;
 mod series;
@@ -36,6 +37,10 @@ pub use dumpsys_trace::{ProcessSelector, MAX_DUMP_FILES};
 pub use history::{
     find_changes, Change, ChangeOptions, DEFAULT_ALPHA, DEFAULT_SPREAD_FACTOR, DEFAULT_WINDOW,
 };
+pub use reason::{
+    Doubt, Interval, IntervalKind, Outlook, RatchetDoubt, Reason, Rise, Settled, Significance,
+    TooSmall,
+};
 pub use run::{analyze_run, analyze_run_with, derive_status, ENGINE_ERRORS};
 pub use sequential::{
     final_levels, look_levels, look_schedule, spent, stop_rule_for, undecided, Levels,
@@ -43,8 +48,7 @@ pub use sequential::{
 };
 pub use series::{Epoch, MetricSeries};
 pub use trace::{
-    load_trace, load_trace_with, parse_csv, parse_report, Trace, TraceError, TraceErrorKind,
-    MAX_TRACE_TURN,
+    load_trace, load_trace_with, parse_csv, parse_report, Trace, TraceError, TraceErrorKind, MAX_TRACE_TURN,
 };
 pub use verdict::{
     Classification, ExpectationResult, MetricAnalysis, PlateauInfo, Verdict, VerdictStatus,

@@ -90,7 +90,7 @@ pub(crate) fn run(args: AnalyzeArgs) -> Result<Outcome, CliError> {
         Format::Json => {
             let out = AnalyzeOutput {
                 trace: args.trace.display().to_string(),
-                metrics: &metrics,
+                metrics: &crate::report::render_reasons(&metrics),
             };
             serde_json::to_string_pretty(&out)
                 .map_err(|e| CliError::Output(anyhow::Error::new(e).context("rendering JSON")))?
@@ -217,7 +217,11 @@ fn render_table(metrics: &BTreeMap<String, MetricAnalysis>) -> String {
     }
     let _ = writeln!(out);
     for (name, m) in metrics {
-        let _ = writeln!(out, "{name}: {}", m.reason);
+        let _ = writeln!(
+            out,
+            "{name}: {}",
+            crate::report::render_reason(name, &m.reason)
+        );
     }
     out.trim_end().to_owned()
 }

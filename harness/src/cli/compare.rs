@@ -494,7 +494,7 @@ mod tests {
             }),
             turns_needed: None,
             points: 31,
-            reason: String::new(),
+            reason: Default::default(),
             epochs: 1,
             ..MetricAnalysis::default()
         }

@@ -48,7 +48,7 @@ pub use sequential::{
 };
 pub use series::{Epoch, MetricSeries};
 pub use trace::{
-    load_trace, load_trace_with, parse_csv, parse_report, Trace, TraceError, TraceErrorKind, MAX_TRACE_TURN,
+    load_trace, load_trace_with, parse_csv, Trace, TraceError, TraceErrorKind, MAX_TRACE_TURN,
 };
 pub use verdict::{
     Classification, ExpectationResult, MetricAnalysis, PlateauInfo, Verdict, VerdictStatus,

@@ -112,7 +112,7 @@ impl ReportError {
     /// What is wrong with a report that was read, without the leading `<path>: `: for a
     /// caller whose own message names the file already (a trace error says
     /// `<path>: not a leakloop report: ...`).
-    pub fn detail(&self) -> String {
+    pub(crate) fn detail(&self) -> String {
         let text = self.to_string();
         let path = match self {
             ReportError::Parse { path, .. }

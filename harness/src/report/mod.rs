@@ -53,7 +53,8 @@ pub use out_dir::{inspect_out_dir, FolderView, OutDir, RunState, LOCK_FILE};
 pub use partial::{interrupted_record, render_partial};
 pub use plot::render_plot_svg;
 pub use progress::ProgressObserver;
-pub use reasons::{render_reason, render_reasons, verdict_in_words};
+pub use reasons::render_reason;
+pub(crate) use reasons::{render_reasons, verdict_in_words};
 pub use redact::{Redactor, PROBE};
 pub use samples::{read_samples, SampleStream, StreamedSamples};
 pub use suite::{

@@ -22,7 +22,7 @@ pub fn render_reason(metric: &str, reason: &Reason) -> String {
 }
 
 /// `metrics` with every reason put in words ([`Reason::Text`]), ready to be serialized.
-pub fn render_reasons(
+pub(crate) fn render_reasons(
     metrics: &BTreeMap<String, MetricAnalysis>,
 ) -> BTreeMap<String, MetricAnalysis> {
     metrics
@@ -36,7 +36,7 @@ pub fn render_reasons(
 }
 
 /// `verdict` with every reason put in words, ready to be serialized.
-pub fn verdict_in_words(verdict: &Verdict) -> Verdict {
+pub(crate) fn verdict_in_words(verdict: &Verdict) -> Verdict {
     Verdict {
         status: verdict.status,
         metrics: render_reasons(&verdict.metrics),

@@ -54,7 +54,10 @@ pub use partial::{interrupted_record, render_partial};
 pub use plot::render_plot_svg;
 pub use progress::ProgressObserver;
 pub use reasons::render_reason;
-pub(crate) use reasons::{render_reasons, verdict_in_words};
+// `leakloop analyze --format json` writes the reasons of a trace's metrics.
+#[cfg(feature = "cli")]
+pub(crate) use reasons::render_reasons;
+pub(crate) use reasons::verdict_in_words;
 pub use redact::{Redactor, PROBE};
 pub use samples::{read_samples, SampleStream, StreamedSamples};
 pub use suite::{

@@ -3,17 +3,6 @@
 
 use leakloop_units::Quantity;
 
-/// A byte amount in binary units with one decimal (`512 B`, `1.5 MiB`); negative amounts keep
-/// their sign.
-pub(crate) fn bytes(value: f64) -> String {
-    leakloop_units::format_size(value)
-}
-
-/// A signed byte amount with an explicit `+` for rises.
-pub(crate) fn signed_bytes(value: f64) -> String {
-    leakloop_units::format_signed_bytes(value)
-}
-
 /// How `metric`'s amounts are written, by the registry's unit: a time metric's are
 /// nanoseconds; every other metric (and a name the registry does not know, e.g. a trace's
 /// column) is bytes.
@@ -24,7 +13,7 @@ pub(crate) fn quantity(metric: &str) -> Quantity {
     }
 }
 
-/// An amount of `metric` in its own unit: [`bytes`], or a duration for a time metric.
+/// An amount of `metric` in its own unit: a size, or a duration for a time metric.
 pub(crate) fn amount(metric: &str, value: f64) -> String {
     quantity(metric).format(value)
 }
@@ -61,25 +50,6 @@ mod tests {
     use rstest::rstest;
 
     use super::*;
-
-    #[rstest]
-    #[case(0.0, "0 B")]
-    #[case(512.0, "512 B")]
-    #[case(1536.0, "1.5 KiB")]
-    #[case(110.0 * 1024.0 * 1024.0, "110.0 MiB")]
-    #[case(-3.0 * 1024.0, "-3.0 KiB")]
-    #[case(f64::INFINITY, "unbounded")]
-    #[case(f64::NAN, "n/a")]
-    fn renders_binary_units(#[case] value: f64, #[case] expected: &str) {
-        assert_eq!(bytes(value), expected);
-    }
-
-    #[test]
-    fn rises_get_a_plus() {
-        assert_eq!(signed_bytes(2048.0), "+2.0 KiB");
-        assert_eq!(signed_bytes(-2048.0), "-2.0 KiB");
-        assert_eq!(signed_bytes(0.4), "0 B");
-    }
 
     #[test]
     fn amounts_follow_the_metric_unit_in_the_registry() {

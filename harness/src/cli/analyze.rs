@@ -171,19 +171,19 @@ fn render_table(metrics: &BTreeMap<String, MetricAnalysis>) -> String {
             [
                 crate::input::printable(name).into_owned(),
                 m.classification.as_str().to_owned(),
-                human(m.baseline as f64, false),
-                human(m.last as f64, false),
-                human(m.slope_bytes_per_turn, true),
+                human(name, m.baseline as f64, false),
+                human(name, m.last as f64, false),
+                human(name, m.slope_bytes_per_turn, true),
                 m.slope_interval.map_or_else(
                     || "-".to_owned(),
-                    |(lo, hi)| format!("{}..{}", human(lo, true), human(hi, true)),
+                    |(lo, hi)| format!("{}..{}", human(name, lo, true), human(name, hi, true)),
                 ),
                 m.plateau.map_or_else(
                     || "-".to_owned(),
                     |p| {
                         format!(
                             "{} @{}",
-                            human(p.size_bytes as f64, true),
+                            human(name, p.size_bytes as f64, true),
                             p.settled_at_turn
                         )
                     },
@@ -226,12 +226,13 @@ fn render_table(metrics: &BTreeMap<String, MetricAnalysis>) -> String {
     out.trim_end().to_owned()
 }
 
-/// Bytes in binary units, with a `+` on rises when `signed`.
-fn human(value: f64, signed: bool) -> String {
+/// An amount of `metric` in its own unit (a time metric's as a time), with a `+` on rises when
+/// `signed`.
+fn human(metric: &str, value: f64, signed: bool) -> String {
     if signed {
-        units::signed_bytes(value)
+        units::signed_amount(metric, value)
     } else {
-        units::bytes(value)
+        units::amount(metric, value)
     }
 }
 

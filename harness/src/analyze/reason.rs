@@ -7,8 +7,9 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// Why a metric got its classification.
+/// Why a metric got its classification. New cases are added as the analyzer learns them.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Reason {
     /// A sentence: read back from a report.json, or a series that could not be read.
     Text(String),

@@ -3,10 +3,11 @@ use std::time::Duration;
 use rstest::rstest;
 
 use crate::driver::check_input;
-use crate::targets::report_message_is_located;
+use crate::targets::report_error_is_located;
 use crate::{
     fuzz, seed_corpus, workspace_root, FuzzSettings, Mutator, Outcome, Target, FUZZ_FIXTURES,
 };
+use leakloop::report::ReportError;
 
 /// Every fixture and every input kept from an earlier finding is read without breaking a rule.
 #[rstest]
@@ -92,16 +93,42 @@ fn the_mutator_is_deterministic_and_bounded() {
 /// The rule "every error says where" is checked, not assumed: errors without a place are
 /// findings.
 #[rstest]
-#[case::invalid_json("invalid JSON at line 3: expected value", true)]
-#[case::key_path("at `record.samples[2].turn`: invalid type", true)]
-#[case::whole_file("missing `format_version`", true)]
-#[case::version_type(
-    "wrong type of `format_version`: expected a whole number (2), found a string",
+#[case::invalid_json(
+    ReportError::Parse {
+        path: "r.json".into(),
+        line: 3,
+        column: 1,
+        field: None,
+        message: "expected value".into(),
+    },
     true
 )]
-#[case::nowhere("something went wrong", false)]
-fn report_errors_must_name_a_place(#[case] message: &str, #[case] located: bool) {
-    assert_eq!(report_message_is_located(message), located);
+#[case::no_line(
+    ReportError::Parse {
+        path: "r.json".into(),
+        line: 0,
+        column: 0,
+        field: None,
+        message: "something".into(),
+    },
+    false
+)]
+#[case::whole_file(
+    ReportError::FormatVersion {
+        path: "r.json".into(),
+        message: "not a leakloop report: no `format_version` field".into(),
+    },
+    true
+)]
+#[case::nowhere(
+    ReportError::Render {
+        artifact: "report.json",
+        message: "something went wrong".into(),
+    },
+    false
+)]
+fn report_errors_must_name_a_place(#[case] error: ReportError, #[case] located: bool) {
+    assert_eq!(report_error_is_located(&error), located);
 }
 
 #[test]

@@ -60,7 +60,7 @@ impl fmt::Display for InputErrorKind {
             InputErrorKind::TooLarge { limit, hint } => write!(
                 f,
                 "the file is larger than {}; {hint}",
-                bytesize::ByteSize::b(*limit).display().iec()
+                leakloop_units::format_bytes(*limit)
             ),
         }
     }

@@ -1,5 +1,7 @@
 //! The one parser for every size and duration a leakloop user types: the scenario DSL, inline
-//! simulator profiles (through [`serde`]) and the command line (`analyze --tolerance`).
+//! simulator profiles (through [`serde`]) and the command line (`analyze --tolerance`); and the
+//! one formatter that writes sizes, times, changes and rates back for people ([`format_bytes`],
+//! [`format_signed_bytes`], [`format_nanos`], [`Quantity`]).
 //!
 //! It lives in its own small crate because `sim-backend` (which deserializes profiles) sits below
 //! the harness (which validates scenarios), and both must read `5MiB` the same way. The set of
@@ -7,11 +9,16 @@
 //! error with a suggestion rather than a silently different number.
 #![warn(missing_docs)]
 
+mod format;
 pub mod serde;
 mod suggest;
 
 use std::time::Duration;
 
+pub use format::{
+    format_bytes, format_bytes_per_turn, format_nanos, format_signed_bytes, format_signed_nanos,
+    format_size, Quantity,
+};
 pub use suggest::did_you_mean;
 
 /// Size units: name and bytes.
@@ -188,48 +195,6 @@ pub fn format_duration(duration: Duration) -> String {
         format!("{}us", nanos / 1_000)
     } else {
         format!("{}.{:03}us", nanos / 1_000, nanos % 1_000)
-    }
-}
-
-/// Writes a measured time for people, from nanoseconds that may be fractional or negative (a
-/// mean, a slope, a difference): three significant figures in the largest unit of
-/// [`DURATION_UNITS`] (or `ns`) that keeps the number at least 1, e.g. `850 us`, `12.3 ms`,
-/// `-1.50 s`, `0 ns`. Every report formats a time metric's values with this.
-pub fn format_nanos(nanos: f64) -> String {
-    if !nanos.is_finite() {
-        return "n/a".to_owned();
-    }
-    let magnitude = nanos.abs();
-    // Minutes are left out: a turn of 90 s reads better as `90.0 s` than as `1.50 m`.
-    let (factor, name) = DURATION_UNITS
-        .iter()
-        .rev()
-        .filter(|(name, _)| *name != "m")
-        .map(|&(name, factor)| (factor as f64, name))
-        .find(|(factor, _)| magnitude >= *factor)
-        .unwrap_or((1.0, "ns"));
-    let value = nanos / factor;
-    if value == 0.0 {
-        return "0 ns".to_owned();
-    }
-    let decimals = if value.abs() >= 100.0 {
-        0
-    } else if value.abs() >= 10.0 {
-        1
-    } else {
-        2
-    };
-    let decimals = if name == "ns" { 0 } else { decimals };
-    format!("{value:.decimals$} {name}")
-}
-
-/// [`format_nanos`] with an explicit `+` for a rise: `+5.00 ms`, `-120 us`, `0 ns`.
-pub fn format_signed_nanos(nanos: f64) -> String {
-    let text = format_nanos(nanos);
-    if nanos > 0.0 && nanos.is_finite() && text != "0 ns" {
-        format!("+{text}")
-    } else {
-        text
     }
 }
 

@@ -152,6 +152,7 @@ fn serde_errors_read_back_as_the_dsl_error(
 
 #[rstest]
 #[case::zero(0.0, "0 ns")]
+#[case::below_half_a_nano(0.4, "0 ns")]
 #[case::nanos(850.0, "850 ns")]
 #[case::micros(12_345.0, "12.3 us")]
 #[case::millis(5_000_000.0, "5.00 ms")]
@@ -160,13 +161,83 @@ fn serde_errors_read_back_as_the_dsl_error(
 #[case::minutes_stay_seconds(90e9, "90.0 s")]
 #[case::negative(-120_000.0, "-120 us")]
 #[case::not_a_number(f64::NAN, "n/a")]
+#[case::infinite(f64::INFINITY, "unbounded")]
 fn measured_times_read_in_their_own_unit(#[case] nanos: f64, #[case] text: &str) {
     assert_eq!(format_nanos(nanos), text);
 }
 
+#[rstest]
+#[case::rise(5e6, "+5.00 ms")]
+#[case::fall(-5e6, "-5.00 ms")]
+#[case::zero(0.0, "0 ns")]
+#[case::rounds_to_zero(0.3, "0 ns")]
+#[case::negative_rounds_to_zero(-0.3, "0 ns")]
+#[case::not_a_number(f64::NAN, "n/a")]
+#[case::rise_without_bound(f64::INFINITY, "+unbounded")]
+#[case::fall_without_bound(f64::NEG_INFINITY, "-unbounded")]
+fn signed_times_show_a_rise(#[case] nanos: f64, #[case] text: &str) {
+    assert_eq!(format_signed_nanos(nanos), text);
+}
+
+#[rstest]
+#[case::zero(0, "0 B")]
+#[case::one(1, "1 B")]
+#[case::last_byte_count(1023, "1023 B")]
+#[case::one_kib(1024, "1.0 KiB")]
+#[case::kib(1536, "1.5 KiB")]
+#[case::just_below_a_mib((1 << 20) - 1, "1024.0 KiB")]
+#[case::mib(110 << 20, "110.0 MiB")]
+#[case::gib(1_900_000_000, "1.8 GiB")]
+#[case::tib(3 << 40, "3.0 TiB")]
+#[case::max(u64::MAX, "16.0 EiB")]
+fn sizes_use_binary_units(#[case] bytes: u64, #[case] text: &str) {
+    assert_eq!(format_bytes(bytes), text);
+}
+
+#[rstest]
+#[case::fraction_of_a_byte(0.4, "0 B")]
+#[case::rounds_up_into_kib(1023.6, "1.0 KiB")]
+#[case::negative_keeps_its_sign(-3072.0, "-3.0 KiB")]
+#[case::negative_rounding_to_zero(-0.3, "0 B")]
+#[case::not_a_number(f64::NAN, "n/a")]
+#[case::infinite(f64::INFINITY, "unbounded")]
+#[case::negative_infinite(f64::NEG_INFINITY, "-unbounded")]
+fn fractional_sizes_round_to_what_is_shown(#[case] bytes: f64, #[case] text: &str) {
+    assert_eq!(format_size(bytes), text);
+}
+
+#[rstest]
+#[case::rise(2048.0, "+2.0 KiB")]
+#[case::fall(-2048.0, "-2.0 KiB")]
+#[case::zero(0.0, "0 B")]
+#[case::rounds_to_zero(0.4, "0 B")]
+#[case::negative_rounds_to_zero(-0.4, "0 B")]
+#[case::one_byte(1.0, "+1 B")]
+#[case::max(u64::MAX as f64, "+16.0 EiB")]
+#[case::not_a_number(f64::NAN, "n/a")]
+#[case::rise_without_bound(f64::INFINITY, "+unbounded")]
+#[case::fall_without_bound(f64::NEG_INFINITY, "-unbounded")]
+fn changes_carry_a_sign_except_nothing(#[case] bytes: f64, #[case] text: &str) {
+    assert_eq!(format_signed_bytes(bytes), text);
+}
+
+#[rstest]
+#[case::bytes(Quantity::Bytes, 1_048_576.0, "+1.0 MiB/turn")]
+#[case::bytes_fall(Quantity::Bytes, -2048.0, "-2.0 KiB/turn")]
+#[case::bytes_nothing(Quantity::Bytes, 0.4, "0 B/turn")]
+#[case::time(Quantity::Nanos, 4e6, "+4.00 ms/turn")]
+#[case::time_nothing(Quantity::Nanos, 0.0, "0 ns/turn")]
+#[case::not_a_number(Quantity::Bytes, f64::NAN, "n/a")]
+#[case::unbounded(Quantity::Nanos, f64::INFINITY, "+unbounded/turn")]
+fn rates_are_signed_changes_per_turn(#[case] q: Quantity, #[case] rate: f64, #[case] text: &str) {
+    assert_eq!(q.format_per_turn(rate), text);
+}
+
 #[test]
-fn signed_times_show_a_rise() {
-    assert_eq!(format_signed_nanos(5e6), "+5.00 ms");
-    assert_eq!(format_signed_nanos(-5e6), "-5.00 ms");
-    assert_eq!(format_signed_nanos(0.0), "0 ns");
+fn a_quantity_writes_amounts_in_its_own_unit() {
+    assert_eq!(Quantity::Bytes.format(1536.0), "1.5 KiB");
+    assert_eq!(Quantity::Nanos.format(1536.0), "1.54 us");
+    assert_eq!(Quantity::Bytes.format_signed(1536.0), "+1.5 KiB");
+    assert_eq!(Quantity::Nanos.format_signed(-1536.0), "-1.54 us");
+    assert_eq!(format_bytes_per_turn(1024.0), "+1.0 KiB/turn");
 }

@@ -9,7 +9,7 @@
 //!
 //! Both also need the rise to exceed `min_change`. A fall is never a failure.
 
-use crate::analyze::units::{bytes, signed_bytes};
+use crate::analyze::units::{amount, signed_amount};
 use crate::analyze::{ExpectationResult, MetricAnalysis, Verdict};
 
 /// How many combined noise scales a plateau must grow by to count as a rise.
@@ -34,17 +34,18 @@ pub fn baseline_expectations(
     out
 }
 
-fn interval_text(m: &MetricAnalysis) -> String {
+/// A metric's slope and interval, in the metric's own unit (a time metric's in ms, not bytes).
+fn interval_text(metric: &str, m: &MetricAnalysis) -> String {
     match m.slope_interval {
         Some((lo, hi)) => format!(
             "{}/turn (CI {}..{})",
-            signed_bytes(m.slope_bytes_per_turn),
-            signed_bytes(lo),
-            signed_bytes(hi)
+            signed_amount(metric, m.slope_bytes_per_turn),
+            signed_amount(metric, lo),
+            signed_amount(metric, hi)
         ),
         None => format!(
             "{}/turn (no interval)",
-            signed_bytes(m.slope_bytes_per_turn)
+            signed_amount(metric, m.slope_bytes_per_turn)
         ),
     }
 }
@@ -68,13 +69,13 @@ fn growth_check(
         passed: !regressed,
         expected: format!(
             "no significant rise over baseline {label}: {}{}",
-            interval_text(old),
-            floor_text(min_change, "/turn")
+            interval_text(metric, old),
+            floor_text(metric, min_change, "/turn")
         ),
         measured: format!(
             "{} ({}/turn against the baseline{})",
-            interval_text(new),
-            signed_bytes(rise),
+            interval_text(metric, new),
+            signed_amount(metric, rise),
             if regressed {
                 ", the intervals do not overlap"
             } else {
@@ -106,23 +107,23 @@ fn plateau_check(
         expected: format!(
             "a one-time rise at most {} above baseline {label}'s {} ({PLATEAU_Z} x the runs' \
              combined noise {}{})",
-            bytes(allowed),
-            signed_bytes(plateau_of(old)),
-            bytes(noise),
-            floor_text(min_change, "")
+            amount(metric, allowed),
+            signed_amount(metric, plateau_of(old)),
+            amount(metric, noise),
+            floor_text(metric, min_change, "")
         ),
         measured: format!(
             "{} ({} against the baseline)",
-            signed_bytes(plateau_of(new)),
-            signed_bytes(rise)
+            signed_amount(metric, plateau_of(new)),
+            signed_amount(metric, rise)
         ),
         turn: None,
     }
 }
 
-fn floor_text(min_change: f64, unit: &str) -> String {
+fn floor_text(metric: &str, min_change: f64, unit: &str) -> String {
     if min_change > 0.0 {
-        format!(", and a rise over {}{unit}", bytes(min_change))
+        format!(", and a rise over {}{unit}", amount(metric, min_change))
     } else {
         String::new()
     }
@@ -134,6 +135,10 @@ mod tests {
     use crate::analyze::{Classification, PlateauInfo, VerdictStatus};
 
     fn verdict(slope: f64, interval: (f64, f64), plateau: Option<i64>) -> Verdict {
+        verdict_of("native_heap", slope, interval, plateau)
+    }
+
+    fn verdict_of(metric: &str, slope: f64, interval: (f64, f64), plateau: Option<i64>) -> Verdict {
         let analysis = MetricAnalysis {
             classification: Classification::Clean,
             baseline: 100 << 20,
@@ -148,7 +153,7 @@ mod tests {
             }),
             turns_needed: None,
             points: 17,
-            reason: String::new(),
+            reason: Default::default(),
             noise_bytes: 10_000.0,
             trend_p_value: None,
             steady_from_turn: None,
@@ -160,7 +165,7 @@ mod tests {
         };
         Verdict {
             status: VerdictStatus::Pass,
-            metrics: [("native_heap".to_owned(), analysis)].into(),
+            metrics: [(metric.to_owned(), analysis)].into(),
             expectations: Vec::new(),
         }
     }
@@ -197,5 +202,19 @@ mod tests {
         let mut old = verdict(0.0, (-1.0, 1.0), None);
         old.metrics.clear();
         assert!(baseline_expectations(&verdict(0.0, (-1.0, 1.0), None), &old, "b", 0.0).is_empty());
+    }
+
+    /// Regression: a time metric's baseline checks were worded in bytes.
+    #[test]
+    fn a_time_metric_is_compared_in_its_own_unit() {
+        let old = verdict_of("turn_time", 1e6, (0.5e6, 1.5e6), None);
+        let worse = verdict_of("turn_time", 6e6, (5e6, 7e6), None);
+        let checks = baseline_expectations(&worse, &old, "b07", 0.0);
+        assert_eq!(
+            checks[0].measured,
+            "+6.00 ms/turn (CI +5.00 ms..+7.00 ms) (+5.00 ms/turn against the baseline, the \
+             intervals do not overlap)"
+        );
+        assert!(!checks[1].expected.contains('B'), "{}", checks[1].expected);
     }
 }

@@ -71,11 +71,11 @@
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
+use super::reason::{Doubt, Interval, IntervalKind, Outlook, Reason, Rise, Significance, TooSmall};
 use super::series::MetricSeries;
 use super::stats::changepoint::{self, SettleBounds};
 use super::stats::mann_kendall::{mann_kendall, standard_normal};
 use super::stats::{robust, theil_sen};
-use super::units::{bytes, confidence_percent, probability, signed_bytes};
 use super::verdict::{Classification, MetricAnalysis, PlateauInfo};
 use crate::scenario::{Tolerance, MAX_TURNS};
 
@@ -184,10 +184,7 @@ pub fn classify(series: &MetricSeries, options: &ClassifyOptions) -> MetricAnaly
             last: series.points().last().map_or(0, |p| p.1),
             points: series.len(),
             epochs: series.epochs.len() as u32,
-            reason: format!(
-                "the value saturated at 2^64 - 1 at turn {turn}: the counter no longer measures \
-                 the memory"
-            ),
+            reason: Reason::Saturated { turn },
             ..MetricAnalysis::default()
         };
     }
@@ -196,11 +193,10 @@ pub fn classify(series: &MetricSeries, options: &ClassifyOptions) -> MetricAnaly
     let Some(steady) = prepared.steady() else {
         analysis.classification = Classification::Inconclusive;
         analysis.turns_needed = prepared.minimum_turns();
-        analysis.reason = format!(
-            "too few samples after warm-up ({} in all); at least {} steady turns are needed",
-            series.len(),
-            MIN_STEADY_POINTS
-        );
+        analysis.reason = Reason::TooFewSamples {
+            samples: series.len(),
+            needed: MIN_STEADY_POINTS,
+        };
         return analysis;
     };
     steady.decide(&prepared, &mut analysis);
@@ -418,7 +414,7 @@ impl<'a> Prepared<'a> {
             plateau: None,
             turns_needed: None,
             points: self.total_points,
-            reason: String::new(),
+            reason: Reason::default(),
             noise_bytes: self.sigma,
             trend_p_value: None,
             steady_from_turn: self.steady_from_turn(),
@@ -564,13 +560,6 @@ struct Steady {
     /// The turn each block's load epoch began at.
     epoch_starts: Vec<f64>,
     count: usize,
-}
-
-/// How the slope interval was obtained.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum IntervalKind {
-    Rank,
-    Noise,
 }
 
 impl Steady {
@@ -790,7 +779,7 @@ impl Steady {
         let Some(sen) = theil_sen::sen_slope(&self.blocks, options.confidence) else {
             analysis.classification = Classification::Inconclusive;
             analysis.turns_needed = prepared.minimum_turns();
-            analysis.reason = "no two steady samples in the same load epoch".to_owned();
+            analysis.reason = Reason::NoSteadyPair;
             return;
         };
         let sigma = prepared.sigma;
@@ -806,10 +795,10 @@ impl Steady {
                 let half = t * THEIL_SEN_SE_FACTOR * sigma / sxx.sqrt();
                 (
                     Some((sen.slope - half, sen.slope + half)),
-                    IntervalKind::Noise,
+                    IntervalKind::NoiseBased,
                 )
             }
-            _ => (None, IntervalKind::Noise),
+            _ => (None, IntervalKind::NoiseBased),
         };
         let slope = sen.slope;
         let (level, end) = self.levels(slope);
@@ -826,21 +815,16 @@ impl Steady {
         let Some((lo, hi)) = interval else {
             analysis.classification = Classification::Inconclusive;
             analysis.turns_needed = prepared.minimum_turns();
-            analysis.reason = "the slope cannot be bounded from these samples".to_owned();
+            analysis.reason = Reason::Unbounded;
             return;
         };
         let settle = analysis.steady_from_turn.unwrap_or(0);
-        let interval_text = format!(
-            "{} CI {}..{} per turn, {} interval",
-            confidence_percent(options.confidence),
-            signed_bytes(lo),
-            signed_bytes(hi),
-            if kind == IntervalKind::Rank {
-                "rank"
-            } else {
-                "noise-based"
-            }
-        );
+        let interval_text = Interval {
+            confidence: options.confidence,
+            lo,
+            hi,
+            kind: Some(kind),
+        };
         // With few samples a rank test cannot reach the level however clear the rise (five
         // samples: p >= 1/120); a strictly rising steady part whose slope dwarfs the noise floor
         // reaches it from the effect size instead.
@@ -850,11 +834,17 @@ impl Steady {
             && effect_p < options.trend_alpha;
         let rising = (trend.p_increasing < options.trend_alpha || by_effect) && lo > 0.0;
         let significance = if by_effect {
-            format!(
-                "every steady sample above the one before; slope against the noise p = {effect_p:.2e}"
-            )
+            Significance::EffectSize { p: effect_p }
         } else {
-            format!("Mann-Kendall p = {:.2e}", trend.p_increasing)
+            Significance::MannKendall {
+                p: trend.p_increasing,
+            }
+        };
+        let rise_text = Rise {
+            slope,
+            from_turn: settle,
+            interval: interval_text,
+            significance,
         };
         let (late, late_slope, late_sxx, late_scatter) = self.later_half_trend();
         // The later half must not rise significantly slower than half the overall slope (a
@@ -870,17 +860,14 @@ impl Steady {
         let late_z = standard_normal().inverse_cdf(1.0 - PERSISTENCE_ALPHA);
         let least_squares_p = self.least_squares_p();
         let doubt = if late_slope < PERSISTENCE_SLOPE_FRACTION * slope - late_z * late_se {
-            Some(format!(
-                "the later half of those turns rises only {} per turn (p = {late:.2})",
-                signed_bytes(late_slope)
-            ))
+            Some(Doubt::LaterHalfSlower {
+                slope: late_slope,
+                p: late,
+            })
         } else if least_squares_p >= LEAST_SQUARES_ALPHA {
-            Some(format!(
-                "against the scatter around the line the slope is not significant (least squares \
-                 p = {least_squares_p:.3})"
-            ))
+            Some(Doubt::LeastSquares { p: least_squares_p })
         } else if self.fell_during_warmup(prepared, slope) {
-            Some("memory stood higher before the steady part and fell (a sawtooth?)".to_owned())
+            Some(Doubt::Sawtooth)
         } else {
             None
         };
@@ -888,22 +875,19 @@ impl Steady {
         if rising && persists && prepared.decelerating() && !self.rises_without_first_third() {
             analysis.classification = Classification::Inconclusive;
             analysis.turns_needed = Some(prepared.twice_as_long());
-            analysis.reason = format!(
-                "rose {} per turn from turn {settle} ({interval_text}; {significance}) but \
-                 every step is smaller than the one before it (Mann-Kendall on the steps p < \
-                 {DECELERATION_ALPHA}) and without its first third the rise is not significant: \
-                 a warm-up still settling or a leak; a run twice as long would tell",
-                signed_bytes(slope),
-            );
+            analysis.reason = Reason::Decelerating {
+                rise: rise_text,
+                alpha: DECELERATION_ALPHA,
+            };
             return;
         }
         if rising && persists {
             analysis.classification = Classification::Growth;
-            analysis.reason = format!(
-                "keeps rising {} per turn from turn {settle} ({interval_text}; {significance})",
-                signed_bytes(slope),
-            );
-            GrowthGate::new(prepared).judge(lo, hi, analysis);
+            let too_small = GrowthGate::new(prepared).judge(lo, hi, analysis);
+            analysis.reason = Reason::Growth {
+                rise: rise_text,
+                too_small,
+            };
             return;
         }
 
@@ -911,16 +895,14 @@ impl Steady {
             return;
         }
 
-        if rising {
+        // Rising without persisting: the doubt is what stands in the way.
+        if let Some(doubt) = doubt.filter(|_| rising) {
             analysis.classification = Classification::Inconclusive;
             analysis.turns_needed = Some(prepared.twice_as_long());
-            analysis.reason = format!(
-                "rose {} per turn from turn {settle} ({interval_text}; {significance}) but {}: a \
-                 warm-up still settling, a sawtooth or a leak too small to show yet; a run twice \
-                 as long would tell",
-                signed_bytes(slope),
-                doubt.unwrap_or_default()
-            );
+            analysis.reason = Reason::RoseInDoubt {
+                rise: rise_text,
+                doubt,
+            };
             return;
         }
 
@@ -931,14 +913,11 @@ impl Steady {
                     .last_turn
                     .saturating_add((prepared.turn_spacing().round() as u64).max(1)),
             );
-            analysis.reason = format!(
-                "the last sample (turn {}) is {} above the line through the others, beyond the \
-                 {} tolerance: a step that has just begun or a spike, which one more turn would \
-                 tell apart",
-                prepared.last_turn,
-                signed_bytes(jump),
-                bytes(prepared.tolerance()),
-            );
+            analysis.reason = Reason::LastSampleJump {
+                turn: prepared.last_turn,
+                jump,
+                tolerance: prepared.tolerance(),
+            };
             return;
         }
 
@@ -962,12 +941,12 @@ impl Steady {
         match decision {
             Some(Classification::Clean) => {
                 analysis.classification = Classification::Clean;
-                analysis.reason = format!(
-                    "stays within {} of the baseline (rise {}, at most {} by the last turn; {interval_text})",
-                    bytes(evidence.tolerance),
-                    signed_bytes(rise),
-                    signed_bytes(evidence.worst_end()),
-                );
+                analysis.reason = Reason::Clean {
+                    tolerance: evidence.tolerance,
+                    rise,
+                    worst_end: evidence.worst_end(),
+                    interval: interval_text,
+                };
             }
             Some(Classification::Plateau) => {
                 analysis.classification = Classification::Plateau;
@@ -975,43 +954,37 @@ impl Steady {
                     size_bytes: rise.round() as i64,
                     settled_at_turn: settle,
                 });
-                analysis.reason = format!(
-                    "one-time rise of {} that settled at turn {settle}; afterwards {interval_text}",
-                    signed_bytes(rise),
-                );
+                analysis.reason = Reason::Plateau {
+                    rise,
+                    settled_at: settle,
+                    interval: interval_text,
+                };
             }
             _ => {
                 analysis.classification = Classification::Inconclusive;
                 analysis.turns_needed = project_turns(prepared, &evidence);
                 let outlook = match analysis.turns_needed {
-                    Some(n) => format!("about {n} turns would decide"),
-                    None => format!(
-                        "no run length decides: the baseline is {} and its noise alone \
-                         straddles the tolerance; {}",
-                        match prepared.baseline_count {
-                            1 => "one sample".to_owned(),
-                            k => format!("the median of {k} samples"),
-                        },
-                        what_would_decide(prepared, &evidence)
-                    ),
+                    Some(n) => Outlook::Turns(n),
+                    None => what_would_decide(prepared, &evidence),
                 };
                 analysis.reason = if lo > 0.0 {
-                    format!(
-                        "rises about {} per turn ({interval_text}) but the trend test is not \
-                         significant with {} steady samples (Mann-Kendall p = {:.3}, needs < {}); {outlook}",
-                        signed_bytes(slope),
-                        self.count,
-                        trend.p_increasing,
-                        probability(options.trend_alpha),
-                    )
+                    Reason::TrendNotSignificant {
+                        slope,
+                        interval: interval_text,
+                        samples: self.count,
+                        p: trend.p_increasing,
+                        alpha: options.trend_alpha,
+                        outlook,
+                    }
                 } else {
-                    format!(
-                        "cannot tell a leak from noise: rise {} (+-{}), slope {} ({interval_text}), noise {}; {outlook}",
-                        signed_bytes(rise),
-                        bytes(evidence.rise_margin),
-                        signed_bytes(slope),
-                        bytes(sigma),
-                    )
+                    Reason::NoiseStraddles {
+                        rise,
+                        margin: evidence.rise_margin,
+                        slope,
+                        interval: interval_text,
+                        noise: sigma,
+                        outlook,
+                    }
                 };
             }
         }
@@ -1064,41 +1037,27 @@ impl GrowthGate {
         }
     }
 
-    /// Sets `growth_matters` and, when the growth does not matter, says why in the reason.
-    fn judge(&self, lo: f64, hi: f64, analysis: &mut MetricAnalysis) {
+    /// Sets `growth_matters`; when the growth does not matter, returns why (for the reason).
+    fn judge(&self, lo: f64, hi: f64, analysis: &mut MetricAnalysis) -> Option<TooSmall> {
         let (matters, why) = match self.cap {
-            Some(cap) => (
-                hi > cap,
-                format!(
-                    "its upper bound {} per turn is within the {} per turn allowed",
-                    signed_bytes(hi),
-                    bytes(cap)
-                ),
-            ),
+            Some(cap) => (hi > cap, TooSmall::WithinCap { hi, cap }),
             None => (
                 lo * self.horizon > self.tolerance,
-                format!(
-                    "at its lower bound ({} per turn) it adds {} over {} turns, within the {} \
-                     tolerance",
-                    signed_bytes(lo),
-                    signed_bytes(lo * self.horizon),
-                    self.horizon,
-                    bytes(self.tolerance)
-                ),
+                TooSmall::WithinTolerance {
+                    lo,
+                    horizon: self.horizon,
+                    tolerance: self.tolerance,
+                },
             ),
         };
         analysis.growth_matters = Some(matters);
-        if !matters {
-            analysis
-                .reason
-                .push_str(&format!("; too small to fail: {why}"));
-        }
+        (!matters).then_some(why)
     }
 }
 
 /// What would decide a series that no run length decides: more baseline samples, or a larger
 /// tolerance (the worst case with a perfectly known level).
-fn what_would_decide(prepared: &Prepared<'_>, evidence: &Evidence) -> String {
+fn what_would_decide(prepared: &Prepared<'_>, evidence: &Evidence) -> Outlook {
     let t1 = prepared.one_sided_t();
     let sigma = prepared.sigma;
     // With a long run the steady level is known; what is left is the baseline's own noise.
@@ -1113,17 +1072,11 @@ fn what_would_decide(prepared: &Prepared<'_>, evidence: &Evidence) -> String {
     let needed = (1..=MAX_BASELINE_SAMPLES_SUGGESTED)
         .find(|k| evidence.rise.abs() + margin_for(*k) <= evidence.tolerance);
     let tolerance = evidence.rise.abs() + margin_for(prepared.baseline_count.max(1));
-    let samples = match needed {
-        Some(k) if k > prepared.baseline_count => format!(
-            "{k} baseline samples (`sample: {{baseline: {k}}}` in a scenario, or {k} turn-0 rows \
-             in a trace) or "
-        ),
-        _ => String::new(),
-    };
-    format!(
-        "{samples}a tolerance of at least {} would decide",
-        bytes(tolerance)
-    )
+    Outlook::NoRunLength {
+        baseline_samples: prepared.baseline_count,
+        samples_needed: needed.filter(|&k| k > prepared.baseline_count),
+        tolerance,
+    }
 }
 
 /// The most baseline samples [`what_would_decide`] suggests taking.

@@ -123,7 +123,9 @@ pub(crate) fn check_metric(
                 false,
                 format!(
                     "cannot be bounded from {} samples ({})",
-                    analysis.points, analysis.reason
+                    analysis.points,
+                    // The reason's sentence is the report layer's; it has no amounts here.
+                    crate::report::render_reason(metric, &analysis.reason)
                 ),
             ),
         };

@@ -13,6 +13,7 @@ mod classify;
 mod dumpsys_trace;
 mod expectations;
 mod history;
+mod reason;
 mod run;
 mod sequential;
 mod series;
@@ -49,6 +50,10 @@ pub use dumpsys_trace::{ProcessSelector, MAX_DUMP_FILES};
 pub use history::{
     find_changes, Change, ChangeOptions, DEFAULT_ALPHA, DEFAULT_SPREAD_FACTOR, DEFAULT_WINDOW,
 };
+pub use reason::{
+    Doubt, Interval, IntervalKind, Outlook, RatchetDoubt, Reason, Rise, Settled, Significance,
+    TooSmall,
+};
 #[doc(hidden)]
 pub use run::{analyze_run, analyze_run_with, derive_status, ENGINE_ERRORS};
 #[doc(hidden)]
@@ -58,6 +63,5 @@ pub use sequential::{
 };
 #[doc(hidden)]
 pub use trace::{
-    load_trace, load_trace_with, parse_csv, parse_report, Trace, TraceError, TraceErrorKind,
-    MAX_TRACE_TURN,
+    load_trace, load_trace_with, parse_csv, Trace, TraceError, TraceErrorKind, MAX_TRACE_TURN,
 };

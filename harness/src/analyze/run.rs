@@ -7,6 +7,7 @@ use crate::scenario::FaultKind;
 
 use super::classify::{classify, ClassifyOptions};
 use super::expectations::{check_balanced, check_max_live, check_metric};
+use super::reason::Reason;
 use super::sequential::{final_levels, Levels};
 use super::series::MetricSeries;
 use super::verdict::{ExpectationResult, MetricAnalysis, Verdict, VerdictStatus};
@@ -85,8 +86,8 @@ pub fn analyze_run_with(record: &RunRecord, levels: Levels) -> Verdict {
             expectations.extend(check_metric(&name, expectation, analysis.as_ref(), &series));
         }
         let analysis = analysis.or_else(|| {
-            unreadable.map(|reason| MetricAnalysis {
-                reason,
+            unreadable.map(|why| MetricAnalysis {
+                reason: Reason::Text(why),
                 ..MetricAnalysis::default()
             })
         });

@@ -88,3 +88,8 @@ pub(crate) fn native_heap_record(values: &[u64], expectation: MetricExpectation)
         .insert("native_heap".to_owned(), expectation);
     record
 }
+
+/// An analysis's reason as the reports word it (a memory metric's, in bytes).
+pub(crate) fn words(analysis: &crate::analyze::MetricAnalysis) -> String {
+    crate::report::render_reason("native_heap", &analysis.reason)
+}

@@ -13,9 +13,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::input::{read_bounded, utf8_text, MAX_REPORT_BYTES};
-use crate::runner::{
-    FormatVersion, RunRecord, OLDEST_REPORT_FORMAT_VERSION, REPORT_FORMAT_VERSION,
-};
+use crate::runner::RunRecord;
 
 use super::dumpsys_trace::{load_folder, load_log, looks_like_dumpsys, ProcessSelector};
 use super::series::MetricSeries;
@@ -68,15 +66,25 @@ pub enum TraceErrorKind {
     /// A report whose samples cannot be a series (out of order, saturated).
     #[error("{0}")]
     Samples(String),
-    /// A JSON report that does not match the report layout.
-    #[error("not a leakloop report: {0}")]
-    Report(String),
+    /// A JSON report that the report reader refused (layout, version, numbers, verdict).
+    #[error("not a leakloop report: {}", report_detail(.0))]
+    Report(Box<crate::report::ReportError>),
     /// `dumpsys meminfo` output that could not be parsed (the line is named).
     #[error("{0}")]
     Dumpsys(crate::probe::dumpsys::DumpsysError),
     /// A dumpsys capture that cannot be a trace (file names, several processes, missing rows).
     #[error("{0}")]
     Capture(String),
+}
+
+/// A refused report's message after `not a leakloop report: `, which the reader's own refusal of
+/// a file that is no report at all already begins with.
+fn report_detail(error: &crate::report::ReportError) -> String {
+    let detail = error.detail();
+    match detail.strip_prefix("not a leakloop report: ") {
+        Some(rest) => rest.to_owned(),
+        None => detail,
+    }
 }
 
 /// Reads a trace: a leakloop `report.json` when the file starts with `{`, a CSV otherwise. The
@@ -107,7 +115,11 @@ pub fn load_trace_with(
     let text = utf8_text(&bytes).map_err(|e| error(TraceErrorKind::Encoding(e)))?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text.trim_start().starts_with('{') {
-        let record = parse_report(text).map_err(error)?;
+        // The one checked reader of report.json: a report is read as `leakloop report` reads
+        // it (its version, numbers and stored verdict checked), then only its record is used.
+        let record = crate::report::parse_report(path, text)
+            .map_err(|e| error(TraceErrorKind::Report(Box::new(e))))?
+            .record;
         if let Some((index, name)) = record.samples.iter().enumerate().find_map(|(i, s)| {
             s.metrics
                 .iter()
@@ -143,61 +155,6 @@ pub fn load_trace_with(
             metrics,
             record: None,
         })
-    }
-}
-
-/// Parses the run record out of a leakloop report (`{"format_version": 2, "record": ...}`): the
-/// version is read first (skipping every other field unbuilt), then the record, once, with no
-/// intermediate JSON tree.
-pub fn parse_report(text: &str) -> Result<RunRecord, TraceErrorKind> {
-    #[derive(serde::Deserialize)]
-    struct Version {
-        format_version: Option<serde_json::Value>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Record {
-        record: Option<RunRecord>,
-    }
-    let version: Version = serde_json::from_str(text)
-        .map_err(|e| TraceErrorKind::Report(format!("invalid JSON at line {}: {e}", e.line())))?;
-    let Some(value) = version.format_version else {
-        return Err(TraceErrorKind::Report(
-            "missing `format_version`".to_owned(),
-        ));
-    };
-    match FormatVersion::of(&value) {
-        FormatVersion::Readable => {}
-        FormatVersion::Newer(n) | FormatVersion::Older(n) => {
-            return Err(TraceErrorKind::Report(format!(
-                "format_version {n} is not supported (this build reads \
-                 {OLDEST_REPORT_FORMAT_VERSION} to {REPORT_FORMAT_VERSION})"
-            )));
-        }
-        FormatVersion::NotAWholeNumber | FormatVersion::NotANumber => {
-            return Err(TraceErrorKind::Report(format!(
-                "wrong type of `format_version`: expected a whole number \
-                 ({REPORT_FORMAT_VERSION}), found {}",
-                json_kind(&value)
-            )));
-        }
-    }
-    let mut deserializer = serde_json::Deserializer::from_str(text);
-    let parsed: Record = serde_path_to_error::deserialize(&mut deserializer)
-        .map_err(|e| TraceErrorKind::Report(format!("at `{}`: {}", e.path(), e.inner())))?;
-    parsed
-        .record
-        .ok_or_else(|| TraceErrorKind::Report("missing `record`".to_owned()))
-}
-
-/// A JSON value's kind in words, e.g. `a string`.
-fn json_kind(value: &serde_json::Value) -> &'static str {
-    match value {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "true or false",
-        serde_json::Value::Number(_) => "a number that is not a whole number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "a list",
-        serde_json::Value::Object(_) => "an object",
     }
 }
 
@@ -478,21 +435,51 @@ mod tests {
         assert_eq!(single.baseline_count(), 1);
     }
 
+    /// A report.json trace is read by the one checked report reader; its message names the file
+    /// once.
     #[rstest]
-    #[case::version(
+    #[case::newer_version(
         r#"{"format_version": 4, "record": {}}"#,
-        "format_version 4 is not supported"
+        "report format_version 4 was written by leakloop an unknown version"
     )]
-    #[case::no_version(r#"{"record": {}}"#, "missing `format_version`")]
+    #[case::no_version(r#"{"record": {}}"#, "no `format_version` field")]
     #[case::string_version(
         r#"{"format_version": "1", "record": {}}"#,
-        "wrong type of `format_version`: expected a whole number (3), found a string"
+        "wrong type of `format_version`: expected a whole number (3), found \"1\""
     )]
-    #[case::no_record(r#"{"format_version": 1}"#, "missing `record`")]
-    #[case::bad_record(r#"{"format_version": 1, "record": {"samples": 3}}"#, "at `record.")]
-    #[case::bad_json("{", "invalid JSON at line 1")]
+    #[case::no_record(r#"{"format_version": 1}"#, "missing field")]
+    #[case::bad_record(
+        r#"{"format_version": 1, "record": {"samples": 3}}"#,
+        "field `record.samples`"
+    )]
+    #[case::bad_json("{", "line 1, column 1")]
     fn malformed_reports_say_why(#[case] text: &str, #[case] fragment: &str) {
-        let message = parse_report(text).unwrap_err().to_string();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("report.json");
+        std::fs::write(&path, text).unwrap();
+        let message = load_trace(&path).unwrap_err().to_string();
         assert!(message.contains(fragment), "{message}");
+        let start = format!("{}: not a leakloop report: ", path.display());
+        assert!(message.starts_with(&start), "{message}");
+        assert_eq!(
+            message.matches(&*path.display().to_string()).count(),
+            1,
+            "{message}"
+        );
+    }
+
+    /// Regression: the trace reader had its own report parser, which believed a stored verdict
+    /// that its expectations contradict; the checked reader refuses it, as `leakloop report` does.
+    #[test]
+    fn an_altered_report_is_refused_as_a_trace_too() {
+        let (record, mut verdict) = crate::report::examples::leak_run();
+        assert_eq!(verdict.status, crate::analyze::VerdictStatus::Fail);
+        verdict.status = crate::analyze::VerdictStatus::Pass;
+        let text = crate::report::render_report_json(&record, &verdict).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("report.json");
+        std::fs::write(&path, text).unwrap();
+        let message = load_trace(&path).unwrap_err().to_string();
+        assert!(message.contains("the stored verdict `pass`"), "{message}");
     }
 }

@@ -1,60 +1,26 @@
-//! Byte amounts for people: `1.5 MiB`, `-3.0 KiB`, `+110.0 MiB/turn`.
+//! The analyzer's amounts in words, through the one formatter in `leakloop-units`: a metric's
+//! amounts in its own unit ([`quantity`]), probabilities and confidence levels.
 
-/// A byte amount in binary units with one decimal (`512 B`, `1.5 MiB`); negative amounts keep
-/// their sign.
-pub(crate) fn bytes(value: f64) -> String {
-    if !value.is_finite() {
-        return if value > 0.0 {
-            "unbounded".to_owned()
-        } else {
-            "-unbounded".to_owned()
-        };
-    }
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let sign = if value < 0.0 { "-" } else { "" };
-    let mut magnitude = value.abs();
-    let mut unit = 0;
-    while magnitude >= 1024.0 && unit + 1 < UNITS.len() {
-        magnitude /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{sign}{magnitude:.0} B")
-    } else {
-        format!("{sign}{magnitude:.1} {}", UNITS[unit])
+use leakloop_units::Quantity;
+
+/// How `metric`'s amounts are written, by the registry's unit: a time metric's are
+/// nanoseconds; every other metric (and a name the registry does not know, e.g. a trace's
+/// column) is bytes.
+pub(crate) fn quantity(metric: &str) -> Quantity {
+    match leakloop_metrics::metric(metric).map(|m| m.unit) {
+        Some(leakloop_metrics::Unit::Nanoseconds) => Quantity::Nanos,
+        _ => Quantity::Bytes,
     }
 }
 
-/// A signed byte amount with an explicit `+` for rises.
-pub(crate) fn signed_bytes(value: f64) -> String {
-    if value > 0.0 {
-        format!("+{}", bytes(value))
-    } else {
-        bytes(value)
-    }
-}
-
-/// Whether `metric` is measured in time (its amounts are nanoseconds), by the registry.
-pub(crate) fn is_time(metric: &str) -> bool {
-    leakloop_metrics::metric(metric).is_some_and(|m| m.unit == leakloop_metrics::Unit::Nanoseconds)
-}
-
-/// An amount of `metric` in its own unit: [`bytes`], or a duration for a time metric.
+/// An amount of `metric` in its own unit: a size, or a duration for a time metric.
 pub(crate) fn amount(metric: &str, value: f64) -> String {
-    if is_time(metric) {
-        leakloop_units::format_nanos(value)
-    } else {
-        bytes(value)
-    }
+    quantity(metric).format(value)
 }
 
 /// [`amount`] with an explicit `+` for rises.
 pub(crate) fn signed_amount(metric: &str, value: f64) -> String {
-    if is_time(metric) {
-        leakloop_units::format_signed_nanos(value)
-    } else {
-        signed_bytes(value)
-    }
+    quantity(metric).format_signed(value)
 }
 
 /// A probability with two significant digits and no trailing zeros: `0.005`, `0.0019`.
@@ -85,21 +51,12 @@ mod tests {
 
     use super::*;
 
-    #[rstest]
-    #[case(0.0, "0 B")]
-    #[case(512.0, "512 B")]
-    #[case(1536.0, "1.5 KiB")]
-    #[case(110.0 * 1024.0 * 1024.0, "110.0 MiB")]
-    #[case(-3.0 * 1024.0, "-3.0 KiB")]
-    #[case(f64::INFINITY, "unbounded")]
-    fn renders_binary_units(#[case] value: f64, #[case] expected: &str) {
-        assert_eq!(bytes(value), expected);
-    }
-
     #[test]
-    fn rises_get_a_plus() {
-        assert_eq!(signed_bytes(2048.0), "+2.0 KiB");
-        assert_eq!(signed_bytes(-2048.0), "-2.0 KiB");
+    fn amounts_follow_the_metric_unit_in_the_registry() {
+        assert_eq!(amount("turn_time", 12_300_000.0), "12.3 ms");
+        assert_eq!(signed_amount("turn_time", 4e6), "+4.00 ms");
+        assert_eq!(amount("rss", 1536.0), "1.5 KiB");
+        assert_eq!(amount("a_trace_column", 1536.0), "1.5 KiB");
     }
 
     #[rstest]

@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::analyze::reason::Reason;
+
 /// What a metric's post-close series does. The default is `Inconclusive`: nothing is claimed
 /// before the data supports it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -71,8 +73,9 @@ pub struct MetricAnalysis {
     pub turns_needed: Option<u64>,
     /// Number of post-close points the analysis used.
     pub points: usize,
-    /// A one-line explanation of why this classification was chosen.
-    pub reason: String,
+    /// Why this classification was chosen, with its numbers; written as one sentence in
+    /// report.json (the report layer words it).
+    pub reason: Reason,
     /// Robust noise scale of one sample (from the MAD of first differences), in bytes.
     #[serde(default)]
     pub noise_bytes: f64,

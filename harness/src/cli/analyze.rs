@@ -90,7 +90,7 @@ pub(crate) fn run(args: AnalyzeArgs) -> Result<Outcome, CliError> {
         Format::Json => {
             let out = AnalyzeOutput {
                 trace: args.trace.display().to_string(),
-                metrics: &metrics,
+                metrics: &crate::report::render_reasons(&metrics),
             };
             serde_json::to_string_pretty(&out)
                 .map_err(|e| CliError::Output(anyhow::Error::new(e).context("rendering JSON")))?
@@ -171,19 +171,19 @@ fn render_table(metrics: &BTreeMap<String, MetricAnalysis>) -> String {
             [
                 crate::input::printable(name).into_owned(),
                 m.classification.as_str().to_owned(),
-                human(m.baseline as f64, false),
-                human(m.last as f64, false),
-                human(m.slope_bytes_per_turn, true),
+                human(name, m.baseline as f64, false),
+                human(name, m.last as f64, false),
+                human(name, m.slope_bytes_per_turn, true),
                 m.slope_interval.map_or_else(
                     || "-".to_owned(),
-                    |(lo, hi)| format!("{}..{}", human(lo, true), human(hi, true)),
+                    |(lo, hi)| format!("{}..{}", human(name, lo, true), human(name, hi, true)),
                 ),
                 m.plateau.map_or_else(
                     || "-".to_owned(),
                     |p| {
                         format!(
                             "{} @{}",
-                            human(p.size_bytes as f64, true),
+                            human(name, p.size_bytes as f64, true),
                             p.settled_at_turn
                         )
                     },
@@ -217,17 +217,22 @@ fn render_table(metrics: &BTreeMap<String, MetricAnalysis>) -> String {
     }
     let _ = writeln!(out);
     for (name, m) in metrics {
-        let _ = writeln!(out, "{name}: {}", m.reason);
+        let _ = writeln!(
+            out,
+            "{name}: {}",
+            crate::report::render_reason(name, &m.reason)
+        );
     }
     out.trim_end().to_owned()
 }
 
-/// Bytes in binary units, with a `+` on rises when `signed`.
-fn human(value: f64, signed: bool) -> String {
+/// An amount of `metric` in its own unit (a time metric's as a time), with a `+` on rises when
+/// `signed`.
+fn human(metric: &str, value: f64, signed: bool) -> String {
     if signed {
-        units::signed_bytes(value)
+        units::signed_amount(metric, value)
     } else {
-        units::bytes(value)
+        units::amount(metric, value)
     }
 }
 

@@ -413,7 +413,7 @@ fn show_spread(metric: Metric, value: f64) -> String {
 
 fn show(metric: Metric, value: f64) -> String {
     match metric {
-        Metric::Growth => format!("{}/turn", format_signed_bytes(value)),
+        Metric::Growth => leakloop_units::format_bytes_per_turn(value),
         Metric::Plateau => format_signed_bytes(value),
         Metric::Peak => format_bytes(value.max(0.0).round() as u64),
         Metric::Expectations => format!("{value:.1}"),

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use bytesize::ByteSize;
+use leakloop_units::{format_bytes, format_signed_bytes};
 
 use crate::analyze::{Verdict, VerdictStatus};
 use crate::cli::interrupt::InFlight;
@@ -225,19 +225,6 @@ fn status_word(v: &Verdict) -> &'static str {
     }
 }
 
-/// A signed byte count, e.g. `+1.5 MiB` or `-512 B`.
-fn signed_bytes(value: f64) -> String {
-    let sign = if value < 0.0 { "-" } else { "+" };
-    format!(
-        "{sign}{}",
-        ByteSize::b(value.abs().round() as u64).display().iec()
-    )
-}
-
-fn bytes(value: u64) -> String {
-    ByteSize::b(value).display().iec().to_string()
-}
-
 /// The backend, its version and what tells two sides of one backend apart: the library, else the
 /// simulator's profile.
 fn side_label(record: &RunRecord) -> String {
@@ -358,10 +345,14 @@ pub fn compare_runs(a: (&RunRecord, &Verdict), b: (&RunRecord, &Verdict)) -> Str
             m.map_or("-".to_owned(), |m| m.classification.as_str().to_owned())
         };
         let slope = |m: Option<&crate::analyze::MetricAnalysis>| {
-            m.map_or("-".to_owned(), |m| signed_bytes(m.slope_bytes_per_turn))
+            m.map_or("-".to_owned(), |m| {
+                format_signed_bytes(m.slope_bytes_per_turn)
+            })
         };
         let diff = match (ma, mb) {
-            (Some(ma), Some(mb)) => signed_bytes(mb.slope_bytes_per_turn - ma.slope_bytes_per_turn),
+            (Some(ma), Some(mb)) => {
+                format_signed_bytes(mb.slope_bytes_per_turn - ma.slope_bytes_per_turn)
+            }
             _ => "-".to_owned(),
         };
         rows.push([
@@ -405,9 +396,9 @@ pub fn compare_runs(a: (&RunRecord, &Verdict), b: (&RunRecord, &Verdict)) -> Str
                 let _ = writeln!(
                     out,
                     "  {name}: one-time rise of {} settled at turn {} (baseline {})",
-                    signed_bytes(p.size_bytes as f64),
+                    format_signed_bytes(p.size_bytes as f64),
                     p.settled_at_turn,
-                    bytes(metric.baseline)
+                    format_bytes(metric.baseline)
                 );
             }
         }
@@ -503,7 +494,7 @@ mod tests {
             }),
             turns_needed: None,
             points: 31,
-            reason: String::new(),
+            reason: Default::default(),
             epochs: 1,
             ..MetricAnalysis::default()
         }
@@ -534,7 +525,7 @@ mod tests {
                 name: "rss.max_growth_per_turn".into(),
                 passed,
                 expected: "<= 64 KiB/turn".into(),
-                measured: format!("{}/turn", signed_bytes(rss_slope)),
+                measured: leakloop_units::format_bytes_per_turn(rss_slope),
                 turn: (!passed).then_some(2),
             }],
         }
@@ -561,11 +552,5 @@ mod tests {
         let failed = verdict(VerdictStatus::EngineFailed, 0.0, true);
         assert_eq!(compare_exit(&pass, &pass), Exit::Pass);
         assert_eq!(compare_exit(&pass, &failed), Exit::EngineFailed);
-    }
-
-    #[test]
-    fn growth_difference_is_signed() {
-        assert_eq!(signed_bytes(-2048.0), "-2.0 KiB");
-        assert_eq!(signed_bytes(512.0), "+512 B");
     }
 }

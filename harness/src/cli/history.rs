@@ -77,7 +77,7 @@ impl Figure {
 
     fn show(self, value: f64) -> String {
         match self {
-            Figure::Growth => format!("{}/turn", format_signed_bytes(value)),
+            Figure::Growth => leakloop_units::format_bytes_per_turn(value),
             Figure::Plateau => format_signed_bytes(value),
         }
     }

@@ -109,6 +109,25 @@ fn field_suffix(field: &Option<String>) -> String {
 }
 
 impl ReportError {
+    /// What is wrong with a report that was read, without the leading `<path>: `: for a
+    /// caller whose own message names the file already (a trace error says
+    /// `<path>: not a leakloop report: ...`).
+    pub(crate) fn detail(&self) -> String {
+        let text = self.to_string();
+        let path = match self {
+            ReportError::Parse { path, .. }
+            | ReportError::FormatVersion { path, .. }
+            | ReportError::Inconsistent { path, .. }
+            | ReportError::Implausible { path, .. } => path,
+            _ => return text,
+        };
+        let prefix = format!("{}: ", path.display());
+        match text.strip_prefix(&prefix) {
+            Some(rest) => rest.to_owned(),
+            None => text,
+        }
+    }
+
     /// A parse error from serde_json, with the field path when one is known.
     pub(crate) fn parse(
         path: impl Into<PathBuf>,

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::analyze::{
-    Classification, ExpectationResult, MetricAnalysis, PlateauInfo, Verdict, VerdictStatus,
+    Classification, ExpectationResult, MetricAnalysis, PlateauInfo, Reason, Verdict, VerdictStatus,
 };
 use crate::engine::{BackendInfo, EngineError, EngineErrorKind, Ledger};
 use crate::runner::{Phase, RunOutcome, RunRecord, Sample};
@@ -217,7 +217,9 @@ pub fn leak_run() -> (RunRecord, Verdict) {
                     }),
                     turns_needed: None,
                     points: 10,
-                    reason: "one-time rise of 1.7 GiB at turn 1, flat afterwards".to_owned(),
+                    reason: Reason::Text(
+                        "one-time rise of 1.7 GiB at turn 1, flat afterwards".to_owned(),
+                    ),
                     epochs: 1,
                     ..MetricAnalysis::default()
                 },
@@ -235,8 +237,10 @@ pub fn leak_run() -> (RunRecord, Verdict) {
                     plateau: None,
                     turns_needed: None,
                     points: 10,
-                    reason: "rises 110.0 MiB per turn after warm-up; the interval excludes zero"
-                        .to_owned(),
+                    reason: Reason::Text(
+                        "rises 110.0 MiB per turn after warm-up; the interval excludes zero"
+                            .to_owned(),
+                    ),
                     epochs: 1,
                     ..MetricAnalysis::default()
                 },
@@ -355,7 +359,7 @@ pub fn clean_run() -> (RunRecord, Verdict) {
         plateau: None,
         turns_needed: None,
         points: 7,
-        reason: reason.to_owned(),
+        reason: Reason::Text(reason.to_owned()),
         epochs: 1,
         ..MetricAnalysis::default()
     };
@@ -482,7 +486,7 @@ pub fn crashed_run() -> (RunRecord, Verdict) {
         analysis.classification = Classification::Inconclusive;
         analysis.turns_needed = Some(6);
         analysis.points = 4;
-        analysis.reason = "too few turns after warm-up to decide".to_owned();
+        analysis.reason = Reason::Text("too few turns after warm-up to decide".to_owned());
     }
     verdict.expectations.clear();
     (record, verdict)

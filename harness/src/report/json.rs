@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::analyze::{derive_status, Verdict, VerdictStatus};
 use crate::input::{read_bounded, utf8_text, MAX_REPORT_BYTES};
-use crate::report::ReportError;
+use crate::report::{verdict_in_words, ReportError};
 use crate::runner::{
     FormatVersion, RunRecord, OLDEST_REPORT_FORMAT_VERSION, REPORT_FORMAT_VERSION,
 };
@@ -61,11 +61,14 @@ pub fn write_report_json(
     record: &RunRecord,
     verdict: &Verdict,
 ) -> std::io::Result<()> {
+    // The reasons are written as sentences in the metrics' own units; the verdict is small
+    // beside the samples.
+    let verdict = verdict_in_words(verdict);
     let report = ReportRef {
         format_version: FORMAT_VERSION,
         leakloop_version: LEAKLOOP_VERSION,
         record,
-        verdict,
+        verdict: &verdict,
     };
     let mut out = out;
     serde_json::to_writer(&mut out, &report)?;

@@ -32,6 +32,7 @@ mod plot;
 #[cfg(feature = "reports")]
 mod progress;
 pub mod provenance;
+mod reasons;
 mod redact;
 pub mod safe_path;
 mod samples;
@@ -66,6 +67,11 @@ pub use partial::{interrupted_record, render_partial};
 pub use plot::render_plot_svg;
 #[cfg(feature = "reports")]
 pub use progress::ProgressObserver;
+pub use reasons::render_reason;
+// `leakloop analyze --format json` writes the reasons of a trace's metrics.
+#[cfg(feature = "cli")]
+pub(crate) use reasons::render_reasons;
+pub(crate) use reasons::verdict_in_words;
 pub use redact::{Redactor, PROBE};
 pub use samples::{read_samples, SampleStream, StreamedSamples};
 #[cfg(feature = "reports")]

@@ -4,9 +4,9 @@
 
 use std::collections::BTreeMap;
 
+use crate::analyze::units::quantity;
 use crate::engine::{BackendInfo, Ledger};
 use crate::report::table::{render_table, Cell};
-use crate::report::units::{format_bytes, format_signed_bytes};
 use crate::report::StreamedSamples;
 use crate::runner::{Phase, RunOutcome, RunRecord, Sample};
 use crate::scenario::Scenario;
@@ -86,14 +86,16 @@ pub fn render_partial(streamed: &StreamedSamples) -> String {
     let mut rows = vec![["metric", "first", "last after close", "change", "peak"]
         .map(Cell::plain)
         .to_vec()];
-    let at = |v: Option<(u32, u64)>| {
-        v.map_or("-".to_owned(), |(turn, value)| {
-            format!("{} (turn {turn})", format_bytes(value))
-        })
-    };
     for (name, span) in &spans {
+        // In the metric's own unit: a time metric's values are nanoseconds.
+        let q = quantity(name);
+        let at = |v: Option<(u32, u64)>| {
+            v.map_or("-".to_owned(), |(turn, value)| {
+                format!("{} (turn {turn})", q.format(value as f64))
+            })
+        };
         let change = match (span.first, span.last_close) {
-            (Some((_, first)), Some((_, last))) => format_signed_bytes(last as f64 - first as f64),
+            (Some((_, first)), Some((_, last))) => q.format_signed(last as f64 - first as f64),
             _ => "-".to_owned(),
         };
         rows.push(vec![
@@ -129,6 +131,26 @@ mod tests {
         gpu          60.0 MiB (turn 0)   1.7 GiB (turn 3)    +1.7 GiB    1.9 GiB (turn 1)
         native_heap  120.0 MiB (turn 0)  450.0 MiB (turn 3)  +330.0 MiB  1.0 GiB (turn 3)
         ");
+    }
+
+    /// Regression: a time metric's values were shown as sizes.
+    #[test]
+    fn a_time_metric_is_shown_as_times() {
+        let (record, _) = crashed_run();
+        let mut samples = record.samples;
+        for (i, sample) in samples.iter_mut().enumerate() {
+            sample
+                .metrics
+                .insert("turn_time", 1_000_000 * (i as u64 + 1));
+        }
+        let text = render_partial(&StreamedSamples {
+            samples,
+            torn_last_line: false,
+        });
+        let row = text.lines().find(|l| l.starts_with("turn_time")).unwrap();
+        assert!(row.contains("1.00 ms (turn 0)"), "{row}");
+        assert!(row.contains(" ms"), "{row}");
+        assert!(!row.contains("B"), "{row}");
     }
 
     #[test]

@@ -12,9 +12,10 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::Value;
 
-use crate::analyze::Verdict;
+use crate::analyze::{Reason, Verdict};
 use crate::engine::EngineErrorKind;
 use crate::report::json::LEAKLOOP_VERSION;
+use crate::report::render_reason;
 use crate::runner::{Host, Provenance, RunOutcome, RunRecord};
 
 /// The placeholder for a machine-dependent measurement.
@@ -143,11 +144,11 @@ impl Redactor {
             }
         }
         for (name, analysis) in &mut verdict.metrics {
-            analysis.reason = if self.is_machine_dependent(name) {
+            analysis.reason = Reason::Text(if self.is_machine_dependent(name) {
                 PROBE.to_owned()
             } else {
-                self.redact_string(&analysis.reason)
-            };
+                self.redact_string(&render_reason(name, &analysis.reason))
+            });
         }
         for expectation in &mut verdict.expectations {
             let metric = expectation.name.split('.').next().unwrap_or_default();
@@ -305,7 +306,7 @@ mod tests {
             Some(std::path::Path::new("[path]/cpu-flat-chat.yaml"))
         );
         assert!(r.samples.iter().all(|s| s.t_ms == 0.0));
-        assert_eq!(v.metrics["rss"].reason, PROBE);
+        assert_eq!(v.metrics["rss"].reason, Reason::Text(PROBE.to_owned()));
         assert_eq!(
             v.metrics["native_heap"].reason,
             verdict.metrics["native_heap"].reason

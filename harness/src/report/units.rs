@@ -1,60 +1,43 @@
-//! Human units for byte counts: every renderer formats sizes through these helpers so that the
-//! terminal, summary.md and the plot agree (binary units: KiB, MiB, GiB).
+//! Amounts in a metric's own unit for the renderers: sizes and rates come from the one formatter
+//! in `leakloop-units` (so that the terminal, summary.md, junit and the plot agree); what is left
+//! here is choosing the unit by the metric and scaling the plot's axes.
 
-use bytesize::ByteSize;
+use leakloop_units::Quantity;
 
-/// A size in binary units with one decimal, e.g. `1.8 GiB`, `512 B`.
-pub fn format_bytes(bytes: u64) -> String {
-    format!("{:.1}", ByteSize(bytes).display().iec())
-}
+use crate::analyze::units::quantity;
 
-/// A signed size, e.g. `+110.0 MiB`, `-4.0 KiB`, `0 B`.
-pub fn format_signed_bytes(bytes: f64) -> String {
-    if !bytes.is_finite() {
-        return "n/a".to_owned();
-    }
-    let magnitude = bytes.abs().round() as u64;
-    if magnitude == 0 {
-        return "0 B".to_owned();
-    }
-    let sign = if bytes < 0.0 { '-' } else { '+' };
-    format!("{sign}{}", format_bytes(magnitude))
-}
+pub use leakloop_units::{format_bytes, format_signed_bytes};
 
 /// A growth rate, e.g. `+110.0 MiB/turn`.
 pub fn format_per_turn(bytes_per_turn: f64) -> String {
-    if !bytes_per_turn.is_finite() {
-        return "n/a".to_owned();
-    }
-    format!("{}/turn", format_signed_bytes(bytes_per_turn))
+    leakloop_units::format_bytes_per_turn(bytes_per_turn)
 }
 
 /// A rate with its confidence interval, e.g. `+110.0 MiB/turn [+108.2 MiB, +111.9 MiB]`.
 pub fn format_rate_with_interval(bytes_per_turn: f64, interval: Option<(f64, f64)>) -> String {
+    rate_with_interval(Quantity::Bytes, bytes_per_turn, interval)
+}
+
+fn rate_with_interval(q: Quantity, per_turn: f64, interval: Option<(f64, f64)>) -> String {
+    let rate = q.format_per_turn(per_turn);
     match interval {
         Some((low, high)) => format!(
-            "{} [{}, {}]",
-            format_per_turn(bytes_per_turn),
-            format_signed_bytes(low),
-            format_signed_bytes(high)
+            "{rate} [{}, {}]",
+            q.format_signed(low),
+            q.format_signed(high)
         ),
-        None => format_per_turn(bytes_per_turn),
+        None => rate,
     }
 }
 
 /// Whether `metric` is a time metric (its values are nanoseconds), by the registry.
 fn is_time(metric: &str) -> bool {
-    leakloop_metrics::metric(metric).is_some_and(|m| m.unit == leakloop_metrics::Unit::Nanoseconds)
+    quantity(metric) == Quantity::Nanos
 }
 
-/// A value of `metric` in its own unit: [`format_bytes`], or a time through the units crate's
-/// one time formatter (`12.3 ms`).
+/// A value of `metric` in its own unit: [`format_bytes`], or a time (`12.3 ms`).
 pub fn format_value(metric: &str, value: u64) -> String {
-    if is_time(metric) {
-        leakloop_units::format_nanos(value as f64)
-    } else {
-        format_bytes(value)
-    }
+    quantity(metric).format(value as f64)
 }
 
 /// [`format_rate_with_interval`] in `metric`'s unit (`+4.00 ms/turn [+3.90 ms, +4.10 ms]`).
@@ -63,19 +46,7 @@ pub fn format_rate_with_interval_of(
     per_turn: f64,
     interval: Option<(f64, f64)>,
 ) -> String {
-    if !is_time(metric) {
-        return format_rate_with_interval(per_turn, interval);
-    }
-    let signed = leakloop_units::format_signed_nanos;
-    let rate = if per_turn.is_finite() {
-        format!("{}/turn", signed(per_turn))
-    } else {
-        "n/a".to_owned()
-    };
-    match interval {
-        Some((low, high)) => format!("{rate} [{}, {}]", signed(low), signed(high)),
-        None => rate,
-    }
+    rate_with_interval(quantity(metric), per_turn, interval)
 }
 
 /// [`axis_unit`] in `metric`'s unit: a time axis is drawn in ns, us, ms or s.

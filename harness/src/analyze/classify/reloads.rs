@@ -22,10 +22,10 @@ use super::{
     one_sided_t, Classification, GrowthGate, MetricAnalysis, Prepared, Steady,
     PERSISTENCE_SLOPE_FRACTION, PLATEAU_DRIFT_FRACTION,
 };
+use crate::analyze::reason::{Interval, RatchetDoubt, Reason, Settled};
 use crate::analyze::stats::ratchet::{
     epoch_levels, fitted_rise, ratchet_test, settled_from, EpochLevel,
 };
-use crate::analyze::units::{bytes, signed_bytes};
 
 /// Fewer (settled) load epochs than this never give growth across reloads.
 pub const MIN_RATCHET_EPOCHS: usize = 4;
@@ -77,13 +77,13 @@ pub(super) fn judge_ratchet(
         return false;
     }
     let period = period(options.reload_every, &levels);
-    let interval_text = format!(
-        "{} CI {}..{} per turn",
-        crate::analyze::units::confidence_percent(options.confidence),
-        signed_bytes(lo),
-        signed_bytes(hi)
-    );
-    let settled_text = settled_text(dropped, &levels);
+    let interval = Interval {
+        confidence: options.confidence,
+        lo,
+        hi,
+        kind: None,
+    };
+    let settled = settled(dropped, &levels);
     let persists = test.later_slope >= PERSISTENCE_SLOPE_FRACTION * test.slope;
     let spread = test.mann_kendall_p < RATCHET_SPREAD_ALPHA;
     if persists && spread {
@@ -92,42 +92,39 @@ pub(super) fn judge_ratchet(
         analysis.slope_interval = Some(test.interval);
         analysis.trend_p_value = Some(test.p_increasing);
         analysis.turns_needed = None;
-        analysis.reason = format!(
-            "each reload leaves {} behind: the steady level steps up over {} load epochs{}, {} \
-             per turn ({interval_text}, every {period} turns; t-test on the epoch levels p = \
-             {:.2e}, Mann-Kendall p = {:.2e}); within epochs {} per turn",
-            signed_bytes(test.slope * period),
-            test.epochs,
-            settled_text,
-            signed_bytes(test.slope),
-            test.p_increasing,
-            test.mann_kendall_p,
-            signed_bytes(within_slope),
-        );
-        GrowthGate::new(prepared).judge(lo, hi, analysis);
+        let too_small = GrowthGate::new(prepared).judge(lo, hi, analysis);
+        analysis.reason = Reason::Ratchet {
+            step: test.slope * period,
+            epochs: test.epochs,
+            settled,
+            slope: test.slope,
+            interval,
+            period,
+            p: test.p_increasing,
+            mann_kendall_p: test.mann_kendall_p,
+            within_slope,
+            too_small,
+        };
     } else {
         analysis.classification = Classification::Inconclusive;
         analysis.turns_needed = Some(prepared.twice_as_long());
-        let why = if persists {
-            format!(
-                "the rise is not spread over the epochs (Mann-Kendall p = {:.2})",
-                test.mann_kendall_p
-            )
+        let doubt = if persists {
+            RatchetDoubt::NotSpread {
+                p: test.mann_kendall_p,
+            }
         } else {
-            format!(
-                "the later half of the epochs rises {} per turn",
-                signed_bytes(test.later_slope)
-            )
+            RatchetDoubt::LaterHalfSlower {
+                slope: test.later_slope,
+            }
         };
-        analysis.reason = format!(
-            "the steady level rose over {} load epochs{}, {} per turn ({interval_text}; p = \
-             {:.2e}) but {why}: a one-time step between loads or memory a reload leaves behind; \
-             a run twice as long would tell",
-            test.epochs,
-            settled_text,
-            signed_bytes(test.slope),
-            test.p_increasing,
-        );
+        analysis.reason = Reason::RatchetInDoubt {
+            epochs: test.epochs,
+            settled,
+            slope: test.slope,
+            interval,
+            p: test.p_increasing,
+            doubt,
+        };
     }
     true
 }
@@ -163,37 +160,32 @@ pub(super) fn levels_stay_put(
         let needed =
             (MIN_RATCHET_EPOCHS as f64 - 1.0) * period + prepared.settle.max(1) as f64 + 1.0;
         analysis.turns_needed = Some((needed.ceil() as u64).max(prepared.last_turn + 1));
-        analysis.reason = format!(
-            "the steady level rose {} from the first to the last of {} load epochs (beyond {}); \
-             at least {MIN_RATCHET_EPOCHS} epochs are needed to tell memory each reload leaves \
-             behind from noise",
-            signed_bytes(level_rise),
-            levels.len(),
-            bytes(allowance),
-        );
+        analysis.reason = Reason::LevelRoseOverFewEpochs {
+            rise: level_rise,
+            epochs: levels.len(),
+            allowance,
+            needed: MIN_RATCHET_EPOCHS,
+        };
     } else {
         analysis.turns_needed = Some(prepared.twice_as_long());
-        analysis.reason = format!(
-            "the steady level rose {} over {} load epochs{} (beyond {}) but not significantly: \
-             memory each reload leaves behind, or levels that scatter from load to load; a run \
-             twice as long would tell",
-            signed_bytes(level_rise),
-            levels.len(),
-            settled_text(dropped, &levels),
-            bytes(allowance),
-        );
+        analysis.reason = Reason::LevelRoseNotSignificantly {
+            rise: level_rise,
+            epochs: levels.len(),
+            settled: settled(dropped, &levels),
+            allowance,
+        };
     }
     false
 }
 
-/// Names where the levels settled when leading epochs were dropped.
-fn settled_text(dropped: usize, levels: &[EpochLevel]) -> String {
+/// Where the levels settled when leading epochs were dropped.
+fn settled(dropped: usize, levels: &[EpochLevel]) -> Option<Settled> {
     match levels.first() {
-        Some(first) if dropped > 0 => format!(
-            " (settled from the load after turn {}; {dropped} earlier still settling)",
-            first.start_turn
-        ),
-        _ => String::new(),
+        Some(first) if dropped > 0 => Some(Settled {
+            after_turn: first.start_turn,
+            dropped,
+        }),
+        _ => None,
     }
 }
 

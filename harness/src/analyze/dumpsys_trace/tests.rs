@@ -1,6 +1,7 @@
 use std::path::Path;
 
 use super::*;
+use crate::analyze::test_support::words;
 use crate::analyze::{classify, load_trace_with, Classification, ClassifyOptions};
 
 const K: u64 = 1024;
@@ -72,15 +73,16 @@ fn the_seed_excerpts_analyse_as_a_folder() {
             Classification::Inconclusive
         };
         assert_eq!(
-            analysis.classification, expected,
+            analysis.classification,
+            expected,
             "{name}: {}",
-            analysis.reason
+            words(&analysis)
         );
         if expected == Classification::Inconclusive {
             assert!(
                 analysis.turns_needed.is_some(),
                 "{name}: {}",
-                analysis.reason
+                words(&analysis)
             );
         }
     }

@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 
 pub mod analyze;
+mod backend;
 pub mod bench;
 pub mod engine;
 #[doc(hidden)]

@@ -143,20 +143,14 @@ pub enum BackendKind {
 impl BackendKind {
     /// The name used in scenarios and on the command line.
     pub fn as_str(&self) -> &'static str {
-        match self {
-            BackendKind::Sim => "sim",
-            BackendKind::LitertLm => "litert-lm",
-            BackendKind::Opencl => "opencl",
-            BackendKind::Attach => "attach",
-            BackendKind::Exec => "exec",
-        }
+        crate::backend::of(*self).name
     }
 
     /// Whether this backend's engine reads a prompt's words (LiteRT-LM tokenizes them, an external
     /// driver may); the
     /// simulator and the OpenCL workload use only its length, so their prompts carry no text.
     pub fn reads_prompt_text(&self) -> bool {
-        matches!(self, BackendKind::LitertLm | BackendKind::Exec)
+        crate::backend::of(*self).reads_prompt_text
     }
 }
 
@@ -214,8 +208,8 @@ pub struct EngineSpec {
 impl EngineSpec {
     /// An engine of `backend` with the DSL's defaults: no profile, model or library, the CPU,
     /// [`DEFAULT_MAX_TOKENS`](crate::scenario::DEFAULT_MAX_TOKENS) tokens, a
-    /// [`DEFAULT_CALL_TIMEOUT`](crate::scenario::DEFAULT_CALL_TIMEOUT), and a worker process for
-    /// every backend but the simulator.
+    /// [`DEFAULT_CALL_TIMEOUT`](crate::scenario::DEFAULT_CALL_TIMEOUT), and the backend's own
+    /// `isolate` default (a worker process for every backend but the simulator and `attach`).
     pub fn new(backend: BackendKind) -> Self {
         Self {
             backend,
@@ -226,7 +220,7 @@ impl EngineSpec {
             max_tokens: crate::scenario::DEFAULT_MAX_TOKENS,
             lib: None,
             call_timeout: crate::scenario::DEFAULT_CALL_TIMEOUT,
-            isolate: backend != BackendKind::Sim,
+            isolate: crate::backend::of(backend).isolate_by_default,
             attach: None,
             exec: None,
         }

@@ -5,14 +5,14 @@
 use std::path::{Path, PathBuf};
 
 use crate::analyze::{analyze_run, stop_rule_for};
-use crate::engine::litert_lm::{check_library, discover_library};
+use crate::engine::litert_lm::check_library;
 use crate::engine::{build_engine_with, skip_or_require, EngineError, WorkerCommand};
 use crate::probe::target_for;
 use crate::report::{write_reports, OutDir, ReportError, SampleStream};
 use crate::runner::run_scenario_on;
 use crate::scenario::{
-    load_scenario, parse_scenario, BackendKind, EngineSpec, MetricExpectation, PromptSpec,
-    Scenario, ScenarioError, SessionOptions, Step,
+    load_scenario, parse_scenario, EngineSpec, MetricExpectation, PromptSpec, Scenario,
+    ScenarioError, SessionOptions, Step,
 };
 
 use super::outcome::{Reports, TestRun};
@@ -198,12 +198,7 @@ impl ScenarioTest {
     /// variable `require_env` is `1` (CI, where the resource must be there). Checks the
     /// LiteRT-LM library and model of a `litert-lm` scenario; other backends always run.
     pub fn skip_unless_available(self, require_env: &str) -> Option<Self> {
-        let missing = match self.scenario.engine.backend {
-            BackendKind::LitertLm => self.missing_litert_lm(),
-            BackendKind::Sim | BackendKind::Opencl | BackendKind::Attach | BackendKind::Exec => {
-                None
-            }
-        };
+        let missing = (crate::backend::of(self.scenario.engine.backend).missing)(&self.scenario);
         let Some(why) = missing else {
             return Some(self);
         };
@@ -211,19 +206,6 @@ impl ScenarioTest {
         let test = thread.name().unwrap_or(&self.scenario.name);
         skip_or_require(require_env, &format!("{test}: {why}"));
         None
-    }
-
-    fn missing_litert_lm(&self) -> Option<String> {
-        if let Err(e) = discover_library(self.scenario.engine.lib.as_deref()) {
-            return Some(e.to_string());
-        }
-        match &self.scenario.engine.model {
-            Some(model) if !model.is_file() => {
-                Some(format!("the model {} is missing", model.display()))
-            }
-            None => Some("the scenario names no model".to_owned()),
-            Some(_) => None,
-        }
     }
 
     /// Runs the scenario and analyses it; panics with the reason when it cannot start (see

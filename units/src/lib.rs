@@ -7,6 +7,8 @@
 //! error with a suggestion rather than a silently different number.
 #![warn(missing_docs)]
 
+#[cfg(feature = "schema")]
+pub mod schema;
 pub mod serde;
 mod suggest;
 

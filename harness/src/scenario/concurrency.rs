@@ -8,8 +8,10 @@ use serde::{Deserialize, Serialize};
 use crate::scenario::{Scenario, Target};
 
 /// How a scenario shares the machine it runs on with the other scenarios of a suite.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(test, schemars(rename = "concurrency"))]
 pub enum Concurrency {
     /// Runs alongside any other scenario, up to `-j` at a time (the simulator's default).
     Shared,

@@ -13,6 +13,8 @@ mod load;
 mod model;
 mod overrides;
 mod raw;
+#[cfg(test)]
+mod schema;
 mod spans;
 mod target;
 mod units;

@@ -111,6 +111,7 @@ pub const SIM_PROFILES: &[&str] = sim_backend::BUILTIN_PROFILES;
 pub const OPENCL_PROFILES: &[&str] = &["clean", "leak-scratch", "leak-kv", "leak-retain"];
 
 /// Which backend runs the scenario (also the values of `leakloop run --backend`).
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(
     Debug,
     Clone,
@@ -125,6 +126,7 @@ pub const OPENCL_PROFILES: &[&str] = &["clean", "leak-scratch", "leak-kv", "leak
     clap::ValueEnum,
 )]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(test, schemars(rename = "backend"))]
 pub enum BackendKind {
     /// The deterministic simulator (`sim-backend`).
     Sim,
@@ -155,8 +157,10 @@ impl BackendKind {
 }
 
 /// Which compute device a real engine uses (also the values of `leakloop run --device`).
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(test, schemars(rename = "device"))]
 pub enum Device {
     /// The CPU backend.
     Cpu,
@@ -301,8 +305,10 @@ pub enum Step {
 }
 
 /// Points in a turn where memory can be sampled.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(test, schemars(rename = "sample_point"))]
 pub enum SamplePoint {
     /// After the engine is loaded (and after each reload): the baseline.
     Load,
@@ -334,8 +340,10 @@ fn one_baseline_sample() -> u32 {
 }
 
 /// When a run ends.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(test, schemars(rename = "stop_mode"))]
 pub enum StopMode {
     /// Run every turn (`warmup_turns + turns`).
     #[default]
@@ -365,8 +373,10 @@ pub struct Fault {
 }
 
 /// Kinds of injected faults.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(test, schemars(rename = "fault_kind"))]
 pub enum FaultKind {
     /// The engine's process dies as a native crash would.
     Crash,

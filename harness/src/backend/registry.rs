@@ -95,6 +95,8 @@ pub(crate) struct Backend {
     /// capability check inspects).
     pub loads_library: bool,
     /// What `leakloop bisect` walks for it, if anything.
+    // Read by the command line only.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub builds: Option<BuildAxis>,
     /// Why a remote target that starts leakloop's worker cannot hold it, if it cannot.
     pub remote_refusal: Option<&'static str>,

@@ -109,10 +109,12 @@ pub(crate) struct RawMarkers {
     /// named group `turn` holds the turn number, which must rise by at least 1 from marker to
     /// marker.
     #[serde(default)]
+    #[cfg_attr(test, schemars(extend("default" = DEFAULT_MARKER_PATTERN)))]
     pub pattern: Option<String>,
     /// Regular expression of the ledger marker; named groups `kind`, `created`, `deleted`
     /// (cumulative counts of one resource kind).
     #[serde(default)]
+    #[cfg_attr(test, schemars(extend("default" = DEFAULT_LEDGER_PATTERN)))]
     pub ledger: Option<String>,
     /// The longest wait for the next turn marker (the first one included); more than 0. Past
     /// it the run ends as an engine failure (a hang).
@@ -121,6 +123,7 @@ pub(crate) struct RawMarkers {
         test,
         schemars(schema_with = "leakloop_units::schema::positive_duration")
     )]
+    #[cfg_attr(test, schemars(extend("default" = "60s")))]
     pub timeout: Option<UnitText>,
 }
 

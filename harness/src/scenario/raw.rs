@@ -37,6 +37,7 @@ pub(crate) struct RawScenario {
     pub description: Option<String>,
     /// Seed for every random choice (simulator noise, generated prompts).
     #[serde(default)]
+    #[cfg_attr(test, schemars(extend("default" = 0)))]
     pub seed: Option<u64>,
     /// Which engine runs the scenario and how it is configured.
     pub engine: RawEngine,
@@ -48,6 +49,7 @@ pub(crate) struct RawScenario {
     /// `warmup_budget`. `warmup_turns + turns` may not exceed 100000.
     #[serde(default)]
     #[cfg_attr(test, schemars(range(min = 0, max = 99_999)))]
+    #[cfg_attr(test, schemars(extend("default" = 0)))]
     pub warmup_turns: Option<i64>,
     /// Measured turns, at least 1; `warmup_turns + turns` may not exceed 100000.
     #[cfg_attr(test, schemars(range(min = 1, max = 100_000)))]
@@ -58,6 +60,7 @@ pub(crate) struct RawScenario {
     /// test's false-positive rate is held across the looks by alpha spending
     /// (docs/analyzer.md).
     #[serde(default)]
+    #[cfg_attr(test, schemars(extend("default" = "turns")))]
     pub stop: Option<StopMode>,
     /// When `leakloop run` is given a suite: `shared` runs alongside any other scenario (up to
     /// `-j` at a time); `exclusive` runs while no other exclusive scenario runs on the same
@@ -68,6 +71,7 @@ pub(crate) struct RawScenario {
     /// Unload and reload the engine after every K-th turn's close; 0 means never.
     #[serde(default)]
     #[cfg_attr(test, schemars(range(min = 0, max = 4_294_967_295_i64)))]
+    #[cfg_attr(test, schemars(extend("default" = 0)))]
     pub reload_every: Option<i64>,
     /// The steps of one turn, in order; each item is a mapping with exactly one key, the step.
     /// `send`, `generate`, `cancel` and `close` need an open session; every `open` must be
@@ -118,10 +122,12 @@ pub(crate) struct RawEngine {
     pub model: Option<String>,
     /// Compute device of a real engine: `cpu` or `gpu`.
     #[serde(default)]
+    #[cfg_attr(test, schemars(extend("default" = "cpu")))]
     pub device: Option<Device>,
     /// Context (KV cache) size in tokens.
     #[serde(default)]
     #[cfg_attr(test, schemars(range(min = 1, max = 4_294_967_295_i64)))]
+    #[cfg_attr(test, schemars(extend("default" = crate::scenario::DEFAULT_MAX_TOKENS)))]
     pub max_tokens: Option<i64>,
     /// Engine library of a real engine (overrides discovery); a relative path resolves like
     /// `model`.
@@ -133,6 +139,7 @@ pub(crate) struct RawEngine {
         test,
         schemars(schema_with = "leakloop_units::schema::positive_duration")
     )]
+    #[cfg_attr(test, schemars(extend("default" = "60s")))]
     pub call_timeout: Option<UnitText>,
     /// Run the engine in a worker process. Default: `false` for `sim` (where `true` makes
     /// `crash` a real process death) and `attach`, `true` for real engines. `exec` always runs
@@ -159,6 +166,7 @@ pub(crate) struct RawEngine {
     /// `attach` with `command`: how long the program has after SIGTERM before SIGKILL.
     #[serde(default)]
     #[cfg_attr(test, schemars(schema_with = "leakloop_units::schema::duration"))]
+    #[cfg_attr(test, schemars(extend("default" = "5s")))]
     pub stop_grace: Option<UnitText>,
     /// `exec` only: variables added to the driver's environment.
     #[serde(default)]
@@ -174,6 +182,7 @@ pub(crate) struct RawEngine {
     /// `exec` only: preload leakloop's OpenCL call interposer into the driver (it reads the
     /// counts itself, see docs/protocol.md).
     #[serde(default)]
+    #[cfg_attr(test, schemars(extend("default" = false)))]
     pub opencl_interposer: Option<bool>,
 }
 
@@ -290,15 +299,18 @@ pub(crate) struct RawSample {
     /// include `load` and `close`.
     #[serde(default)]
     #[cfg_attr(test, schemars(length(min = 1)))]
+    #[cfg_attr(test, schemars(extend("default" = ["load", "close"])))]
     pub after: Option<Vec<SamplePoint>>,
     /// How long to wait before each sample so that deferred frees land.
     #[serde(default)]
     #[cfg_attr(test, schemars(schema_with = "leakloop_units::schema::duration"))]
+    #[cfg_attr(test, schemars(extend("default" = "0ms")))]
     pub settle: Option<UnitText>,
     /// How many baseline samples to take after load and after each reload, `settle` apart;
     /// all count as the (re)load's turn. 1 to 100; needs `load` under `after`.
     #[serde(default)]
     #[cfg_attr(test, schemars(range(min = 1, max = 100)))]
+    #[cfg_attr(test, schemars(extend("default" = 1)))]
     pub baseline: Option<i64>,
 }
 

@@ -294,6 +294,36 @@ mod tests {
         );
     }
 
+    /// The defaults an editor shows are the ones validation applies.
+    #[test]
+    fn the_schema_defaults_are_the_dsl_defaults() {
+        use crate::scenario::{DEFAULT_CALL_TIMEOUT, DEFAULT_MARKER_TIMEOUT, DEFAULT_STOP_GRACE};
+        let schema: Value = serde_json::from_str(&generate()).unwrap();
+        let default = |pointer: &str| {
+            let at = format!("/$defs/{pointer}/default");
+            schema
+                .pointer(&at)
+                .unwrap_or_else(|| panic!("{at}"))
+                .clone()
+        };
+        let duration = |pointer: &str| {
+            leakloop_units::parse_duration(default(pointer).as_str().unwrap()).unwrap()
+        };
+        assert_eq!(
+            default("engine/properties/max_tokens"),
+            crate::scenario::DEFAULT_MAX_TOKENS
+        );
+        assert_eq!(
+            duration("engine/properties/call_timeout"),
+            DEFAULT_CALL_TIMEOUT
+        );
+        assert_eq!(duration("engine/properties/stop_grace"), DEFAULT_STOP_GRACE);
+        assert_eq!(
+            duration("markers/properties/timeout"),
+            DEFAULT_MARKER_TIMEOUT
+        );
+    }
+
     #[test]
     fn every_registry_metric_has_limits_and_a_watch_name() {
         let schema: Value = serde_json::from_str(&generate()).unwrap();

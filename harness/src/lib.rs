@@ -25,6 +25,7 @@
 #![warn(missing_docs)]
 
 pub mod analyze;
+mod backend;
 pub mod engine;
 pub mod runner;
 pub mod scenario;

@@ -14,10 +14,12 @@ use serde::{Deserialize, Serialize, Serializer};
 use crate::builtin;
 
 /// Where a component's bytes live.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
 )]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "schema", schemars(rename = "place"))]
 pub enum Place {
     /// The C heap of the engine's process (`native_heap`).
     #[default]
@@ -31,8 +33,10 @@ pub enum Place {
 /// Sizes marked *scaled* are given at [`ProfileSpec::reference_max_tokens`] and scale linearly
 /// with the scenario's `max_tokens` (a smaller context shrinks them). Every field is optional in
 /// YAML; an omitted size is zero.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[cfg_attr(feature = "schema", schemars(rename = "sim_profile_spec"))]
 pub struct ProfileSpec {
     /// What the profile models and where its numbers come from.
     pub description: String,
@@ -41,27 +45,55 @@ pub struct ProfileSpec {
 
     /// Model weights mapped from the model file at load (counted in `rss` and `pss`).
     #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "leakloop_units::schema::size")
+    )]
     pub weights: ByteSize,
     /// Other private memory of the process (runtime, code, managed heap), present whether or not
     /// the engine is loaded (counted in `rss` and `pss`).
     #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "leakloop_units::schema::size")
+    )]
     pub process_private: ByteSize,
     /// Shared pages counted fully in `rss` but only in part in `pss` (shared libraries).
     #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "leakloop_units::schema::size")
+    )]
     pub shared_pages: ByteSize,
     /// Native heap the loaded engine holds at rest before the first inference.
     #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "leakloop_units::schema::size")
+    )]
     pub native_base: ByteSize,
     /// GPU memory the loaded engine holds at rest before the first inference.
     #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "leakloop_units::schema::size")
+    )]
     pub gpu_base: ByteSize,
 
     /// One-time engine context (GPU delegate, compiled kernels) built by the first inference after
     /// a load and freed only by unload: the part that does not depend on `max_tokens`.
     #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "leakloop_units::schema::size")
+    )]
     pub context: ByteSize,
     /// *Scaled* part of the one-time engine context (buffers sized for the whole context).
     #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "leakloop_units::schema::size")
+    )]
     pub context_scaled: ByteSize,
     /// Where the engine context lives.
     pub context_on: Place,
@@ -69,6 +101,10 @@ pub struct ProfileSpec {
     /// *Scaled* KV cache of one conversation, allocated when it opens and freed when the engine
     /// deletes it.
     #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "leakloop_units::schema::size")
+    )]
     pub kv_cache: ByteSize,
     /// Where KV caches live.
     pub kv_cache_on: Place,
@@ -76,6 +112,10 @@ pub struct ProfileSpec {
     /// Activations and scratch of one generation, held by its response until the session closes
     /// (the turn's peak above rest).
     #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "leakloop_units::schema::size")
+    )]
     pub activations: ByteSize,
     /// Where activations live.
     pub activations_on: Place,
@@ -83,6 +123,10 @@ pub struct ProfileSpec {
     /// *Scaled* bytes each generation leaves behind that closing the conversation does not
     /// reclaim (the field's OpenCL delegate scratch); only unload returns them.
     #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "leakloop_units::schema::size")
+    )]
     pub leak_per_generation: ByteSize,
     /// Where the leaked bytes live.
     pub leak_on: Place,
@@ -98,6 +142,10 @@ pub struct ProfileSpec {
     /// block per size class it has seen until unload; it is allocated only while a generation's
     /// response lives.
     #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "leakloop_units::schema::size")
+    )]
     pub pool_per_token: ByteSize,
     /// The smallest size class of the pool, in tokens.
     pub pool_min_bucket: u32,
@@ -106,6 +154,10 @@ pub struct ProfileSpec {
 
     /// Bytes of one prefix-cache entry, stored when a session is first sent a prompt.
     #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "leakloop_units::schema::size")
+    )]
     pub prefix_cache_entry: ByteSize,
     /// The most prefix-cache entries kept (oldest evicted first); absent means unbounded (no
     /// eviction: one entry per unique session, forever).
@@ -152,22 +204,40 @@ impl Default for ProfileSpec {
 }
 
 /// Seeded measurement noise, added to each sample (never retained).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[cfg_attr(feature = "schema", schemars(rename = "sim_noise"))]
 pub struct NoiseSpec {
     /// Native heap jitter: uniform within plus or minus this many bytes.
     #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "leakloop_units::schema::size")
+    )]
     pub native: ByteSize,
     /// GPU memory jitter: uniform within plus or minus this many bytes.
     #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "leakloop_units::schema::size")
+    )]
     pub gpu: ByteSize,
     /// Jitter of the rest of the process (counted in `rss` and `pss` only).
     #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "leakloop_units::schema::size")
+    )]
     pub process: ByteSize,
     /// Chance (0 to 1) that a sample catches a transient native spike.
     pub spike_probability: f64,
     /// Size of a transient spike.
     #[serde(serialize_with = "exact_bytes", deserialize_with = "size")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "leakloop_units::schema::size")
+    )]
     pub spike: ByteSize,
 }
 
@@ -184,13 +254,19 @@ impl Default for NoiseSpec {
 }
 
 /// How long each engine call takes on the virtual clock (written as `3s`, `40ms`, `900us`).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[cfg_attr(feature = "schema", schemars(rename = "sim_timing"))]
 pub struct TimingSpec {
     /// Loading the engine.
     #[serde(
         serialize_with = "leakloop_units::serde::serialize_duration",
         deserialize_with = "leakloop_units::serde::duration"
+    )]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "leakloop_units::schema::duration")
     )]
     pub load: Duration,
     /// Building the engine context on the first inference after a load.
@@ -198,11 +274,19 @@ pub struct TimingSpec {
         serialize_with = "leakloop_units::serde::serialize_duration",
         deserialize_with = "leakloop_units::serde::duration"
     )]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "leakloop_units::schema::duration")
+    )]
     pub first_inference: Duration,
     /// Opening a session.
     #[serde(
         serialize_with = "leakloop_units::serde::serialize_duration",
         deserialize_with = "leakloop_units::serde::duration"
+    )]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "leakloop_units::schema::duration")
     )]
     pub open: Duration,
     /// Prefill, per prompt token.
@@ -210,17 +294,29 @@ pub struct TimingSpec {
         serialize_with = "leakloop_units::serde::serialize_duration",
         deserialize_with = "leakloop_units::serde::duration"
     )]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "leakloop_units::schema::duration")
+    )]
     pub prefill_per_token: Duration,
     /// Decode, per generated token.
     #[serde(
         serialize_with = "leakloop_units::serde::serialize_duration",
         deserialize_with = "leakloop_units::serde::duration"
     )]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "leakloop_units::schema::duration")
+    )]
     pub decode_per_token: Duration,
     /// Closing a session.
     #[serde(
         serialize_with = "leakloop_units::serde::serialize_duration",
         deserialize_with = "leakloop_units::serde::duration"
+    )]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "leakloop_units::schema::duration")
     )]
     pub close: Duration,
     /// Extra time each generation takes for every generation before it since the load: the
@@ -230,11 +326,19 @@ pub struct TimingSpec {
         serialize_with = "leakloop_units::serde::serialize_duration",
         deserialize_with = "leakloop_units::serde::duration"
     )]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "leakloop_units::schema::duration")
+    )]
     pub slowdown_per_generation: Duration,
     /// Unloading the engine.
     #[serde(
         serialize_with = "leakloop_units::serde::serialize_duration",
         deserialize_with = "leakloop_units::serde::duration"
+    )]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "leakloop_units::schema::duration")
     )]
     pub unload: Duration,
 }

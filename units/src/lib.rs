@@ -10,6 +10,8 @@
 #![warn(missing_docs)]
 
 mod format;
+#[cfg(feature = "schema")]
+pub mod schema;
 pub mod serde;
 mod suggest;
 

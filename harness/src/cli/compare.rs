@@ -25,9 +25,7 @@ use crate::cli::Outcome;
 use crate::cli::{CliError, Exit};
 use crate::engine::litert_lm::{check_library, discover_library};
 use crate::runner::{RunOutcome, RunRecord};
-use crate::scenario::{
-    load_scenario_with, parse_scenario_with, BackendKind, EngineSpec, Overrides, Scenario,
-};
+use crate::scenario::{load_scenario_with, parse_scenario_with, EngineSpec, Overrides, Scenario};
 
 /// Arguments of `leakloop compare`.
 #[derive(Debug, clap::Args)]
@@ -88,7 +86,7 @@ fn lib_sides(args: &CompareArgs, scenario: &Scenario) -> Result<[Side; 2], CliEr
             args.libs.len()
         )));
     };
-    if scenario.engine.backend != BackendKind::LitertLm {
+    if !crate::backend::of(scenario.engine.backend).loads_library {
         return Err(CliError::bad_input(format!(
             "compare swaps the engine library, which only the litert-lm backend loads; {} uses `{}` \
              (--engine FILE swaps the whole engine)",

@@ -85,29 +85,57 @@ pub enum MarkerSource {
     Command(Vec<String>),
 }
 
-/// `engine.markers:`.
+/// Marker lines of an attached process: one source (`stream`, `file` or `command`; default the
+/// program's stdout) and the two patterns.
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(test, schemars(rename = "markers"))]
 pub(crate) struct RawMarkers {
+    /// Read markers from the started program's `stdout` (the default) or `stderr`.
     #[serde(default)]
     pub stream: Option<RawStream>,
+    /// Read markers appended to this file after leakloop attaches (from its start if it appears
+    /// later); a relative path resolves against the scenario file's folder.
     #[serde(default)]
     pub file: Option<String>,
+    /// Read markers from this command's stdout, e.g. `[adb, -s, SERIAL, logcat, -s,
+    /// 'LeakLoop:I']`; started in the scenario file's folder and stopped at the end. Its ending
+    /// is an engine failure.
     #[serde(default)]
+    #[cfg_attr(test, schemars(length(min = 1)))]
     pub command: Option<Vec<String>>,
+    /// Regular expression (Rust `regex` syntax) of the turn marker, searched in each line; the
+    /// named group `turn` holds the turn number, which must rise by at least 1 from marker to
+    /// marker.
     #[serde(default)]
+    #[cfg_attr(test, schemars(extend("default" = DEFAULT_MARKER_PATTERN)))]
     pub pattern: Option<String>,
+    /// Regular expression of the ledger marker; named groups `kind`, `created`, `deleted`
+    /// (cumulative counts of one resource kind).
     #[serde(default)]
+    #[cfg_attr(test, schemars(extend("default" = DEFAULT_LEDGER_PATTERN)))]
     pub ledger: Option<String>,
+    /// The longest wait for the next turn marker (the first one included); more than 0. Past
+    /// it the run ends as an engine failure (a hang).
     #[serde(default)]
+    #[cfg_attr(
+        test,
+        schemars(schema_with = "leakloop_units::schema::positive_duration")
+    )]
+    #[cfg_attr(test, schemars(extend("default" = "60s")))]
     pub timeout: Option<UnitText>,
 }
 
-/// `markers.stream`.
+/// Which output stream of the started program carries the markers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(test, schemars(rename = "marker_stream"))]
 pub(crate) enum RawStream {
+    /// Its standard output.
     Stdout,
+    /// Its standard error.
     Stderr,
 }
 

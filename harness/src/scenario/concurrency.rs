@@ -5,11 +5,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::scenario::{BackendKind, Scenario, Target};
+use crate::scenario::{Scenario, Target};
 
 /// How a scenario shares the machine it runs on with the other scenarios of a suite.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(test, schemars(rename = "concurrency"))]
 pub enum Concurrency {
     /// Runs alongside any other scenario, up to `-j` at a time (the simulator's default).
     Shared,
@@ -31,15 +33,8 @@ impl Concurrency {
 impl Scenario {
     /// How this scenario shares its machine: what it says, or its backend's default.
     pub fn effective_concurrency(&self) -> Concurrency {
-        self.concurrency.unwrap_or(match self.engine.backend {
-            BackendKind::Sim => Concurrency::Shared,
-            // An attached process is a real program measured from outside: like a real engine,
-            // it is measured alone unless the scenario says otherwise.
-            BackendKind::LitertLm
-            | BackendKind::Opencl
-            | BackendKind::Attach
-            | BackendKind::Exec => Concurrency::Exclusive,
-        })
+        self.concurrency
+            .unwrap_or(crate::backend::of(self.engine.backend).concurrency)
     }
 
     /// The device an `exclusive` scenario holds while it runs, or `None` for a shared one: the

@@ -13,6 +13,8 @@ mod load;
 mod model;
 mod overrides;
 mod raw;
+#[cfg(test)]
+mod schema;
 mod spans;
 mod target;
 mod units;
@@ -48,3 +50,8 @@ pub use units::{parse_tolerance, parse_tolerance_arg};
 pub use validate::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_TOKENS, MAX_GENERATED_PROMPT_TOKENS, METRICS,
 };
+// What the backends' own checks (`crate::backend`) are written with.
+pub(crate) use attach::validate_attach;
+pub(crate) use error::did_you_mean;
+pub(crate) use raw::RawEngine;
+pub(crate) use validate::{fault_name, refuse_exec_keys, validate_exec, Context};

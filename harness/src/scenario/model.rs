@@ -111,9 +111,11 @@ pub const SIM_PROFILES: &[&str] = sim_backend::BUILTIN_PROFILES;
 pub const OPENCL_PROFILES: &[&str] = &["clean", "leak-scratch", "leak-kv", "leak-retain"];
 
 /// Which backend runs the scenario (also the values of `leakloop run --backend`).
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(test, schemars(rename = "backend"))]
 pub enum BackendKind {
     /// The deterministic simulator (`sim-backend`).
     Sim,
@@ -132,27 +134,23 @@ pub enum BackendKind {
 impl BackendKind {
     /// The name used in scenarios and on the command line.
     pub fn as_str(&self) -> &'static str {
-        match self {
-            BackendKind::Sim => "sim",
-            BackendKind::LitertLm => "litert-lm",
-            BackendKind::Opencl => "opencl",
-            BackendKind::Attach => "attach",
-            BackendKind::Exec => "exec",
-        }
+        crate::backend::of(*self).name
     }
 
     /// Whether this backend's engine reads a prompt's words (LiteRT-LM tokenizes them, an external
     /// driver may); the
     /// simulator and the OpenCL workload use only its length, so their prompts carry no text.
     pub fn reads_prompt_text(&self) -> bool {
-        matches!(self, BackendKind::LitertLm | BackendKind::Exec)
+        crate::backend::of(*self).reads_prompt_text
     }
 }
 
 /// Which compute device a real engine uses (also the values of `leakloop run --device`).
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
+#[cfg_attr(test, schemars(rename = "device"))]
 pub enum Device {
     /// The CPU backend.
     Cpu,
@@ -204,8 +202,8 @@ pub struct EngineSpec {
 impl EngineSpec {
     /// An engine of `backend` with the DSL's defaults: no profile, model or library, the CPU,
     /// [`DEFAULT_MAX_TOKENS`](crate::scenario::DEFAULT_MAX_TOKENS) tokens, a
-    /// [`DEFAULT_CALL_TIMEOUT`](crate::scenario::DEFAULT_CALL_TIMEOUT), and a worker process for
-    /// every backend but the simulator.
+    /// [`DEFAULT_CALL_TIMEOUT`](crate::scenario::DEFAULT_CALL_TIMEOUT), and the backend's own
+    /// `isolate` default (a worker process for every backend but the simulator and `attach`).
     pub fn new(backend: BackendKind) -> Self {
         Self {
             backend,
@@ -216,7 +214,7 @@ impl EngineSpec {
             max_tokens: crate::scenario::DEFAULT_MAX_TOKENS,
             lib: None,
             call_timeout: crate::scenario::DEFAULT_CALL_TIMEOUT,
-            isolate: backend != BackendKind::Sim,
+            isolate: crate::backend::of(backend).isolate_by_default,
             attach: None,
             exec: None,
         }
@@ -297,8 +295,10 @@ pub enum Step {
 }
 
 /// Points in a turn where memory can be sampled.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(test, schemars(rename = "sample_point"))]
 pub enum SamplePoint {
     /// After the engine is loaded (and after each reload): the baseline.
     Load,
@@ -330,9 +330,11 @@ fn one_baseline_sample() -> u32 {
 }
 
 /// When a run ends.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(test, schemars(rename = "stop_mode"))]
 pub enum StopMode {
     /// Run every turn (`warmup_turns + turns`).
     #[default]
@@ -362,8 +364,10 @@ pub struct Fault {
 }
 
 /// Kinds of injected faults.
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(test, schemars(rename = "fault_kind"))]
 pub enum FaultKind {
     /// The engine's process dies as a native crash would.
     Crash,

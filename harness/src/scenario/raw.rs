@@ -15,82 +15,174 @@ use serde::Deserialize;
 
 use crate::scenario::attach::RawMarkers;
 use crate::scenario::model::{BackendKind, Device, FaultKind, SamplePoint, StopMode};
+#[cfg(test)]
+use crate::scenario::schema::MetricName;
 use crate::scenario::target::RawTarget;
 use crate::scenario::Concurrency;
 
 /// The whole scenario file.
 #[derive(Debug, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawScenario {
+    /// Short identifier of the scenario: lowercase letters, digits, `-` and `_`, at most 64
+    /// characters. Names report files and JUnit suites.
+    #[cfg_attr(
+        test,
+        schemars(regex(pattern = r"^[a-z0-9_-]+$"), length(min = 1, max = 64))
+    )]
     pub name: String,
+    /// What the scenario reproduces (free text).
     #[serde(default)]
     pub description: Option<String>,
+    /// Seed for every random choice (simulator noise, generated prompts).
     #[serde(default)]
+    #[cfg_attr(test, schemars(extend("default" = 0)))]
     pub seed: Option<u64>,
+    /// Which engine runs the scenario and how it is configured.
     pub engine: RawEngine,
+    /// Simulator profiles defined in the scenario itself, by name; `engine.profile` may name
+    /// one. A name follows the `name` rule and may not reuse a built-in profile's name.
     #[serde(default)]
     pub profiles: Option<BTreeMap<String, sim_backend::ProfileSpec>>,
+    /// Turns run before the measured turns; their one-time growth counts against
+    /// `warmup_budget`. `warmup_turns + turns` may not exceed 100000.
     #[serde(default)]
+    #[cfg_attr(test, schemars(range(min = 0, max = 99_999)))]
+    #[cfg_attr(test, schemars(extend("default" = 0)))]
     pub warmup_turns: Option<i64>,
+    /// Measured turns, at least 1; `warmup_turns + turns` may not exceed 100000.
+    #[cfg_attr(test, schemars(range(min = 1, max = 100_000)))]
     pub turns: i64,
+    /// When the run ends. `turns` (the default): after every turn. `decided`: the runner looks
+    /// at the verdict after 6 measured turns and then every 25% more turns (at least 2), and
+    /// stops once every watched metric is decided; `turns` becomes the maximum. The growth
+    /// test's false-positive rate is held across the looks by alpha spending
+    /// (docs/analyzer.md).
     #[serde(default)]
+    #[cfg_attr(test, schemars(extend("default" = "turns")))]
     pub stop: Option<StopMode>,
+    /// When `leakloop run` is given a suite: `shared` runs alongside any other scenario (up to
+    /// `-j` at a time); `exclusive` runs while no other exclusive scenario runs on the same
+    /// device. Unset: `shared` for the simulator, `exclusive` for every other backend
+    /// (docs/backends.md). A single scenario ignores it.
     #[serde(default)]
     pub concurrency: Option<Concurrency>,
+    /// Unload and reload the engine after every K-th turn's close; 0 means never.
     #[serde(default)]
+    #[cfg_attr(test, schemars(range(min = 0, max = 4_294_967_295_i64)))]
+    #[cfg_attr(test, schemars(extend("default" = 0)))]
     pub reload_every: Option<i64>,
-    /// Required for driven backends, absent for `attach` (checked in validation).
+    /// The steps of one turn, in order; each item is a mapping with exactly one key, the step.
+    /// `send`, `generate`, `cancel` and `close` need an open session; every `open` must be
+    /// closed in the same turn. Required for every backend but `attach`.
     #[serde(default)]
+    #[cfg_attr(test, schemars(length(min = 1)))]
     pub turn: Option<Vec<RawStep>>,
+    /// When memory is sampled and how long to settle first. Default: `{after: [load, close],
+    /// settle: 0ms}`.
     #[serde(default)]
     pub sample: Option<RawSample>,
+    /// Metrics to analyse and plot; default: the metrics named under `expect`. No duplicates.
     #[serde(default)]
+    #[cfg_attr(test, schemars(with = "Option<Vec<MetricName>>"))]
     pub watch: Option<Vec<String>>,
+    /// Faults to inject. `skip_close` works on every backend; `crash` and `hang` on the
+    /// simulator and on any engine in a worker process (`isolate: true`, the default for real
+    /// engines); `generate_error` on the simulator only.
     #[serde(default)]
     pub faults: Option<Vec<RawFault>>,
+    /// What must hold for the scenario to pass: the create/delete balance and per-metric
+    /// limits.
     #[serde(default)]
     pub expect: Option<RawExpect>,
+    /// Where the engine's process lives: `local` (the default: this machine), `ssh: {...}` (a
+    /// worker started on another machine over ssh) or `adb: {...}` (an Android device: a native
+    /// worker, or an app sampled with dumpsys meminfo). docs/device-farm.md.
     #[serde(default)]
     pub target: Option<RawTarget>,
 }
 
-/// `engine:`.
+/// Which engine runs the scenario and how it is configured; docs/backends.md says which keys
+/// each backend takes.
 #[derive(Debug, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(test, schemars(rename = "engine"))]
 pub(crate) struct RawEngine {
+    /// Which backend runs the scenario (docs/backends.md).
     pub backend: BackendKind,
+    /// `sim`: required, a built-in simulator profile or a key of `profiles`. `opencl`: one of
+    /// `clean`, `leak-scratch`, `leak-kv`, `leak-retain` (none means the engine's default).
     #[serde(default)]
     pub profile: Option<String>,
+    /// Model file of a real engine (required for `litert-lm`); a relative path resolves against
+    /// the scenario file's folder.
     #[serde(default)]
     pub model: Option<String>,
+    /// Compute device of a real engine: `cpu` or `gpu`.
     #[serde(default)]
+    #[cfg_attr(test, schemars(extend("default" = "cpu")))]
     pub device: Option<Device>,
+    /// Context (KV cache) size in tokens.
     #[serde(default)]
+    #[cfg_attr(test, schemars(range(min = 1, max = 4_294_967_295_i64)))]
+    #[cfg_attr(test, schemars(extend("default" = crate::scenario::DEFAULT_MAX_TOKENS)))]
     pub max_tokens: Option<i64>,
+    /// Engine library of a real engine (overrides discovery); a relative path resolves like
+    /// `model`.
     #[serde(default)]
     pub lib: Option<String>,
+    /// A call into a worker process that takes longer counts as a hang; more than 0.
     #[serde(default)]
+    #[cfg_attr(
+        test,
+        schemars(schema_with = "leakloop_units::schema::positive_duration")
+    )]
+    #[cfg_attr(test, schemars(extend("default" = "60s")))]
     pub call_timeout: Option<UnitText>,
+    /// Run the engine in a worker process. Default: `false` for `sim` (where `true` makes
+    /// `crash` a real process death) and `attach`, `true` for real engines. `exec` always runs
+    /// in its own process (`false` is refused).
     #[serde(default)]
     pub isolate: Option<bool>,
-    /// `backend: attach` (the program leakloop starts) and `backend: exec` (the driver).
+    /// `attach`: the program leakloop starts (program and arguments), in the scenario file's
+    /// folder, in its own process group; stopped at the end with SIGTERM, then SIGKILL after
+    /// `stop_grace`. `exec` (required there): the driver program and its arguments; a program
+    /// path with a `/` resolves against the scenario file's folder, a bare name is looked up on
+    /// PATH.
     #[serde(default)]
+    #[cfg_attr(test, schemars(length(min = 1)))]
     pub command: Option<Vec<String>>,
-    /// `backend: attach` only (see [`crate::scenario::attach`]).
+    /// `attach`: a process already running, measured but neither started nor stopped; its
+    /// markers come from `markers.file` or `markers.command`. Without `command` or `pid`, the
+    /// attach backend measures the app of `target: {adb: {package | pid}}`.
     #[serde(default)]
+    #[cfg_attr(test, schemars(range(min = 1, max = 2_147_483_647)))]
     pub pid: Option<i64>,
+    /// `attach`: where turn markers are read and how they look.
     #[serde(default)]
     pub markers: Option<RawMarkers>,
+    /// `attach` with `command`: how long the program has after SIGTERM before SIGKILL.
     #[serde(default)]
+    #[cfg_attr(test, schemars(schema_with = "leakloop_units::schema::duration"))]
+    #[cfg_attr(test, schemars(extend("default" = "5s")))]
     pub stop_grace: Option<UnitText>,
-    /// `backend: exec` only (see `scenario/validate/exec.rs`).
+    /// `exec` only: variables added to the driver's environment.
     #[serde(default)]
     pub env: Option<BTreeMap<String, String>>,
+    /// `exec` only: the driver's working directory; a relative path resolves against the
+    /// scenario file's folder, which is also the default.
     #[serde(default)]
     pub cwd: Option<String>,
+    /// `exec` only: backend options passed through to the driver in the handshake
+    /// (`engine.options`), any JSON values; the driver says which it knows.
     #[serde(default)]
     pub options: Option<BTreeMap<String, serde_json::Value>>,
+    /// `exec` only: preload leakloop's OpenCL call interposer into the driver (it reads the
+    /// counts itself, see docs/protocol.md).
     #[serde(default)]
+    #[cfg_attr(test, schemars(extend("default" = false)))]
     pub opencl_interposer: Option<bool>,
 }
 
@@ -117,28 +209,45 @@ enum StepName {
     Idle,
 }
 
-/// `open: {...}`: sampler options, all optional.
+/// Open a session (conversation) with optional sampler options; `open: {}` or `open:` uses the
+/// engine's defaults.
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(test, schemars(rename = "open"))]
 pub(crate) struct RawOpen {
+    /// Sampling temperature, 0 to 100.
     #[serde(default)]
+    #[cfg_attr(test, schemars(range(min = 0, max = 100)))]
     pub temperature: Option<f64>,
+    /// Top-k sampling, 1 or more.
     #[serde(default)]
+    #[cfg_attr(test, schemars(range(min = 1, max = 4_294_967_295_i64)))]
     pub top_k: Option<i64>,
+    /// Top-p sampling, more than 0 and at most 1.
     #[serde(default)]
+    #[cfg_attr(test, schemars(range(max = 1)))]
     pub top_p: Option<f64>,
+    /// Sampler seed.
     #[serde(default)]
     pub seed: Option<u64>,
 }
 
-/// `send: {...}`: exactly one of `prompt`, `prompts`, `tokens`.
+/// Send (prefill) a prompt: exactly one of `prompt`, `prompts` or `tokens`.
 #[derive(Debug, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(test, schemars(rename = "send"))]
 pub(crate) struct RawSend {
+    /// The same literal text every turn.
     #[serde(default)]
     pub prompt: Option<String>,
+    /// A list of texts, cycled per turn.
     #[serde(default)]
+    #[cfg_attr(test, schemars(length(min = 1)))]
     pub prompts: Option<Vec<String>>,
+    /// A generated prompt of this many tokens, or a list of token counts cycled per turn (a
+    /// prompt-length mix); each at least 1.
     #[serde(default)]
     pub tokens: Option<RawTokens>,
 }
@@ -147,43 +256,75 @@ pub(crate) struct RawSend {
 #[derive(Debug)]
 pub(crate) struct RawTokens(pub Vec<i64>);
 
-/// `generate: {...}`.
+/// Generate a response.
 #[derive(Debug, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(test, schemars(rename = "generate"))]
 pub(crate) struct RawGenerate {
+    /// The most tokens to generate, 1 or more.
+    #[cfg_attr(test, schemars(range(min = 1, max = 4_294_967_295_i64)))]
     pub max_output_tokens: i64,
 }
 
-/// `cancel: {...}`.
+/// Generate, then cancel after some streamed tokens.
 #[derive(Debug, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(test, schemars(rename = "cancel"))]
 pub(crate) struct RawCancel {
+    /// Cancel after this many streamed tokens; less than `max_output_tokens`.
+    #[cfg_attr(test, schemars(range(min = 0, max = 4_294_967_295_i64)))]
     pub after_tokens: i64,
+    /// The most tokens the generation would have produced, 1 or more.
+    #[cfg_attr(test, schemars(range(min = 1, max = 4_294_967_295_i64)))]
     pub max_output_tokens: i64,
 }
 
-/// `close: {}` (or `close:` with nothing).
+/// Close the session: `close: {}` or `close:`.
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(test, schemars(rename = "close"))]
 pub(crate) struct RawClose {}
 
-/// `sample:`.
+/// When memory is sampled and how long to settle first.
 #[derive(Debug, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(test, schemars(rename = "sample"))]
 pub(crate) struct RawSample {
+    /// The points at which to sample: `load`, `open`, `generate`, `close`, `idle`; non-empty,
+    /// no duplicates, each must happen in the turn. With any metric under `expect`, must
+    /// include `load` and `close`.
     #[serde(default)]
+    #[cfg_attr(test, schemars(length(min = 1)))]
+    #[cfg_attr(test, schemars(extend("default" = ["load", "close"])))]
     pub after: Option<Vec<SamplePoint>>,
+    /// How long to wait before each sample so that deferred frees land.
     #[serde(default)]
+    #[cfg_attr(test, schemars(schema_with = "leakloop_units::schema::duration"))]
+    #[cfg_attr(test, schemars(extend("default" = "0ms")))]
     pub settle: Option<UnitText>,
+    /// How many baseline samples to take after load and after each reload, `settle` apart;
+    /// all count as the (re)load's turn. 1 to 100; needs `load` under `after`.
     #[serde(default)]
+    #[cfg_attr(test, schemars(range(min = 1, max = 100)))]
+    #[cfg_attr(test, schemars(extend("default" = 1)))]
     pub baseline: Option<i64>,
 }
 
-/// One item of `faults:`.
+/// A fault to inject.
 #[derive(Debug, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(test, schemars(rename = "fault"))]
 pub(crate) struct RawFault {
+    /// The 1-based turn at which the fault strikes, at most `warmup_turns + turns`.
+    #[cfg_attr(test, schemars(range(min = 1, max = 100_000)))]
     pub at_turn: i64,
+    /// What happens: `crash`, `hang` (simulator, or any isolated engine), `generate_error`
+    /// (simulator only) or `skip_close` (any backend).
     pub kind: FaultKind,
 }
 

@@ -106,7 +106,9 @@ pub struct RemoteWorker {
 
 /// An engine file copied to the target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(test, schemars(rename = "push_item"))]
 pub enum PushItem {
     /// `engine.model`.
     Model,
@@ -171,53 +173,89 @@ impl<'de> Deserialize<'de> for RawTarget {
     }
 }
 
-/// `target: {ssh: {...}}` as written.
+/// A machine reached with `ssh [options] HOST COMMAND`; the worker runs there.
 #[derive(Debug, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(test, schemars(rename = "target_ssh"))]
 pub(crate) struct RawSsh {
+    /// A DNS name (or a `Host` alias of your ssh config), an IPv4 or IPv6 address, or `user@`
+    /// and one of those.
     host: String,
+    /// The port (`ssh -p`); ssh's default when absent.
     #[serde(default)]
+    #[cfg_attr(test, schemars(range(min = 1, max = 65_535)))]
     port: Option<i64>,
+    /// The user (`ssh -l`); ssh's default when absent.
     #[serde(default)]
     user: Option<String>,
+    /// A private key file (`ssh -i`), relative to the scenario's folder.
     #[serde(default)]
     identity: Option<String>,
+    /// Extra `ssh -o Key=Value` options, in order, as `Key=Value` or `Key Value` (for example
+    /// `StrictHostKeyChecking=accept-new`); only the keys docs/device-farm.md lists (any case)
+    /// pass `leakloop check`: ProxyCommand, LocalCommand, Match and the like are refused.
     #[serde(default)]
     options: Option<Vec<String>>,
+    /// A leakloop binary already on the target (a path, or a name on its PATH); when absent
+    /// this binary (or LEAKLOOP_TARGET_BIN) is copied there.
     #[serde(default)]
     leakloop: Option<String>,
+    /// An absolute folder on the target for copied files and the worker's working directory;
+    /// when absent a fresh one is made under /tmp and removed at the end.
     #[serde(default)]
     dir: Option<String>,
+    /// Engine files copied to the target before the worker starts; the others are used at the
+    /// paths the scenario gives, on the target.
     #[serde(default)]
     push: Option<Vec<PushItem>>,
+    /// Environment of the remote worker (for example LITERT_LM_LIB).
     #[serde(default)]
     env: Option<BTreeMap<String, String>>,
 }
 
-/// `target: {adb: {...}}` as written.
+/// An Android device reached with `adb [-s SERIAL] shell COMMAND`.
 #[derive(Debug, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(test, schemars(rename = "target_adb"))]
 pub(crate) struct RawAdb {
+    /// The device's serial (`adb -s`) as `adb devices` lists it; adb's own choice (the only
+    /// device) when absent.
     #[serde(default)]
     serial: Option<String>,
+    /// An app, sampled with `dumpsys meminfo PACKAGE` at every sample; the engine's driver runs
+    /// on this machine.
     #[serde(default)]
     package: Option<String>,
+    /// A process by id, sampled with `dumpsys meminfo PID`; the driver runs on this machine.
     #[serde(default)]
+    #[cfg_attr(test, schemars(range(min = 1, max = 2_147_483_647)))]
     pid: Option<i64>,
+    /// leakloop's worker runs on the device (an Android build of leakloop), sampled from its
+    /// own /proc.
     #[serde(default)]
     native: Option<RawNative>,
 }
 
-/// `native: {...}` under `adb:`.
+/// leakloop's worker on an Android device.
 #[derive(Debug, Default, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(test, schemars(rename = "target_native"))]
 pub(crate) struct RawNative {
+    /// A leakloop binary already on the device; when absent LEAKLOOP_TARGET_BIN (or this
+    /// binary) is pushed.
     #[serde(default)]
     leakloop: Option<String>,
+    /// An absolute folder on the device; when absent a fresh one is made under /data/local/tmp
+    /// and removed at the end.
     #[serde(default)]
     dir: Option<String>,
+    /// Engine files pushed to the device before the worker starts.
     #[serde(default)]
     push: Option<Vec<PushItem>>,
+    /// Environment of the worker on the device.
     #[serde(default)]
     env: Option<BTreeMap<String, String>>,
 }

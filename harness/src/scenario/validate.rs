@@ -8,13 +8,14 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::scenario::attach::{check_attach_target, validate_attach};
+use crate::backend::EngineInput;
+use crate::scenario::attach::check_attach_target;
 use crate::scenario::error::{did_you_mean, ScenarioError, ScenarioErrorKind};
 use crate::scenario::model::text_tokens;
 use crate::scenario::model::{
-    BackendKind, Device, EngineSpec, Expectations, Fault, FaultKind, MetricExpectation, PromptSpec,
-    SamplePlan, SamplePoint, Scenario, SessionOptions, Step, Tolerance, MAX_BASELINE_SAMPLES,
-    MAX_TURNS, OPENCL_PROFILES, SIM_PROFILES,
+    Device, EngineSpec, Expectations, Fault, FaultKind, MetricExpectation, PromptSpec, SamplePlan,
+    SamplePoint, Scenario, SessionOptions, Step, Tolerance, MAX_BASELINE_SAMPLES, MAX_TURNS,
+    SIM_PROFILES,
 };
 use crate::scenario::raw::{
     RawEngine, RawExpect, RawMetricExpect, RawScenario, RawSend, RawStep, UnitText,
@@ -141,19 +142,10 @@ pub(crate) fn validate(raw: RawScenario, cx: &Context<'_>) -> Result<Scenario, S
     let isolate_written = raw.engine.isolate;
     let mut engine = validate_engine(raw.engine, inline_profiles, cx)?;
     let target = validate_target(raw.target, &engine, cx)?;
-    if target.remote_worker().is_some() && engine.backend == BackendKind::Exec {
-        return Err(cx.invalid_key(
-            "target",
-            "an `exec` driver runs on this machine; a remote target starts leakloop's own worker \
-             there (run the driver over ssh in its `command` instead)",
-        ));
-    }
-    if target.remote_worker().is_some() && engine.backend == BackendKind::Attach {
-        return Err(cx.invalid_key(
-            "target",
-            "an attached process is not leakloop's worker: a remote target that starts a worker \
-             cannot hold it (sample a device's app with `target: {adb: {package: ...}}`)",
-        ));
+    if let Some(why) = crate::backend::of(engine.backend).remote_refusal {
+        if target.remote_worker().is_some() {
+            return Err(cx.invalid_key("target", why));
+        }
     }
     if let Some(attach) = &engine.attach {
         check_attach_target(attach, &target, cx)?;
@@ -284,62 +276,17 @@ fn validate_engine(
     inline_profiles: BTreeMap<String, sim_backend::ProfileSpec>,
     cx: &Context<'_>,
 ) -> Result<EngineSpec, ScenarioError> {
-    let backend = raw.backend;
+    let backend = crate::backend::of(raw.backend);
     let folder = cx.file.parent().unwrap_or(Path::new(""));
-    let attach = validate_attach(&mut raw, backend == BackendKind::Attach, folder, cx)?;
-    match (backend, &raw.profile) {
-        (BackendKind::Sim, None) => {
-            return Err(cx
-                .invalid_key(
-                    "engine.profile",
-                    "the sim backend needs `profile`: a built-in profile or one defined under `profiles`",
-                )
-                .expect_one_of(SIM_PROFILES.iter().copied().chain(inline_profiles.keys().map(String::as_str))));
-        }
-        (BackendKind::Sim, Some(profile)) => {
-            let known = || {
-                SIM_PROFILES
-                    .iter()
-                    .copied()
-                    .chain(inline_profiles.keys().map(String::as_str))
-            };
-            if !known().any(|p| p == profile) {
-                return Err(cx
-                    .invalid(
-                        "engine.profile",
-                        format!("unknown simulator profile `{profile}`"),
-                    )
-                    .suggest(did_you_mean(profile, known()))
-                    .expect_one_of(known()));
-            }
-        }
-        (BackendKind::Opencl, Some(profile)) if !OPENCL_PROFILES.contains(&profile.as_str()) => {
-            return Err(cx
-                .invalid(
-                    "engine.profile",
-                    format!("unknown opencl profile `{profile}`"),
-                )
-                .suggest(did_you_mean(profile, OPENCL_PROFILES.iter().copied()))
-                .expect_one_of(OPENCL_PROFILES.iter().copied()));
-        }
-        _ => {}
-    }
-    if backend == BackendKind::LitertLm && raw.model.is_none() {
-        return Err(cx.invalid_key(
-            "engine.model",
-            "the litert-lm backend needs `model`: the path of a .litertlm file",
-        ));
-    }
-    // A driver runs in its own folder (`cwd`, by default the scenario's): the paths it is given
-    // (its program, model and library) must not stay relative to leakloop's folder.
-    let absolute_folder;
-    let folder = if backend == BackendKind::Exec {
-        absolute_folder = std::path::absolute(folder).unwrap_or_else(|_| folder.to_owned());
-        absolute_folder.as_path()
-    } else {
-        folder
-    };
-    let exec = exec::validate_exec(&mut raw, folder, cx)?;
+    let parts = (backend.check)(
+        &mut raw,
+        &EngineInput {
+            inline_profiles: &inline_profiles,
+            folder,
+            cx,
+        },
+    )?;
+    let folder = parts.folder.as_deref().unwrap_or(folder);
     let resolve = |p: &str| {
         let p = Path::new(p);
         if p.is_absolute() {
@@ -364,7 +311,7 @@ fn validate_engine(
         DEFAULT_CALL_TIMEOUT,
     )?;
     Ok(EngineSpec {
-        backend,
+        backend: backend.kind,
         profile: raw.profile,
         inline_profiles,
         model: raw.model.as_deref().map(resolve),
@@ -372,12 +319,9 @@ fn validate_engine(
         max_tokens,
         lib: raw.lib.as_deref().map(resolve),
         call_timeout,
-        // An attached process is its own process: there is no engine to put in a worker.
-        isolate: raw
-            .isolate
-            .unwrap_or(!matches!(backend, BackendKind::Sim | BackendKind::Attach)),
-        attach,
-        exec,
+        isolate: raw.isolate.unwrap_or(backend.isolate_by_default),
+        attach: parts.attach,
+        exec: parts.exec,
     })
 }
 
@@ -763,8 +707,8 @@ fn validate_faults(
                 format!("turn {at_turn} never runs: the scenario has {total_turns} turns (warm-up included)"),
             ));
         }
-        if let Some(why) =
-            fault_refusal(f.kind, engine).or_else(|| never_strikes(f.kind, engine, turn))
+        if let Some(why) = (crate::backend::of(engine.backend).fault_refusal)(f.kind, engine)
+            .or_else(|| never_strikes(f.kind, engine, turn))
         {
             return Err(cx.invalid(&format!("faults[{i}].kind"), why));
         }
@@ -774,37 +718,6 @@ fn validate_faults(
         });
     }
     Ok(out)
-}
-
-/// Why `kind` cannot be injected into `engine`, if it cannot. `skip_close` is harness-side and
-/// works everywhere; `crash` and `hang` are struck by the worker process, so any engine running
-/// isolated can take them (in-process, only the simulator fakes them); `generate_error` is a
-/// simulator fault.
-fn fault_refusal(kind: FaultKind, engine: &EngineSpec) -> Option<String> {
-    let backend = engine.backend.as_str();
-    match kind {
-        FaultKind::SkipClose => None,
-        _ if engine.backend == BackendKind::Sim => None,
-        FaultKind::Crash | FaultKind::Hang | FaultKind::GenerateError
-            if engine.backend == BackendKind::Exec =>
-        {
-            Some(format!(
-                "`{}` cannot be injected into an external driver (leakloop does not run its \
-                 code); make the driver fail on its own, or use `skip_close`",
-                fault_name(kind)
-            ))
-        }
-        FaultKind::Crash | FaultKind::Hang if engine.isolate => None,
-        FaultKind::Crash | FaultKind::Hang => Some(format!(
-            "`{}` is struck by the worker process, and this `{backend}` engine runs in-process: \
-             set `engine.isolate: true` (the default for real engines)",
-            fault_name(kind)
-        )),
-        FaultKind::GenerateError => Some(format!(
-            "only the sim backend can inject `generate_error`; `{backend}` supports `skip_close`, \
-             and `crash` and `hang` when isolated"
-        )),
-    }
 }
 
 /// Why `kind` would never strike in this turn, if it would not. Engine faults strike during
@@ -830,7 +743,8 @@ fn never_strikes(kind: FaultKind, engine: &EngineSpec, turn: &[Step]) -> Option<
     }
 }
 
-fn fault_name(kind: FaultKind) -> &'static str {
+/// A fault's name as written in `faults[].kind`.
+pub(crate) fn fault_name(kind: FaultKind) -> &'static str {
     match kind {
         FaultKind::Crash => "crash",
         FaultKind::Hang => "hang",
@@ -976,3 +890,4 @@ fn check_samples_for_expectations(
 mod tests;
 
 mod exec;
+pub(crate) use exec::{refuse_exec_keys, validate_exec};

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::engine::litert_lm::{check_library, discover_library};
+use crate::engine::litert_lm::check_library;
 use crate::engine::{
     build_engine_with, skip_or_require, Engine, EngineError, WorkerCommand, WorkerEngine,
 };
@@ -14,8 +14,8 @@ use crate::probe::target_for;
 use crate::report::ReportError;
 use crate::runner::NoObserver;
 use crate::scenario::{
-    load_scenario, parse_scenario, BackendKind, EngineSpec, MetricExpectation, PromptSpec,
-    Scenario, ScenarioError, SessionOptions, Step, Target,
+    load_scenario, parse_scenario, EngineSpec, MetricExpectation, PromptSpec, Scenario,
+    ScenarioError, SessionOptions, Step, Target,
 };
 
 use crate::session::{Session, SessionError};
@@ -256,12 +256,7 @@ impl ScenarioTest {
         if self.own_engine.is_some() {
             return Some(self);
         }
-        let missing = match self.scenario.engine.backend {
-            BackendKind::LitertLm => self.missing_litert_lm(),
-            BackendKind::Sim | BackendKind::Opencl | BackendKind::Attach | BackendKind::Exec => {
-                None
-            }
-        };
+        let missing = (crate::backend::of(self.scenario.engine.backend).missing)(&self.scenario);
         let Some(why) = missing else {
             return Some(self);
         };
@@ -269,19 +264,6 @@ impl ScenarioTest {
         let test = thread.name().unwrap_or(&self.scenario.name);
         skip_or_require(require_env, &format!("{test}: {why}"));
         None
-    }
-
-    fn missing_litert_lm(&self) -> Option<String> {
-        if let Err(e) = discover_library(self.scenario.engine.lib.as_deref()) {
-            return Some(e.to_string());
-        }
-        match &self.scenario.engine.model {
-            Some(model) if !model.is_file() => {
-                Some(format!("the model {} is missing", model.display()))
-            }
-            None => Some("the scenario names no model".to_owned()),
-            Some(_) => None,
-        }
     }
 
     /// Runs the scenario and analyses it; panics with the reason when it cannot start (see

@@ -16,11 +16,12 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::backend::BuildAxis;
 use crate::cli::bisect::BisectError;
 use crate::engine::litert_lm::{
     compare_versions, discover_library, fetched_libraries, LibraryLocation,
 };
-use crate::scenario::{BackendKind, Scenario};
+use crate::scenario::Scenario;
 
 /// The published releases with a C library and the pinned nightly, oldest first.
 const RELEASES: &str = include_str!("../../../../ci/litert-lm-releases.txt");
@@ -66,16 +67,16 @@ fn is_nightly(version: &str) -> bool {
 
 /// Resolves `spec` (`FROM..TO` or a comma-separated list) for `scenario`.
 pub(crate) fn resolve(scenario: &Scenario, spec: &str) -> Result<Vec<Build>, BisectError> {
-    match scenario.engine.backend {
-        BackendKind::Sim => resolve_profiles(scenario, spec).map_err(BisectError::Builds),
-        BackendKind::LitertLm => {
+    match crate::backend::of(scenario.engine.backend).builds {
+        Some(BuildAxis::Profiles) => resolve_profiles(scenario, spec).map_err(BisectError::Builds),
+        Some(BuildAxis::Libraries) => {
             let fetched = fetched_libraries();
             resolve_libraries(spec, &published(), &fetched)
         }
-        other => Err(BisectError::Builds(format!(
+        None => Err(BisectError::Builds(format!(
             "bisect runs litert-lm scenarios across library builds and sim scenarios across their \
              own profiles; this scenario uses `{}`",
-            other.as_str()
+            scenario.engine.backend.as_str()
         ))),
     }
 }

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use crate::engine::litert_lm::discover::{discover_library, DiscoverError, LibraryLocation};
 use crate::engine::litert_lm::ffi::{library_capabilities, LoadLibraryError};
-use crate::scenario::{BackendKind, Scenario, Step};
+use crate::scenario::{Scenario, Step};
 
 /// One thing a LiteRT-LM build may or may not offer through its C API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -219,7 +219,7 @@ pub fn check_library(
     scenario: &Scenario,
     lib: Option<&Path>,
 ) -> Result<Option<CheckedLibrary>, LibraryRefusal> {
-    if scenario.engine.backend != BackendKind::LitertLm {
+    if !crate::backend::of(scenario.engine.backend).loads_library {
         return Ok(None);
     }
     let Ok(location) = discover_library(lib.or(scenario.engine.lib.as_deref())) else {

@@ -4,51 +4,52 @@ use std::path::{Path, PathBuf};
 
 use super::Context;
 use crate::scenario::error::ScenarioError;
-use crate::scenario::model::BackendKind;
 use crate::scenario::raw::RawEngine;
 use crate::scenario::{ExecSpec, OptionValue};
 
 /// The keys only `backend: exec` takes.
 const EXEC_KEYS: [&str; 5] = ["command", "env", "cwd", "options", "opencl_interposer"];
 
-/// The driver of an exec engine (`None` for other backends, which must not set its keys).
-/// Relative paths (`cwd`, a program path with a `/`) resolve against `folder`, the scenario's.
-pub(super) fn validate_exec(
+/// Refuses the keys only `backend: exec` takes on another backend.
+pub(crate) fn refuse_exec_keys(raw: &RawEngine, cx: &Context<'_>) -> Result<(), ScenarioError> {
+    let given = [
+        raw.command.is_some(),
+        raw.env.is_some(),
+        raw.cwd.is_some(),
+        raw.options.is_some(),
+        raw.opencl_interposer.is_some(),
+    ];
+    if let Some(i) = given.iter().position(|g| *g) {
+        let key = EXEC_KEYS[i];
+        let owners = if key == "command" {
+            "`backend: exec` (an external driver) or `backend: attach` (a process leakloop \
+             does not drive)"
+        } else {
+            "`backend: exec` (an external driver)"
+        };
+        return Err(cx.invalid_key(
+            &format!("engine.{key}"),
+            format!(
+                "`{key}` belongs to {owners}, not `{}`",
+                raw.backend.as_str()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The driver of an exec engine. Relative paths (`cwd`, a program path with a `/`) resolve
+/// against `folder`, the scenario's.
+pub(crate) fn validate_exec(
     raw: &mut RawEngine,
     folder: &Path,
     cx: &Context<'_>,
-) -> Result<Option<ExecSpec>, ScenarioError> {
+) -> Result<ExecSpec, ScenarioError> {
     let command = raw.command.take();
     let env = raw.env.take();
     let cwd = raw.cwd.take();
     let options = raw.options.take();
     let opencl_interposer = raw.opencl_interposer.take();
-    if raw.backend != BackendKind::Exec {
-        let given = [
-            command.is_some(),
-            env.is_some(),
-            cwd.is_some(),
-            options.is_some(),
-            opencl_interposer.is_some(),
-        ];
-        if let Some(i) = given.iter().position(|g| *g) {
-            let key = EXEC_KEYS[i];
-            let owners = if key == "command" {
-                "`backend: exec` (an external driver) or `backend: attach` (a process leakloop \
-                 does not drive)"
-            } else {
-                "`backend: exec` (an external driver)"
-            };
-            return Err(cx.invalid_key(
-                &format!("engine.{key}"),
-                format!(
-                    "`{key}` belongs to {owners}, not `{}`",
-                    raw.backend.as_str()
-                ),
-            ));
-        }
-        return Ok(None);
-    }
     if raw.isolate == Some(false) {
         return Err(cx.invalid(
             "engine.isolate",
@@ -120,7 +121,7 @@ pub(super) fn validate_exec(
     if command[0].contains('/') && !Path::new(&command[0]).is_absolute() {
         command[0] = resolve(&command[0]).display().to_string();
     }
-    Ok(Some(ExecSpec {
+    Ok(ExecSpec {
         command,
         env,
         cwd,
@@ -130,7 +131,7 @@ pub(super) fn validate_exec(
             .map(|(key, value)| (key, OptionValue::from_json(value)))
             .collect(),
         opencl_interposer: opencl_interposer.unwrap_or(false),
-    }))
+    })
 }
 
 #[cfg(test)]

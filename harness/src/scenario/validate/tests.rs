@@ -3,7 +3,9 @@
 use std::path::PathBuf;
 
 use super::*;
-use crate::scenario::{parse_scenario, Concurrency, ScenarioErrorKind, StopMode, Tolerance};
+use crate::scenario::{
+    parse_scenario, BackendKind, Concurrency, ScenarioErrorKind, StopMode, Tolerance,
+};
 
 fn parse(text: &str) -> Result<Scenario, ScenarioError> {
     parse_scenario(text, Path::new("/scenarios/s.yaml"))

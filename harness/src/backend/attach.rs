@@ -1,0 +1,43 @@
+//! `backend: attach`: a process leakloop does not drive. It runs its own turns and marks each
+//! one's end; leakloop starts it (`command`), finds it (`pid`) or samples a device's app, and
+//! never puts it in a worker (`scenario::attach` checks its keys).
+
+use super::registry::{no_worker_env, nothing_missing, worker_faults, EngineParts};
+use super::{Backend, Placement};
+use crate::engine::{AttachEngine, Engine, EngineError};
+use crate::scenario::{BackendKind, Concurrency, Scenario};
+
+/// The attach row.
+pub(super) const BACKEND: Backend = Backend {
+    kind: BackendKind::Attach,
+    name: "attach",
+    // A real program measured from outside: measured alone unless the scenario says otherwise.
+    concurrency: Concurrency::Exclusive,
+    isolate_by_default: false,
+    reads_prompt_text: false,
+    placement: Placement::Attached,
+    loads_library: false,
+    builds: None,
+    remote_refusal: Some(
+        "an attached process is not leakloop's worker: a remote target that starts a worker \
+         cannot hold it (sample a device's app with `target: {adb: {package: ...}}`)",
+    ),
+    check: |raw, input| {
+        let attach = crate::scenario::validate_attach(raw, true, input.folder, input.cx)?;
+        crate::scenario::refuse_exec_keys(raw, input.cx)?;
+        Ok(EngineParts {
+            attach,
+            ..EngineParts::default()
+        })
+    },
+    // An attached process takes no faults at all (refused with its loop); this answers for a
+    // scenario built in code.
+    fault_refusal: worker_faults,
+    missing: nothing_missing,
+    build,
+    worker_env: no_worker_env,
+};
+
+fn build(scenario: &Scenario) -> Result<Box<dyn Engine>, EngineError> {
+    Ok(Box::new(AttachEngine::from_scenario(scenario)?))
+}

@@ -21,6 +21,9 @@ pub mod probe;
 pub mod report;
 pub mod runner;
 pub mod scenario;
+/// Suites, partitions and their merge: the work behind `leakloop run DIR...` and `merge`.
+#[cfg(feature = "cli")]
+pub(crate) mod suite;
 pub mod walk;
 
 /// The one registry of metrics (name, unit, meaning, providing probes, machine dependence).

@@ -1,0 +1,204 @@
+//! A suite run: [`plan`] expands the arguments into the suite's files and keeps a partition's
+//! share; [`run_plan`] loads every scenario of the share and runs them on `-j` threads
+//! (exclusive ones one at a time per device, `schedule.rs`), each through the caller's
+//! [`ScenarioRunner`] into its own folder under the suite's root, and sums them up in the suite
+//! report. Progress goes to a [`SuiteEvent`] callback: the library prints nothing.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use crate::analyze::Verdict;
+use crate::report::{
+    EntryStatus, SuiteEntry, SuiteIdentity, SuitePartition, SuiteReport, WorstMetric,
+};
+use crate::scenario::{load_scenario_with, Overrides, Scenario, ScenarioError};
+use crate::suite::inputs::{expand, InputsError, SuiteFile};
+use crate::suite::partition::{fnv1a64, Partition};
+use crate::suite::schedule::{run_jobs, Device};
+
+/// The suite's files and identity, before a partition takes its share.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    /// The files of this share, sorted by relative path.
+    pub files: Vec<SuiteFile>,
+    /// The whole suite.
+    pub identity: SuiteIdentity,
+}
+
+/// Expands the arguments and keeps `partition`'s share.
+pub(crate) fn plan(args: &[PathBuf], partition: Option<Partition>) -> Result<Plan, InputsError> {
+    let all = expand(args)?;
+    let listing: Vec<&str> = all.iter().map(|f| f.relative.as_str()).collect();
+    let identity = SuiteIdentity {
+        scenarios: all.len(),
+        fingerprint: format!("{:016x}", fnv1a64(listing.join("\n").as_bytes())),
+    };
+    let files = all
+        .into_iter()
+        .filter(|f| partition.is_none_or(|p| p.holds(&f.relative)))
+        .collect();
+    Ok(Plan { files, identity })
+}
+
+/// The default `-j`: the cores this process may use.
+pub(crate) fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// How a suite runs, besides what each scenario's run needs (the [`ScenarioRunner`]'s part).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RunOptions {
+    /// The command line's overrides, applied to every scenario as it loads.
+    pub overrides: Overrides,
+    /// Scenarios at once (`-j`).
+    pub jobs: usize,
+    /// The share being run.
+    pub partition: Option<Partition>,
+}
+
+/// A scenario of the suite that ran to a verdict.
+#[derive(Debug)]
+pub(crate) struct Ran {
+    /// Its verdict (with any baseline checks).
+    pub verdict: Verdict,
+    /// Its exit code, as `leakloop run` would give it.
+    pub exit_code: u8,
+}
+
+/// Why a scenario of the suite has no verdict: the text of its error and its exit code.
+#[derive(Debug, Clone)]
+pub(crate) struct Failed {
+    /// The error, whole (`{:#}`).
+    pub text: String,
+    /// The exit code `leakloop run` would give it.
+    pub exit_code: u8,
+    /// Whether the engine failed (the entry then reads ENGINE FAILED, else ERROR).
+    pub engine_failed: bool,
+}
+
+/// Runs one scenario of a suite: what `leakloop run FILE --out FOLDER --quiet` does, without
+/// printing. The caller decides exit codes (the documented codes grow with how bad the outcome
+/// is, so the suite's is the largest of its scenarios').
+pub(crate) trait ScenarioRunner: Sync {
+    /// What a scenario file that does not load becomes.
+    fn load_failed(&self, error: ScenarioError) -> Failed;
+
+    /// Runs `scenario`, writing its reports into `folder` when there is one (the caller claims
+    /// it).
+    fn run(&self, scenario: &Scenario, folder: Option<PathBuf>) -> Result<Ran, Failed>;
+}
+
+/// What a suite run tells its caller while it runs.
+#[derive(Debug)]
+pub(crate) enum SuiteEvent<'a> {
+    /// Before anything runs, when a partition is being run.
+    Partition {
+        /// The share.
+        partition: Partition,
+        /// Its scenarios.
+        running: usize,
+        /// The whole suite's scenarios.
+        suite: usize,
+    },
+    /// A scenario ended (one call at a time, in the order they end).
+    Finished {
+        /// How many have ended, this one included.
+        done: usize,
+        /// How many there are in all.
+        total: usize,
+        /// Its entry in the suite report.
+        entry: &'a SuiteEntry,
+    },
+}
+
+/// Loads and runs every file of `plan`, each into `root/<folder>` when there is a root; returns
+/// the suite report (not yet written).
+pub(crate) fn run_plan(
+    options: &RunOptions,
+    plan: &Plan,
+    root: Option<&Path>,
+    runner: &dyn ScenarioRunner,
+    progress: &(dyn Fn(SuiteEvent<'_>) + Sync),
+) -> SuiteReport {
+    let total = plan.files.len();
+    if let Some(partition) = options.partition {
+        progress(SuiteEvent::Partition {
+            partition,
+            running: total,
+            suite: plan.identity.scenarios,
+        });
+    }
+    let loaded: Vec<Result<Scenario, Failed>> = plan
+        .files
+        .iter()
+        .map(|f| load_scenario_with(&f.path, &options.overrides).map_err(|e| runner.load_failed(e)))
+        .collect();
+    let devices: Vec<Device> = loaded
+        .iter()
+        .map(|s| s.as_ref().ok().and_then(Scenario::exclusive_device))
+        .collect();
+    let done = AtomicUsize::new(0);
+    let entries = run_jobs(
+        &devices,
+        options.jobs,
+        |i| run_one(&plan.files[i], &loaded[i], root, runner),
+        |_, entry: &SuiteEntry| {
+            let done = done.fetch_add(1, Ordering::SeqCst) + 1;
+            progress(SuiteEvent::Finished { done, total, entry });
+        },
+    );
+    let worst = entries.iter().map(|e| e.exit_code).max().unwrap_or(0);
+    let partition = options.partition.map(|p| SuitePartition {
+        index: p.index,
+        count: p.count,
+    });
+    SuiteReport::new(plan.identity.clone(), partition, worst, entries)
+}
+
+/// Runs one scenario of the suite into its folder and sums it up for the suite.
+fn run_one(
+    file: &SuiteFile,
+    loaded: &Result<Scenario, Failed>,
+    root: Option<&Path>,
+    runner: &dyn ScenarioRunner,
+) -> SuiteEntry {
+    let started = Instant::now();
+    let mut entry = SuiteEntry {
+        path: file.relative.clone(),
+        folder: file.folder.clone(),
+        name: None,
+        status: EntryStatus::Error,
+        exit_code: 0,
+        error: None,
+        worst_metric: None,
+        expectations: 0,
+        expectations_failed: 0,
+        duration_s: 0.0,
+    };
+    let result = match loaded {
+        Err(failed) => Err(failed.clone()),
+        Ok(scenario) => {
+            entry.name = Some(scenario.name.clone());
+            runner.run(scenario, root.map(|root| root.join(&file.folder)))
+        }
+    };
+    match result {
+        Ok(Ran { verdict, exit_code }) => {
+            entry.status = EntryStatus::of_verdict(verdict.status);
+            entry.worst_metric = WorstMetric::of(&verdict);
+            entry.expectations = verdict.expectations.len();
+            entry.expectations_failed = verdict.expectations.iter().filter(|e| !e.passed).count();
+            entry.exit_code = exit_code;
+        }
+        Err(failed) => {
+            if failed.engine_failed {
+                entry.status = EntryStatus::EngineFailed;
+            }
+            entry.error = Some(failed.text);
+            entry.exit_code = failed.exit_code;
+        }
+    }
+    entry.duration_s = started.elapsed().as_secs_f64();
+    entry
+}

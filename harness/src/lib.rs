@@ -13,6 +13,9 @@
 
 pub mod analyze;
 pub mod bench;
+/// Bisect: one scenario across a series of engine builds, and where a figure changed.
+#[cfg(feature = "cli")]
+pub(crate) mod bisect;
 pub mod engine;
 #[doc(hidden)]
 pub mod fuzzing;

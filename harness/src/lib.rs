@@ -24,6 +24,7 @@ pub mod probe;
 pub mod report;
 pub mod runner;
 pub mod scenario;
+pub mod session;
 /// Suites, partitions and their merge: the work behind `leakloop run DIR...` and `merge`.
 #[cfg(feature = "cli")]
 pub(crate) mod suite;

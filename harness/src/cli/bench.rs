@@ -10,13 +10,13 @@ use crate::bench::{
     SequentialConfig, SCALE_RELOAD_EVERY, SCALE_TURNS,
 };
 use crate::bench::{render_suite_bench, write_sim_suite, SuiteBenchRow};
-use crate::cli::interrupt::InFlight;
 use crate::cli::output;
-use crate::cli::run::{claim_out, run_and_analyze_timed, write_out, Format, PhaseTimes};
+use crate::cli::run::{claim_out, Printer};
 use crate::cli::suite::{default_jobs, plan, run_plan, SuiteOptions};
 use crate::cli::{CliError, Outcome};
 use crate::report::{write_suite_reports, EntryStatus, JUNIT_XML, SUMMARY_MD};
 use crate::report::{PLOT_SVG, REPORT_JSON, SAMPLES_JSONL};
+use crate::session::Session;
 
 /// Arguments of `leakloop bench`.
 #[derive(Debug, clap::Args)]
@@ -301,27 +301,19 @@ fn scale_in_child(turns: u32, reload_every: u32) -> Result<ScaleRow, CliError> {
     serde_json::from_str(stdout.trim()).map_err(|e| CliError::Engine(e.into()))
 }
 
-/// One scale configuration, end to end in this process, as `leakloop run --out` does it.
+/// One scale configuration, end to end in this process, as `leakloop run --out` does it (one
+/// [`Session`], which times its phases).
 fn scale_child(turns: u32, reload_every: u32, out: &Path) -> Result<ScaleRow, CliError> {
     let scenario = scale_scenario(turns, reload_every).map_err(|e| CliError::Engine(e.into()))?;
-    let mut times = PhaseTimes::default();
-    let claimed = claim_out(out)?;
-    let (record, verdict, claimed) = run_and_analyze_timed(
-        &scenario,
-        Some(claimed),
-        true,
-        &InFlight::default(),
-        Format::Text,
-        &mut times,
-    )?;
-    let started = std::time::Instant::now();
-    write_out(claimed, &record, &verdict);
-    times.reports = started.elapsed().as_secs_f64();
+    let outcome = Session::new(scenario)
+        .out(out)
+        .run(&mut Printer::without_verdict(true))?;
+    let times = outcome.times;
     let size = |name: &str| std::fs::metadata(out.join(name)).map_or(0, |m| m.len());
     Ok(ScaleRow {
         turns,
         reload_every,
-        samples: record.samples.len(),
+        samples: outcome.record.samples.len(),
         run_seconds: times.run,
         analyze_seconds: times.analyze,
         report_seconds: times.reports,

@@ -20,6 +20,7 @@ use crate::input::InputError;
 use crate::report::ReportError;
 use crate::runner::{RunOutcome, RunRecord};
 use crate::scenario::ScenarioError;
+use crate::session::{BaselineError, SessionError};
 
 /// What each exit code means, for every command (`leakloop --help`; README.md has the same table).
 pub(crate) const EXIT_CODES_HELP: &str = "\
@@ -190,7 +191,8 @@ macro_rules! exit_by_type {
 
 // A scenario, trace or input file that cannot be used is bad input, and so is a scenario that
 // the chosen engine library cannot run (a step needs a capability the release lacks).
-exit_by_type!(BadInput: ScenarioError, TraceError, InputError, LibraryRefusal);
+// A baseline that cannot be used is bad input too.
+exit_by_type!(BadInput: ScenarioError, TraceError, InputError, LibraryRefusal, BaselineError);
 // An engine that cannot be built (its library missing, named or discovered; its model unusable;
 // a worker that does not start), or the runner benchmark's engine failing, is an engine failure.
 exit_by_type!(Engine: EngineError, OverheadError, DiscoverError, InspectError);
@@ -233,6 +235,27 @@ impl From<BuildError> for CliError {
         match e {
             BuildError::Target(e) => e.into(),
             BuildError::Engine(e) => e.into(),
+        }
+    }
+}
+
+/// A session that cannot run maps by what stopped it; an engine that cannot be started says
+/// which scenario it was for, keeping the code of its cause.
+impl From<SessionError> for CliError {
+    fn from(e: SessionError) -> Self {
+        match e {
+            SessionError::Scenario(e) => e.into(),
+            SessionError::BuildStamp(e) => CliError::bad_input(e),
+            SessionError::Baseline(e) => e.into(),
+            SessionError::Refused(e) => e.into(),
+            SessionError::Start {
+                backend,
+                scenario,
+                source,
+            } => CliError::from(source).context(format!(
+                "cannot start the `{backend}` engine for {scenario}"
+            )),
+            SessionError::Out(e) => e.into(),
         }
     }
 }

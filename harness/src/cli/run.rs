@@ -1,31 +1,23 @@
-//! `leakloop run`: one scenario, start to finish: claim the output folder, build the engine, run
-//! the turn loop while streaming samples to disk, analyse, print the verdict, write the reports
-//! and map the verdict to an exit code. SIGINT and SIGTERM end it with a partial report
-//! (`interrupt.rs`).
+//! `leakloop run`: one scenario, start to finish, through the library's
+//! [`Session`](crate::session::Session); this file parses the arguments, shows the session (its
+//! progress bar, its verdict before the reports are written, its warnings) and maps the verdict
+//! to an exit code. SIGINT and SIGTERM end it with a partial report (`interrupt.rs`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::anyhow;
 
-use crate::analyze::{analyze_run, stop_rule_for, Verdict};
-use crate::cli::baseline::Baseline;
-use crate::cli::interrupt::{self, InFlight, Pending};
+use crate::analyze::Verdict;
+use crate::cli::interrupt::{self, InFlight};
 use crate::cli::output;
 use crate::cli::overrides::OverrideArgs;
 use crate::cli::suite::{self, Partition};
 use crate::cli::{CliError, Exit, Outcome};
-use crate::engine::build_on_target;
-use crate::engine::litert_lm::check_library;
-use crate::engine::transport::BuildError;
-use crate::probe::target_for;
-use crate::report::provenance::{process_env, resolve_build};
-use crate::report::{
-    print_terminal, provenance, render_report_json, write_reports, Fanout, OutDir,
-    ProgressObserver, SampleStream,
-};
-use crate::runner::{backend_on, run_scenario_on, RunRecord};
-use crate::scenario::{load_scenario_with, BackendKind, Overrides, Scenario};
+use crate::report::{print_terminal, render_report_json, OutDir, ProgressObserver};
+use crate::runner::{RunObserver, RunRecord, Sample};
+use crate::scenario::{BackendKind, Overrides, Scenario};
+use crate::session::{write_artifacts, Judged, Session, SessionObserver};
 
 /// Arguments of `leakloop run`.
 #[derive(Debug, clap::Args)]
@@ -104,75 +96,110 @@ pub(crate) fn run(args: RunArgs) -> Result<Outcome, CliError> {
         return suite::run_suite(&args);
     }
     let in_flight = Arc::new(InFlight::default());
-    interrupt::install(Arc::clone(&in_flight))
+    interrupt::install(Arc::clone(&in_flight), args.format)
         .map_err(|e| CliError::Engine(anyhow!("cannot watch for SIGINT and SIGTERM: {e}")))?;
-    // Claimed before anything can fail: from here on the folder shows no earlier run's verdict,
-    // whatever stops this one.
-    let out = args.out.as_deref().map(claim_out).transpose()?;
-    let build = resolve_build(
-        args.build_id.as_deref(),
-        args.build_date.as_deref(),
-        &process_env,
-        std::time::SystemTime::now(),
-    );
-    let scenario = match (
-        load_scenario_with(&args.scenarios[0], &args.overrides()),
-        build,
-    ) {
-        (Ok(scenario), Ok(build)) => {
-            in_flight.set_build(build);
-            scenario
-        }
-        (Err(e), _) => {
-            release(out);
-            return Err(e.into());
-        }
-        (_, Err(e)) => {
-            release(out);
-            return Err(CliError::bad_input(e));
-        }
-    };
-    let baseline = match args
-        .baseline
-        .as_deref()
-        .map(|dir| Baseline::load(dir, &scenario, args.baseline_min_change.as_deref()))
-    {
-        Some(Err(e)) => {
-            release(out);
-            return Err(e);
-        }
-        baseline => baseline.transpose().unwrap_or(None),
-    };
-    let (record, mut verdict, out) =
-        run_and_analyze(&scenario, out, args.quiet, &in_flight, args.format)?;
-    if let Some(baseline) = &baseline {
-        baseline.apply(&record, &mut verdict);
+    let mut session = Session::from_file(&args.scenarios[0], args.overrides())
+        .build_stamp(args.build_id.clone(), args.build_date.clone())
+        .in_flight(&in_flight);
+    if let Some(out) = &args.out {
+        session = session.out(out);
     }
-    Ok(Outcome::Verdict(finish_run(
-        &record,
-        &verdict,
-        args.format,
-        out,
+    if let Some(dir) = &args.baseline {
+        session = session.baseline(dir, args.baseline_min_change.clone());
+    }
+    let outcome = session.run(&mut Printer::new(args.quiet, args.format))?;
+    Ok(Outcome::Verdict(Exit::of_run(
+        &outcome.record,
+        &outcome.verdict,
     )))
 }
 
-/// How every run ends once it has a verdict, finished or interrupted: print first, write second
-/// (a full disk must not hide the verdict or change the exit code, and a closed stdout must not
-/// cost the reports); returns the run's exit code.
-pub(crate) fn finish_run(
-    record: &RunRecord,
-    verdict: &Verdict,
-    format: Format,
-    out: Option<OutDir>,
-) -> Exit {
-    print_verdict(record, verdict, format, out.as_ref());
-    write_out(out, record, verdict);
-    Exit::of_run(record, verdict)
+/// How the command line shows a session: a progress bar while the turns run (none with
+/// `--quiet`), the verdict (table or report.json) before the reports are written, so that a full
+/// disk cannot hide it, then warnings and notes on stderr.
+pub(crate) struct Printer {
+    quiet: bool,
+    /// None: the caller shows the verdict itself.
+    format: Option<Format>,
+    bar: Option<ProgressObserver>,
+}
+
+impl Printer {
+    /// Shows a session as `leakloop run --format <format> [--quiet]` does.
+    pub(crate) fn new(quiet: bool, format: Format) -> Self {
+        Self {
+            quiet,
+            format: Some(format),
+            bar: None,
+        }
+    }
+
+    /// Shows only the progress bar (unless `quiet`), warnings and notes: the caller shows the
+    /// verdict its own way (a suite's table, a comparison, a benchmark's figures).
+    pub(crate) fn without_verdict(quiet: bool) -> Self {
+        Self {
+            quiet,
+            format: None,
+            bar: None,
+        }
+    }
+}
+
+impl SessionObserver for Printer {
+    fn on_start(&mut self, scenario: &Scenario) {
+        self.bar = Some(ProgressObserver::new(
+            &scenario.name,
+            scenario.total_turns(),
+            self.quiet,
+        ));
+    }
+
+    fn on_sample(&mut self, sample: &Sample) {
+        if let Some(bar) = &mut self.bar {
+            bar.on_sample(sample);
+        }
+    }
+
+    fn on_turn_end(&mut self, turn: u32, total: u32) {
+        if let Some(bar) = &mut self.bar {
+            bar.on_turn_end(turn, total);
+        }
+    }
+
+    fn on_loop_end(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish();
+        }
+    }
+
+    fn on_verdict(&mut self, record: &RunRecord, verdict: &Verdict, out: Option<&Path>) {
+        if let Some(format) = self.format {
+            print_verdict(record, verdict, format, out);
+        }
+    }
+
+    fn on_warning(&mut self, message: &str) {
+        output::warning(message);
+    }
+
+    fn on_note(&mut self, message: &str) {
+        output::note(message);
+    }
+}
+
+/// How an interrupted run ends once it has a verdict: print first, write second (a full disk
+/// must not hide the verdict or change the exit code, and a closed stdout must not cost the
+/// reports); returns the run's exit code.
+pub(crate) fn finish_run(judged: Judged, format: Format) -> Exit {
+    let mut printer = Printer::new(true, format);
+    printer.on_verdict(&judged.record, &judged.verdict, judged.out_dir());
+    let outcome = judged.write(&mut printer);
+    Exit::of_run(&outcome.record, &outcome.verdict)
 }
 
 /// Prints the verdict table (or report.json with `--format json`), then where the reports go.
 /// A failed write to stdout is kept for [`super::decide`].
-fn print_verdict(record: &RunRecord, verdict: &Verdict, format: Format, out: Option<&OutDir>) {
+fn print_verdict(record: &RunRecord, verdict: &Verdict, format: Format, out: Option<&Path>) {
     match format {
         Format::Json => match render_report_json(record, verdict) {
             Ok(json) => output::println(&json),
@@ -181,22 +208,17 @@ fn print_verdict(record: &RunRecord, verdict: &Verdict, format: Format, out: Opt
         Format::Text => {
             output::write_stdout(|| print_terminal(record, verdict));
             if let Some(out) = out {
-                output::println(&format!("reports: {}", out.dir().display()));
+                output::println(&format!("reports: {}", out.display()));
             }
         }
     }
 }
 
-/// Writes every report into the run's claimed folder and releases it. A write failure (a full
-/// disk, a read-only folder) is a warning: the verdict stands, and was printed before.
+/// Writes every report into the run's claimed folder and releases it (see
+/// [`write_artifacts`]); a failure is a warning on stderr.
 pub(crate) fn write_out(out: Option<OutDir>, record: &RunRecord, verdict: &Verdict) {
-    let Some(out) = out else { return };
-    if let Err(e) = write_reports(out.dir(), record, verdict) {
-        output::warning(&format!(
-            "the verdict above stands, but its reports are incomplete: {e}"
-        ));
-    }
-    release(Some(out));
+    let mut printer = Printer::without_verdict(true);
+    write_artifacts(out, record, verdict, &mut printer, &mut Vec::new());
 }
 
 /// Claims an output folder for a run (see [`OutDir::claim`]): a busy folder is a usage error, one
@@ -205,148 +227,21 @@ pub(crate) fn claim_out(dir: &Path) -> Result<OutDir, CliError> {
     Ok(OutDir::claim(dir)?)
 }
 
-/// Releases a claimed folder; a failure is a warning.
-fn release(out: Option<OutDir>) {
-    if let Some(Err(e)) = out.map(OutDir::release) {
-        output::warning(&e.to_string());
-    }
-}
-
-/// Builds the engine, runs the scenario (streaming samples into the claimed `out` folder when
-/// given) and analyses the record; returns the folder for [`write_out`]. An engine that fails
+/// Runs `scenario` through a [`Session`] up to its verdict (streaming samples into the claimed
+/// `out` folder when given) and returns the folder for [`write_out`]. An engine that fails
 /// mid-run still yields a record and a verdict; only an engine that cannot be built at all is an
-/// error (and leaves `out` without any report: the previous run's are gone, none are new).
-/// `format` is what the signal thread prints should the run be interrupted.
+/// error (and leaves `out` released without any report). A signal's partial report is printed
+/// as `leakloop run` installed it, whatever `_format` says.
 pub(crate) fn run_and_analyze(
     scenario: &Scenario,
     out: Option<OutDir>,
     quiet: bool,
     in_flight: &InFlight,
-    format: Format,
+    _format: Format,
 ) -> Result<(RunRecord, Verdict, Option<OutDir>), CliError> {
-    run_and_analyze_timed(
-        scenario,
-        out,
-        quiet,
-        in_flight,
-        format,
-        &mut PhaseTimes::default(),
-    )
-}
-
-/// Wall time of the phases of [`run_and_analyze`], in seconds, and of writing the reports (for
-/// `leakloop bench scale`).
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct PhaseTimes {
-    /// Building the engine and the turn loop, samples streamed.
-    pub run: f64,
-    /// The analysis.
-    pub analyze: f64,
-    /// Writing the reports (timed by the caller around [`write_out`]).
-    pub reports: f64,
-    /// Peak resident memory when the turn loop ended, in bytes, where the OS tells.
-    pub run_peak_rss: Option<u64>,
-}
-
-/// [`run_and_analyze`], timing each phase into `times`.
-pub(crate) fn run_and_analyze_timed(
-    scenario: &Scenario,
-    out: Option<OutDir>,
-    quiet: bool,
-    in_flight: &InFlight,
-    format: Format,
-    times: &mut PhaseTimes,
-) -> Result<(RunRecord, Verdict, Option<OutDir>), CliError> {
-    // What the library cannot run is bad input, refused before anything starts. A remote
-    // worker loads its library on the target: this machine's library says nothing about it.
-    let checked = match scenario.target.remote_worker() {
-        None => check_library(scenario, None),
-        Some(_) => Ok(None),
-    };
-    if let Err(why) = checked {
-        release(out);
-        return Err(why.into());
-    }
-    let started = std::time::Instant::now();
-    // Where the engine's process is measured; a device that does not answer stops the run
-    // before anything starts.
-    let built = target_for(scenario)
-        .map_err(BuildError::from)
-        .and_then(|target| Ok((target, build_on_target(scenario)?)));
-    let (target, mut engine) = match built {
-        Ok(built) => built,
-        Err(e) => {
-            release(out);
-            return Err(CliError::from(e).context(format!(
-                "cannot start the `{}` engine for {}",
-                scenario.engine.backend.as_str(),
-                scenario_label(scenario)
-            )));
-        }
-    };
-    let stream = match out.as_ref().map(|out| SampleStream::create(out.dir())) {
-        Some(Err(e)) => {
-            release(out);
-            return Err(e.into());
-        }
-        stream => stream.transpose().unwrap_or(None),
-    };
-    // Hashed before the first turn: an interrupted run keeps it, and a model file swapped
-    // while the run goes is not mistaken for the one that ran.
-    let (build, ci) = in_flight.build();
-    let backend = backend_on(target.as_ref(), engine.as_ref());
-    let provenance = provenance::collect(scenario, &backend, &build, ci.as_ref());
-    in_flight.start(Pending {
-        scenario: scenario.clone(),
-        backend,
-        stream,
-        samples: Vec::new(),
-        out,
-        turns_completed: 0,
-        format,
-        provenance: Some(provenance),
-    });
-    let mut progress = ProgressObserver::new(&scenario.name, scenario.total_turns(), quiet);
-    let mut record = {
-        let mut observer = in_flight.observer();
-        let mut fanout = Fanout::new(vec![&mut progress, &mut observer]);
-        let mut stop = stop_rule_for(scenario);
-        run_scenario_on(
-            target.as_ref(),
-            scenario,
-            engine.as_mut(),
-            &mut fanout,
-            stop.as_mut(),
-        )
-    };
-    drop(engine);
-    progress.finish();
-    let pending = in_flight.finish();
-    let (stream, out) = match pending {
-        Some(p) => {
-            record.provenance = p.provenance;
-            (p.stream, p.out)
-        }
-        None => (None, None),
-    };
-    if let Some(stream) = stream {
-        // The samples are on disk already; a failed final flush is reported but the run's
-        // result still stands.
-        if let Err(e) = stream.finish() {
-            output::warning(&e.to_string());
-        }
-    }
-    times.run = started.elapsed().as_secs_f64();
-    times.run_peak_rss = crate::probe::peak_rss_bytes();
-    let started = std::time::Instant::now();
-    let verdict = analyze_run(&record);
-    times.analyze = started.elapsed().as_secs_f64();
-    Ok((record, verdict, out))
-}
-
-fn scenario_label(scenario: &Scenario) -> String {
-    match &scenario.source {
-        Some(path) => format!("{} ({})", scenario.name, path.display()),
-        None => scenario.name.clone(),
-    }
+    let judged = Session::new(scenario.clone())
+        .claimed_out(out)
+        .in_flight(in_flight)
+        .judge(&mut Printer::without_verdict(quiet))?;
+    Ok(judged.into_parts())
 }

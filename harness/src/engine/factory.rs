@@ -49,7 +49,8 @@ pub fn build_on_target(scenario: &Scenario) -> Result<Box<dyn Engine>, BuildErro
     build_on_target_with(scenario, None)
 }
 
-fn build_on_target_with(
+/// [`build_on_target`], with a local worker started as `worker` says (see [`build_engine_with`]).
+pub fn build_on_target_with(
     scenario: &Scenario,
     worker: Option<&WorkerCommand>,
 ) -> Result<Box<dyn Engine>, BuildError> {

@@ -17,7 +17,9 @@ pub use api::{
     GenerateRequest, Prompt, SessionId, TurnMarks,
 };
 pub use attach::AttachEngine;
-pub use factory::{build_engine, build_engine_with, build_in_process, build_on_target};
+pub use factory::{
+    build_engine, build_engine_with, build_in_process, build_on_target, build_on_target_with,
+};
 pub use ledger::{CountError, KindCounts, Ledger, LedgerImbalance, LedgerRun, TurnLedger};
 pub use litert_lm::LitertLmEngine;
 #[cfg(not(target_os = "android"))]

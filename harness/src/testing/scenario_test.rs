@@ -4,16 +4,15 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::analyze::{analyze_run, stop_rule_for};
-use crate::engine::litert_lm::{check_library, discover_library};
-use crate::engine::{build_engine_with, skip_or_require, EngineError, WorkerCommand};
-use crate::probe::target_for;
-use crate::report::{write_reports, OutDir, ReportError, SampleStream};
-use crate::runner::run_scenario_on;
+use crate::engine::litert_lm::discover_library;
+use crate::engine::{skip_or_require, EngineError, WorkerCommand};
+use crate::report::ReportError;
+use crate::runner::NoObserver;
 use crate::scenario::{
     load_scenario, parse_scenario, BackendKind, EngineSpec, MetricExpectation, PromptSpec,
     Scenario, ScenarioError, SessionOptions, Step,
 };
+use crate::session::{Session, SessionError};
 
 use super::outcome::{Reports, TestRun};
 use super::worker::{serve_worker_if_requested, this_test_worker};
@@ -245,42 +244,35 @@ impl ScenarioTest {
     pub fn try_run(self) -> Result<TestRun, RunError> {
         serve_worker_if_requested();
         let scenario = self.scenario;
-        check_library(&scenario, None).map_err(|e| RunError::Refused(e.to_string()))?;
         let worker = match (scenario.engine.isolate, self.worker) {
             (false, _) => None,
             (true, Some(command)) => Some(command),
             (true, None) => Some(this_test_worker().map_err(RunError::Worker)?),
         };
-        let engine_error = |error| RunError::Engine {
-            backend: scenario.engine.backend.as_str(),
-            scenario: scenario.name.clone(),
-            error,
-        };
-        let target = target_for(&scenario).map_err(|e| engine_error(e.into()))?;
-        let mut engine = build_engine_with(&scenario, worker.as_ref()).map_err(engine_error)?;
-        let reports = Reports::for_run(self.reports_in, &scenario.name)?;
-        let out = OutDir::claim(reports.path())?;
-        let mut stream = SampleStream::create(out.dir())?;
-        let mut stop = stop_rule_for(&scenario);
-        let record = run_scenario_on(
-            target.as_ref(),
-            &scenario,
-            engine.as_mut(),
-            &mut stream,
-            stop.as_mut(),
-        );
-        drop(engine);
-        let mut problems = Vec::new();
-        if let Err(e) = stream.finish() {
-            problems.push(e.to_string());
-        }
-        let verdict = analyze_run(&record);
-        if let Err(e) = write_reports(out.dir(), &record, &verdict) {
-            problems.push(e.to_string());
-        }
-        if let Err(e) = out.release() {
-            problems.push(e.to_string());
-        }
+        let name = scenario.name.clone();
+        let reports = Reports::for_run(self.reports_in, &name)?;
+        // The library's session: the same checks, engine, provenance and reports as `leakloop
+        // run --out`; what goes wrong after the verdict is kept as the run's problems.
+        let outcome = Session::new(scenario)
+            .out(reports.path())
+            .worker(worker)
+            .run(&mut NoObserver)
+            .map_err(|e| match e {
+                SessionError::Scenario(e) => RunError::Scenario(e),
+                SessionError::Start {
+                    backend, source, ..
+                } => RunError::Engine {
+                    backend,
+                    scenario: name,
+                    error: source.into(),
+                },
+                SessionError::Out(e) => RunError::Reports(e),
+                // A build stamp and a baseline are never asked for here.
+                e @ (SessionError::Refused(_)
+                | SessionError::BuildStamp(_)
+                | SessionError::Baseline(_)) => RunError::Refused(e.to_string()),
+            })?;
+        let (record, verdict, problems) = (outcome.record, outcome.verdict, outcome.warnings);
         Ok(TestRun::new(record, verdict, reports, problems))
     }
 }

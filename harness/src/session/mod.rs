@@ -1,0 +1,526 @@
+//! One scenario run from start to finish, the same way for every caller (`leakloop run`, suites,
+//! `compare`, `bisect`, `bench`, `leakloop::testing`): claim the output folder, resolve the build
+//! stamp, check the engine library, build the engine on its target, stream the samples while the
+//! turn loop runs under its stop rule, judge the record (against a baseline too, when given) and
+//! write every report. Provenance and engine building are therefore identical everywhere.
+//!
+//! [`Session`] is the builder; [`Session::run`] returns a [`SessionOutcome`] or a
+//! [`SessionError`]. Nothing here prints: progress, the verdict (before the reports are written,
+//! so that a full disk cannot hide it), warnings and notes go to a [`SessionObserver`] the caller
+//! passes ([`NoObserver`] by default), and warnings are also kept in the outcome. A caller that
+//! wants to act between the verdict and the reports uses [`Session::judge`] and
+//! [`Judged::write`]. A run that may be stopped from outside (a signal) shares an [`InFlight`]
+//! with whoever stops it.
+
+mod baseline;
+mod error;
+mod in_flight;
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+pub use baseline::{Baseline, BaselineError};
+pub use error::SessionError;
+pub use in_flight::{InFlight, Interruption, Pending};
+
+use crate::analyze::{analyze_run, stop_rule_for, Verdict};
+use crate::engine::build_on_target_with;
+use crate::engine::litert_lm::check_library;
+use crate::engine::transport::BuildError;
+use crate::engine::WorkerCommand;
+use crate::probe::target_for;
+use crate::report::provenance::{process_env, resolve_build};
+use crate::report::{provenance, write_reports, Fanout, OutDir, SampleStream, SAMPLES_JSONL};
+use crate::runner::Sample;
+use crate::runner::{backend_on, run_scenario_on, NoObserver, Provenance, RunObserver, RunRecord};
+use crate::scenario::{load_scenario_with, Overrides, Scenario};
+
+/// What a caller sees of a session as it goes; every method does nothing by default.
+pub trait SessionObserver {
+    /// The turn loop is about to start on `scenario` (the engine is built).
+    fn on_start(&mut self, _scenario: &Scenario) {}
+    /// A sample was taken.
+    fn on_sample(&mut self, _sample: &Sample) {}
+    /// A turn ended (`turn` of `total`).
+    fn on_turn_end(&mut self, _turn: u32, _total: u32) {}
+    /// The turn loop ended and the engine is unloaded; the analysis is next.
+    fn on_loop_end(&mut self) {}
+    /// The run has its verdict; the reports, if any, are written right after (into `out`).
+    fn on_verdict(&mut self, _record: &RunRecord, _verdict: &Verdict, _out: Option<&Path>) {}
+    /// Something failed that leaves the verdict standing (a report not written, a folder not
+    /// released).
+    fn on_warning(&mut self, _message: &str) {}
+    /// Something worth knowing that changes nothing (the scenario changed since the baseline).
+    fn on_note(&mut self, _message: &str) {}
+}
+
+impl SessionObserver for NoObserver {}
+
+/// One scenario run, built up and then started with [`Session::run`] (or [`Session::judge`]).
+///
+/// ```no_run
+/// use leakloop::scenario::{EngineSpec, Scenario};
+/// use leakloop::session::Session;
+///
+/// # fn scenario() -> Scenario { unimplemented!() }
+/// let outcome = Session::new(scenario())
+///     .out("target/leakloop/flat")
+///     .run(&mut leakloop::runner::NoObserver)?;
+/// println!("{:?}", outcome.verdict.status);
+/// # Ok::<(), leakloop::session::SessionError>(())
+/// ```
+#[derive(Debug)]
+pub struct Session<'a> {
+    source: Source,
+    out: Out,
+    build: Option<(Option<String>, Option<String>)>,
+    baseline: Option<(PathBuf, Option<String>)>,
+    in_flight: Flight<'a>,
+    worker: Option<WorkerCommand>,
+}
+
+#[derive(Debug)]
+enum Source {
+    Scenario(Box<Scenario>),
+    File { path: PathBuf, overrides: Overrides },
+}
+
+#[derive(Debug)]
+enum Out {
+    None,
+    Claim(PathBuf),
+    Claimed(OutDir),
+}
+
+#[derive(Debug)]
+enum Flight<'a> {
+    Own(InFlight),
+    Shared(&'a InFlight),
+}
+
+impl Flight<'_> {
+    fn get(&self) -> &InFlight {
+        match self {
+            Flight::Own(own) => own,
+            Flight::Shared(shared) => shared,
+        }
+    }
+}
+
+impl<'a> Session<'a> {
+    /// A session of `scenario`, with no output folder, the build stamp of the environment and no
+    /// baseline.
+    pub fn new(scenario: Scenario) -> Self {
+        Self::with_source(Source::Scenario(Box::new(scenario)))
+    }
+
+    /// A session of the scenario in the file at `path`, with `overrides`; the file is read only
+    /// once the output folder is claimed, so that a scenario that fails to load still leaves no
+    /// earlier run's verdict in that folder.
+    pub fn from_file(path: impl Into<PathBuf>, overrides: Overrides) -> Self {
+        Self::with_source(Source::File {
+            path: path.into(),
+            overrides,
+        })
+    }
+
+    fn with_source(source: Source) -> Self {
+        Self {
+            source,
+            out: Out::None,
+            build: None,
+            baseline: None,
+            in_flight: Flight::Own(InFlight::default()),
+            worker: None,
+        }
+    }
+
+    /// Writes report.json, junit.xml, plot.svg, summary.md and the streamed samples.jsonl into
+    /// `dir`, claimed (see [`OutDir::claim`]) before anything else happens.
+    pub fn out(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.out = Out::Claim(dir.into());
+        self
+    }
+
+    /// Writes the reports into a folder the caller has claimed already (released at the end, or
+    /// on an error).
+    pub fn claimed_out(mut self, out: Option<OutDir>) -> Self {
+        self.out = out.map_or(Out::None, Out::Claimed);
+        self
+    }
+
+    /// Records this build id and date (RFC 3339 or YYYY-MM-DD), each defaulting to the
+    /// environment's (`LEAKLOOP_BUILD_ID`, `LEAKLOOP_BUILD_DATE`, the CI system's, or when the run
+    /// starts); values that cannot be used are an error. Without this call the stamp is the
+    /// [`InFlight`]'s.
+    pub fn build_stamp(mut self, id: Option<String>, date: Option<String>) -> Self {
+        self.build = Some((id, date));
+        self
+    }
+
+    /// Also judges the run against the earlier report of the same scenario in `dir` (see
+    /// [`Baseline`]); a rise must exceed `min_change` (a size such as `4KiB`) too.
+    pub fn baseline(mut self, dir: impl Into<PathBuf>, min_change: Option<String>) -> Self {
+        self.baseline = Some((dir.into(), min_change));
+        self
+    }
+
+    /// Shares the run in flight with `in_flight` (which a signal handler may
+    /// [interrupt](InFlight::interrupt)); its build stamp is used unless
+    /// [`build_stamp`](Self::build_stamp) is called.
+    pub fn in_flight(mut self, in_flight: &'a InFlight) -> Self {
+        self.in_flight = Flight::Shared(in_flight);
+        self
+    }
+
+    /// Starts an isolated engine's worker with `command` instead of `leakloop worker` (a test
+    /// binary serving as its own worker).
+    pub fn worker(mut self, command: Option<WorkerCommand>) -> Self {
+        self.worker = command;
+        self
+    }
+
+    /// Runs the session to the end: judges the run ([`Session::judge`]), tells `observer` the
+    /// verdict, then writes the reports ([`Judged::write`]).
+    pub fn run(self, observer: &mut dyn SessionObserver) -> Result<SessionOutcome, SessionError> {
+        let judged = self.judge(observer)?;
+        observer.on_verdict(&judged.record, &judged.verdict, judged.out_dir());
+        Ok(judged.write(observer))
+    }
+
+    /// Everything up to the verdict: claims the output folder, loads the scenario, resolves the
+    /// build stamp, reads the baseline, checks the library, builds the engine, runs the turn
+    /// loop (samples streamed into the folder) and judges the record. An engine that fails
+    /// mid-run still gives a verdict; an error means nothing ran, and the claimed folder is
+    /// released holding no report (the previous run's are gone, none are new).
+    pub fn judge(self, observer: &mut dyn SessionObserver) -> Result<Judged, SessionError> {
+        let Session {
+            source,
+            out,
+            build,
+            baseline,
+            in_flight,
+            worker,
+        } = self;
+        // Claimed before anything can fail: from here on the folder shows no earlier run's
+        // verdict, whatever stops this one.
+        let mut out = match out {
+            Out::None => None,
+            Out::Claim(dir) => Some(OutDir::claim(&dir)?),
+            Out::Claimed(out) => Some(out),
+        };
+        let mut warnings = Vec::new();
+        let setup = Setup {
+            source,
+            build,
+            baseline,
+            in_flight: in_flight.get(),
+            worker: worker.as_ref(),
+        };
+        match setup.judge(&mut out, observer, &mut warnings) {
+            Ok(judged) => Ok(judged),
+            Err(e) => {
+                release(out, observer, &mut warnings);
+                Err(e)
+            }
+        }
+    }
+}
+
+/// The parts of a [`Session`] once its folder is claimed.
+struct Setup<'s> {
+    source: Source,
+    build: Option<(Option<String>, Option<String>)>,
+    baseline: Option<(PathBuf, Option<String>)>,
+    in_flight: &'s InFlight,
+    worker: Option<&'s WorkerCommand>,
+}
+
+impl Setup<'_> {
+    /// [`Session::judge`] after the claim; takes `out` once the run loop starts (an error before
+    /// that leaves it to the caller to release).
+    fn judge(
+        self,
+        out: &mut Option<OutDir>,
+        observer: &mut dyn SessionObserver,
+        warnings: &mut Vec<String>,
+    ) -> Result<Judged, SessionError> {
+        let in_flight = self.in_flight;
+        let scenario = match self.source {
+            Source::Scenario(scenario) => Ok(*scenario),
+            Source::File { path, overrides } => load_scenario_with(&path, &overrides),
+        };
+        let build = self.build.map(|(id, date)| {
+            resolve_build(
+                id.as_deref(),
+                date.as_deref(),
+                &process_env,
+                std::time::SystemTime::now(),
+            )
+        });
+        // A scenario that cannot be read is named before a build stamp that cannot be used.
+        let scenario = scenario?;
+        if let Some(build) = build {
+            in_flight.set_build(build.map_err(SessionError::BuildStamp)?);
+        }
+        let baseline = match self.baseline {
+            Some((dir, min_change)) => {
+                Some(Baseline::load(&dir, &scenario, min_change.as_deref())?)
+            }
+            None => None,
+        };
+        if let Some(note) = baseline.as_ref().and_then(Baseline::note) {
+            observer.on_note(&note);
+        }
+        // What the library cannot run is refused before anything starts. A remote worker loads
+        // its library on the target: this machine's library says nothing about it.
+        if scenario.target.remote_worker().is_none() {
+            check_library(&scenario, None)?;
+        }
+        let mut times = PhaseTimes::default();
+        let started = Instant::now();
+        // Where the engine's process is measured; a device that does not answer stops the run
+        // before anything starts.
+        let built = target_for(&scenario)
+            .map_err(BuildError::from)
+            .and_then(|target| Ok((target, build_on_target_with(&scenario, self.worker)?)));
+        let (target, mut engine) = built.map_err(|source| SessionError::Start {
+            backend: scenario.engine.backend.as_str(),
+            scenario: scenario_label(&scenario),
+            source,
+        })?;
+        let stream = out
+            .as_ref()
+            .map(|out| SampleStream::create(out.dir()))
+            .transpose()?;
+        // Hashed before the first turn: an interrupted run keeps it, and a model file swapped
+        // while the run goes is not mistaken for the one that ran.
+        let (build, ci) = in_flight.build();
+        let backend = backend_on(target.as_ref(), engine.as_ref());
+        let provenance = provenance::collect(&scenario, &backend, &build, ci.as_ref());
+        in_flight.start(Pending {
+            scenario: scenario.clone(),
+            backend,
+            stream,
+            samples: Vec::new(),
+            out: out.take(),
+            turns_completed: 0,
+            provenance: Some(provenance),
+        });
+        observer.on_start(&scenario);
+        let mut record = {
+            let mut progress = Progress(&mut *observer);
+            let mut streamed = in_flight.observer();
+            let mut fanout = Fanout::new(vec![&mut progress, &mut streamed]);
+            let mut stop = stop_rule_for(&scenario);
+            run_scenario_on(
+                target.as_ref(),
+                &scenario,
+                engine.as_mut(),
+                &mut fanout,
+                stop.as_mut(),
+            )
+        };
+        drop(engine);
+        observer.on_loop_end();
+        let (stream, out) = match in_flight.finish() {
+            Some(pending) => {
+                record.provenance = pending.provenance;
+                (pending.stream, pending.out)
+            }
+            None => (None, None),
+        };
+        if let Some(stream) = stream {
+            // The samples are on disk already; a failed final flush is reported but the run's
+            // result still stands.
+            if let Err(e) = stream.finish() {
+                warn(observer, warnings, e.to_string());
+            }
+        }
+        times.run = started.elapsed().as_secs_f64();
+        times.run_peak_rss = crate::probe::peak_rss_bytes();
+        let started = Instant::now();
+        let mut verdict = analyze_run(&record);
+        times.analyze = started.elapsed().as_secs_f64();
+        if let Some(baseline) = &baseline {
+            baseline.apply(&record, &mut verdict);
+        }
+        Ok(Judged {
+            record,
+            verdict,
+            out,
+            times,
+            warnings: std::mem::take(warnings),
+        })
+    }
+}
+
+/// Hands the turn loop's progress to a [`SessionObserver`].
+struct Progress<'o>(&'o mut dyn SessionObserver);
+
+impl RunObserver for Progress<'_> {
+    fn on_sample(&mut self, sample: &Sample) {
+        self.0.on_sample(sample);
+    }
+
+    fn on_turn_end(&mut self, turn: u32, total: u32) {
+        self.0.on_turn_end(turn, total);
+    }
+}
+
+/// Wall time of a session's phases, in seconds, and its peak memory (for `leakloop bench
+/// scale`).
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct PhaseTimes {
+    /// Building the engine and the turn loop, samples streamed.
+    pub run: f64,
+    /// The analysis.
+    pub analyze: f64,
+    /// Writing the reports.
+    pub reports: f64,
+    /// Peak resident memory of this process when the turn loop ended, in bytes, where the OS
+    /// tells.
+    pub run_peak_rss: Option<u64>,
+}
+
+/// A run with its verdict whose reports are not written yet ([`Session::judge`], or an
+/// interrupted run's [`Pending::into_judged`]).
+#[derive(Debug)]
+pub struct Judged {
+    /// What ran, sample by sample; its provenance says where the run came from.
+    pub record: RunRecord,
+    /// The verdict (with the baseline's checks, when there was one).
+    pub verdict: Verdict,
+    /// The claimed output folder the reports go to.
+    out: Option<OutDir>,
+    /// How long the phases took so far.
+    pub times: PhaseTimes,
+    /// Warnings so far (each also given to the observer).
+    pub warnings: Vec<String>,
+}
+
+impl Judged {
+    /// The folder the reports will be written into, if any.
+    pub fn out_dir(&self) -> Option<&Path> {
+        self.out.as_ref().map(OutDir::dir)
+    }
+
+    /// Writes every report into the claimed folder and releases it. A write failure (a full
+    /// disk, a read-only folder) is a warning: the verdict stands.
+    pub fn write(self, observer: &mut dyn SessionObserver) -> SessionOutcome {
+        let Judged {
+            record,
+            verdict,
+            out,
+            mut times,
+            mut warnings,
+        } = self;
+        let started = Instant::now();
+        let artifacts = write_artifacts(out, &record, &verdict, observer, &mut warnings);
+        times.reports = started.elapsed().as_secs_f64();
+        SessionOutcome {
+            record,
+            verdict,
+            artifacts,
+            times,
+            warnings,
+        }
+    }
+
+    /// The record, the verdict and the claimed folder, for callers that write the reports
+    /// themselves later (see [`write_artifacts`]).
+    pub fn into_parts(self) -> (RunRecord, Verdict, Option<OutDir>) {
+        (self.record, self.verdict, self.out)
+    }
+}
+
+/// How a session ended: what ran, its verdict, where its reports are.
+#[derive(Debug)]
+pub struct SessionOutcome {
+    /// What ran, sample by sample, with the call ledger and the outcome (completed, stopped
+    /// early, engine failed).
+    pub record: RunRecord,
+    /// The verdict (with the baseline's checks, when there was one).
+    pub verdict: Verdict,
+    /// The reports written, when the session had an output folder.
+    pub artifacts: Option<Artifacts>,
+    /// How long each phase took.
+    pub times: PhaseTimes,
+    /// What went wrong without changing the verdict (each also given to the observer).
+    pub warnings: Vec<String>,
+}
+
+impl SessionOutcome {
+    /// Where the run came from (build, scenario and model digests, host), collected before its
+    /// first turn.
+    pub fn provenance(&self) -> Option<&Provenance> {
+        self.record.provenance.as_ref()
+    }
+}
+
+/// The reports of a session in its output folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Artifacts {
+    /// The output folder.
+    pub dir: PathBuf,
+    /// report.json, junit.xml, plot.svg and summary.md, as written (none when any failed).
+    pub reports: Vec<PathBuf>,
+    /// samples.jsonl, streamed while the run went on, when it is there.
+    pub samples: Option<PathBuf>,
+    /// Every report was written.
+    pub complete: bool,
+}
+
+/// Writes every report of `record` into the claimed folder `out` and releases it; a failure is a
+/// warning (the verdict stands). Nothing without a folder.
+pub fn write_artifacts(
+    out: Option<OutDir>,
+    record: &RunRecord,
+    verdict: &Verdict,
+    observer: &mut dyn SessionObserver,
+    warnings: &mut Vec<String>,
+) -> Option<Artifacts> {
+    let out = out?;
+    let dir = out.dir().to_owned();
+    let (reports, complete) = match write_reports(&dir, record, verdict) {
+        Ok(written) => (written, true),
+        Err(e) => {
+            warn(
+                observer,
+                warnings,
+                format!("the verdict above stands, but its reports are incomplete: {e}"),
+            );
+            (Vec::new(), false)
+        }
+    };
+    release(Some(out), observer, warnings);
+    let samples = dir.join(SAMPLES_JSONL);
+    Some(Artifacts {
+        samples: samples.is_file().then_some(samples),
+        dir,
+        reports,
+        complete,
+    })
+}
+
+/// Releases a claimed folder; a failure is a warning.
+fn release(out: Option<OutDir>, observer: &mut dyn SessionObserver, warnings: &mut Vec<String>) {
+    if let Some(Err(e)) = out.map(OutDir::release) {
+        warn(observer, warnings, e.to_string());
+    }
+}
+
+/// Gives `message` to the observer and keeps it.
+fn warn(observer: &mut dyn SessionObserver, warnings: &mut Vec<String>, message: String) {
+    observer.on_warning(&message);
+    warnings.push(message);
+}
+
+fn scenario_label(scenario: &Scenario) -> String {
+    match &scenario.source {
+        Some(path) => format!("{} ({})", scenario.name, path.display()),
+        None => scenario.name.clone(),
+    }
+}

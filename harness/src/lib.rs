@@ -16,9 +16,15 @@ pub mod bench;
 /// Bisect: one scenario across a series of engine builds, and where a figure changed.
 #[cfg(feature = "cli")]
 pub(crate) mod bisect;
+/// Compare: one scenario on two engines, side by side.
+#[cfg(feature = "cli")]
+pub(crate) mod compare;
 pub mod engine;
 #[doc(hidden)]
 pub mod fuzzing;
+/// History over builds: where each scenario's figures changed.
+#[cfg(feature = "cli")]
+pub(crate) mod history;
 pub mod input;
 pub mod probe;
 pub mod report;

@@ -13,9 +13,8 @@ use crate::bisect::{
     bisect, BisectError, BisectEvent, BisectOptions, BisectOutcome, Metric, Order, RunFailure,
     ScenarioRunner, BISECT_FILES,
 };
-use crate::cli::interrupt::InFlight;
 use crate::cli::output;
-use crate::cli::run::{claim_out, run_and_analyze, write_out, Format};
+use crate::cli::run::{claim_out, Printer};
 use crate::cli::table::aligned;
 use crate::cli::{CliError, Outcome};
 use crate::report::{
@@ -24,6 +23,7 @@ use crate::report::{
 };
 use crate::runner::RunRecord;
 use crate::scenario::{load_scenario_with, Overrides, Scenario};
+use crate::session::Session;
 
 /// Arguments of `leakloop bisect`.
 #[derive(Debug, clap::Args)]
@@ -181,12 +181,12 @@ impl ScenarioRunner for RunEach {
             .map(claim_out)
             .transpose()
             .map_err(RunFailure::Unclaimed)?;
-        match run_and_analyze(scenario, out, true, &InFlight::default(), Format::Text) {
-            Ok((record, verdict, out)) => {
-                write_out(out, &record, &verdict);
-                Ok((record, verdict))
-            }
-            Err(e) => Err(RunFailure::Failed(format!("{e:#}"))),
+        match Session::new(scenario.clone())
+            .claimed_out(out)
+            .run(&mut Printer::without_verdict(true))
+        {
+            Ok(outcome) => Ok((outcome.record, outcome.verdict)),
+            Err(e) => Err(RunFailure::Failed(format!("{:#}", CliError::from(e)))),
         }
     }
 }

@@ -8,14 +8,14 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::baseline::Baseline;
 use crate::cli::history::min_change_flag;
-use crate::cli::interrupt::InFlight;
 use crate::cli::output;
-use crate::cli::run::{claim_out, run_and_analyze, write_out, Format, RunArgs};
+use crate::cli::run::{claim_out, Format, Printer, RunArgs};
 use crate::cli::{CliError, Exit, Outcome};
 use crate::report::provenance::{process_env, resolve_build};
 use crate::report::{render_suite_text, write_suite_reports, OutDir, SuiteReport};
 use crate::runner::{BuildStamp, CiRun};
 use crate::scenario::{Overrides, Scenario, ScenarioError};
+use crate::session::{InFlight, Session};
 use crate::suite::{
     is_pattern, plan, Failed, InputsError, Partition, Plan, Ran, RunOptions, ScenarioRunner,
     SuiteEvent,
@@ -155,15 +155,15 @@ impl ScenarioRunner for SuiteOptions {
     }
 
     fn run(&self, scenario: &Scenario, folder: Option<PathBuf>) -> Result<Ran, Failed> {
-        run_into_folder(scenario, folder.as_deref(), self).map_err(failed)
+        run_into_folder(scenario, folder, self).map_err(failed)
     }
 }
 
-/// Claims the scenario's folder, runs it and writes its reports; returns its exit code and
-/// verdict.
+/// Runs the scenario through a [`Session`] into its folder, judged against its baseline when
+/// there is one; returns its verdict and exit code.
 fn run_into_folder(
     scenario: &Scenario,
-    folder: Option<&Path>,
+    folder: Option<PathBuf>,
     options: &SuiteOptions,
 ) -> Result<Ran, CliError> {
     // The baseline is found (by scenario name) before the folder is claimed or anything runs.
@@ -172,19 +172,25 @@ fn run_into_folder(
         .as_deref()
         .map(|dir| Baseline::load(dir, scenario, options.baseline_min_change.as_deref()))
         .transpose()?;
-    let out = folder.map(claim_out).transpose()?;
     let in_flight = InFlight::default();
     if let Some(build) = &options.build {
         in_flight.set_build(build.clone());
     }
-    let (record, mut verdict, out) =
-        run_and_analyze(scenario, out, true, &in_flight, Format::Text)?;
-    if let Some(baseline) = &baseline {
-        baseline.apply(&record, &mut verdict);
+    let mut session = Session::new(scenario.clone()).in_flight(&in_flight);
+    if let Some(folder) = folder {
+        session = session.out(folder);
     }
-    write_out(out, &record, &verdict);
-    let exit_code = Exit::of_run(&record, &verdict) as u8;
-    Ok(Ran { verdict, exit_code })
+    let mut printer = Printer::without_verdict(true);
+    let mut judged = session.judge(&mut printer)?;
+    if let Some(baseline) = &baseline {
+        baseline.apply(&judged.record, &mut judged.verdict);
+    }
+    let outcome = judged.write(&mut printer);
+    let exit_code = Exit::of_run(&outcome.record, &outcome.verdict) as u8;
+    Ok(Ran {
+        verdict: outcome.verdict,
+        exit_code,
+    })
 }
 
 /// A suite whose arguments name no usable scenario files is bad input.

@@ -202,3 +202,115 @@ fn run_one(
     entry.duration_s = started.elapsed().as_secs_f64();
     entry
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::analyze::VerdictStatus;
+
+    /// Runs nothing: gives each scenario the verdict its name asks for, and remembers the
+    /// folders it was handed.
+    #[derive(Default)]
+    struct Fake {
+        folders: Mutex<Vec<Option<PathBuf>>>,
+    }
+
+    impl ScenarioRunner for Fake {
+        fn load_failed(&self, error: ScenarioError) -> Failed {
+            Failed {
+                text: error.to_string(),
+                exit_code: 2,
+                engine_failed: false,
+            }
+        }
+
+        fn run(&self, scenario: &Scenario, folder: Option<PathBuf>) -> Result<Ran, Failed> {
+            self.folders.lock().unwrap().push(folder);
+            match scenario.name.as_str() {
+                "crash" => Err(Failed {
+                    text: "engine gone".into(),
+                    exit_code: 3,
+                    engine_failed: true,
+                }),
+                name => Ok(Ran {
+                    verdict: Verdict {
+                        status: if name == "leak" {
+                            VerdictStatus::Fail
+                        } else {
+                            VerdictStatus::Pass
+                        },
+                        metrics: BTreeMap::new(),
+                        expectations: Vec::new(),
+                    },
+                    exit_code: u8::from(name == "leak"),
+                }),
+            }
+        }
+    }
+
+    fn scenario(name: &str) -> String {
+        format!(
+            "name: {name}\nengine: {{backend: sim, profile: clean}}\nturns: 2\nturn:\n  - open: {{}}\n  - close: {{}}\n"
+        )
+    }
+
+    #[test]
+    fn every_file_becomes_an_entry_with_the_worst_code_and_progress_per_scenario() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.yaml"), scenario("flat")).unwrap();
+        std::fs::write(dir.path().join("b.yaml"), scenario("leak")).unwrap();
+        std::fs::write(dir.path().join("c.yaml"), scenario("crash")).unwrap();
+        std::fs::write(dir.path().join("d.yaml"), "name: [\n").unwrap();
+        let plan = plan(&[dir.path().to_owned()], None).unwrap();
+        let runner = Fake::default();
+        let events = Mutex::new(Vec::new());
+        let progress = |event: SuiteEvent<'_>| match event {
+            SuiteEvent::Finished { done, total, entry } => {
+                events
+                    .lock()
+                    .unwrap()
+                    .push((done, total, entry.path.clone()));
+            }
+            SuiteEvent::Partition { .. } => panic!("no partition was asked for"),
+        };
+        let options = RunOptions {
+            jobs: 2,
+            ..RunOptions::default()
+        };
+        let root = dir.path().join("out");
+        let report = run_plan(&options, &plan, Some(&root), &runner, &progress);
+        let entries: Vec<(&str, EntryStatus, u8)> = report
+            .scenarios
+            .iter()
+            .map(|e| (e.path.as_str(), e.status, e.exit_code))
+            .collect();
+        assert_eq!(
+            entries,
+            [
+                ("a.yaml", EntryStatus::Pass, 0),
+                ("b.yaml", EntryStatus::Fail, 1),
+                ("c.yaml", EntryStatus::EngineFailed, 3),
+                ("d.yaml", EntryStatus::Error, 2),
+            ]
+        );
+        assert_eq!(report.exit_code, 3);
+        assert_eq!(report.scenarios[2].error.as_deref(), Some("engine gone"));
+        assert!(report.scenarios[3].error.is_some());
+        let mut done: Vec<usize> = events.lock().unwrap().iter().map(|e| e.0).collect();
+        done.sort_unstable();
+        assert_eq!(done, [1, 2, 3, 4]);
+        let mut folders = runner.folders.into_inner().unwrap();
+        folders.sort();
+        assert_eq!(
+            folders,
+            [
+                Some(root.join("a")),
+                Some(root.join("b")),
+                Some(root.join("c"))
+            ]
+        );
+    }
+}

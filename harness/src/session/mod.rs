@@ -33,8 +33,8 @@ use crate::engine::WorkerCommand;
 use crate::probe::target_for;
 use crate::report::provenance::{process_env, resolve_build};
 use crate::report::{provenance, write_reports, Fanout, OutDir, SampleStream, SAMPLES_JSONL};
-use crate::runner::Sample;
 use crate::runner::{backend_on, run_scenario_on, NoObserver, Provenance, RunObserver, RunRecord};
+use crate::runner::{BuildStamp, CiRun, Sample};
 use crate::scenario::{load_scenario_with, Overrides, Scenario};
 
 /// What a caller sees of a session as it goes; every method does nothing by default.
@@ -61,13 +61,13 @@ impl SessionObserver for NoObserver {}
 /// One scenario run, built up and then started with [`Session::run`] (or [`Session::judge`]).
 ///
 /// ```no_run
-/// use leakloop::scenario::{EngineSpec, Scenario};
+/// use leakloop::runner::NoObserver;
+/// use leakloop::scenario::Overrides;
 /// use leakloop::session::Session;
 ///
-/// # fn scenario() -> Scenario { unimplemented!() }
-/// let outcome = Session::new(scenario())
+/// let outcome = Session::from_file("fixtures/scenarios/allocator-warmup.yaml", Overrides::default())
 ///     .out("target/leakloop/flat")
-///     .run(&mut leakloop::runner::NoObserver)?;
+///     .run(&mut NoObserver)?;
 /// println!("{:?}", outcome.verdict.status);
 /// # Ok::<(), leakloop::session::SessionError>(())
 /// ```
@@ -75,8 +75,8 @@ impl SessionObserver for NoObserver {}
 pub struct Session<'a> {
     source: Source,
     out: Out,
-    build: Option<(Option<String>, Option<String>)>,
-    baseline: Option<(PathBuf, Option<String>)>,
+    build: Option<Stamp>,
+    baseline: Option<BaselineFrom>,
     in_flight: Flight<'a>,
     worker: Option<WorkerCommand>,
 }
@@ -85,6 +85,19 @@ pub struct Session<'a> {
 enum Source {
     Scenario(Box<Scenario>),
     File { path: PathBuf, overrides: Overrides },
+}
+
+/// Where the build stamp comes from, when not from the [`InFlight`].
+#[derive(Debug)]
+enum Stamp {
+    Resolve(Option<String>, Option<String>),
+    Given(BuildStamp, Option<CiRun>),
+}
+
+#[derive(Debug)]
+enum BaselineFrom {
+    Folder(PathBuf, Option<String>),
+    Loaded(Baseline),
 }
 
 #[derive(Debug)]
@@ -96,7 +109,7 @@ enum Out {
 
 #[derive(Debug)]
 enum Flight<'a> {
-    Own(InFlight),
+    Own(Box<InFlight>),
     Shared(&'a InFlight),
 }
 
@@ -132,7 +145,7 @@ impl<'a> Session<'a> {
             out: Out::None,
             build: None,
             baseline: None,
-            in_flight: Flight::Own(InFlight::default()),
+            in_flight: Flight::Own(Box::default()),
             worker: None,
         }
     }
@@ -156,14 +169,28 @@ impl<'a> Session<'a> {
     /// starts); values that cannot be used are an error. Without this call the stamp is the
     /// [`InFlight`]'s.
     pub fn build_stamp(mut self, id: Option<String>, date: Option<String>) -> Self {
-        self.build = Some((id, date));
+        self.build = Some(Stamp::Resolve(id, date));
+        self
+    }
+
+    /// Records this build stamp, resolved already (a suite resolves it once for all its
+    /// scenarios).
+    pub fn stamp(mut self, build: BuildStamp, ci: Option<CiRun>) -> Self {
+        self.build = Some(Stamp::Given(build, ci));
         self
     }
 
     /// Also judges the run against the earlier report of the same scenario in `dir` (see
     /// [`Baseline`]); a rise must exceed `min_change` (a size such as `4KiB`) too.
     pub fn baseline(mut self, dir: impl Into<PathBuf>, min_change: Option<String>) -> Self {
-        self.baseline = Some((dir.into(), min_change));
+        self.baseline = Some(BaselineFrom::Folder(dir.into(), min_change));
+        self
+    }
+
+    /// Also judges the run against `baseline`, loaded already (its [note](Baseline::note) is
+    /// the caller's to show).
+    pub fn with_baseline(mut self, baseline: Baseline) -> Self {
+        self.baseline = Some(BaselineFrom::Loaded(baseline));
         self
     }
 
@@ -232,8 +259,8 @@ impl<'a> Session<'a> {
 /// The parts of a [`Session`] once its folder is claimed.
 struct Setup<'s> {
     source: Source,
-    build: Option<(Option<String>, Option<String>)>,
-    baseline: Option<(PathBuf, Option<String>)>,
+    build: Option<Stamp>,
+    baseline: Option<BaselineFrom>,
     in_flight: &'s InFlight,
     worker: Option<&'s WorkerCommand>,
 }
@@ -252,13 +279,14 @@ impl Setup<'_> {
             Source::Scenario(scenario) => Ok(*scenario),
             Source::File { path, overrides } => load_scenario_with(&path, &overrides),
         };
-        let build = self.build.map(|(id, date)| {
-            resolve_build(
+        let build = self.build.map(|stamp| match stamp {
+            Stamp::Resolve(id, date) => resolve_build(
                 id.as_deref(),
                 date.as_deref(),
                 &process_env,
                 std::time::SystemTime::now(),
-            )
+            ),
+            Stamp::Given(build, ci) => Ok((build, ci)),
         });
         // A scenario that cannot be read is named before a build stamp that cannot be used.
         let scenario = scenario?;
@@ -266,14 +294,16 @@ impl Setup<'_> {
             in_flight.set_build(build.map_err(SessionError::BuildStamp)?);
         }
         let baseline = match self.baseline {
-            Some((dir, min_change)) => {
-                Some(Baseline::load(&dir, &scenario, min_change.as_deref())?)
+            Some(BaselineFrom::Folder(dir, min_change)) => {
+                let baseline = Baseline::load(&dir, &scenario, min_change.as_deref())?;
+                if let Some(note) = baseline.note() {
+                    observer.on_note(&note);
+                }
+                Some(baseline)
             }
+            Some(BaselineFrom::Loaded(baseline)) => Some(baseline),
             None => None,
         };
-        if let Some(note) = baseline.as_ref().and_then(Baseline::note) {
-            observer.on_note(&note);
-        }
         // What the library cannot run is refused before anything starts. A remote worker loads
         // its library on the target: this machine's library says nothing about it.
         if scenario.target.remote_worker().is_none() {

@@ -171,6 +171,19 @@ fn a_scenario_file_that_does_not_load_is_refused_after_the_claim() {
 }
 
 #[test]
+fn a_stamp_given_resolved_is_recorded_as_it_is() {
+    let build = crate::runner::BuildStamp {
+        id: Some("suite-build".to_owned()),
+        ..Default::default()
+    };
+    let outcome = Session::new(sim("flat", "cpu-flat", 1))
+        .stamp(build.clone(), None)
+        .run(&mut NoObserver)
+        .unwrap();
+    assert_eq!(outcome.provenance().unwrap().build, build);
+}
+
+#[test]
 fn a_build_date_that_is_no_date_is_refused() {
     let error = Session::new(sim("flat", "cpu-flat", 1))
         .build_stamp(None, Some("yesterday".to_owned()))
@@ -206,6 +219,21 @@ fn a_baseline_adds_its_checks_and_a_bad_one_is_refused() {
         names.iter().any(|n| n.starts_with("baseline.")),
         "{names:?}"
     );
+
+    // A baseline loaded by the caller (a suite loads it before claiming the folder) adds the
+    // same checks.
+    let loaded = Baseline::load(&old, &watched(), None).unwrap();
+    let again = Session::new(watched())
+        .with_baseline(loaded)
+        .run(&mut NoObserver)
+        .unwrap();
+    let again: Vec<&str> = again
+        .verdict
+        .expectations
+        .iter()
+        .map(|e| e.name.as_str())
+        .collect();
+    assert_eq!(again, names);
 
     let error = Session::new(sim("other", "cpu-flat", 3))
         .baseline(&old, None)

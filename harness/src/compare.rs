@@ -73,7 +73,7 @@ pub(crate) enum CompareError {
     },
     /// A side's output folder cannot be claimed.
     #[error(transparent)]
-    Out(ReportError),
+    Out(Box<ReportError>),
     /// A side could not run.
     #[error("side {side} ({what}): {error}")]
     Run {
@@ -82,7 +82,7 @@ pub(crate) enum CompareError {
         /// What ran there.
         what: String,
         /// Why.
-        error: SessionError,
+        error: Box<SessionError>,
     },
 }
 
@@ -268,14 +268,14 @@ pub(crate) fn run_side(
     let out = out
         .map(OutDir::claim)
         .transpose()
-        .map_err(CompareError::Out)?;
+        .map_err(|e| CompareError::Out(Box::new(e)))?;
     let outcome = Session::new(scenario)
         .claimed_out(out)
         .run(observer)
         .map_err(|error| CompareError::Run {
             side: label,
             what,
-            error,
+            error: Box::new(error),
         })?;
     Ok((outcome.record, outcome.verdict))
 }

@@ -102,9 +102,9 @@ impl From<CompareError> for CliError {
                     other => CliError::bad_input(other).context(context),
                 }
             }
-            CompareError::Out(e) => e.into(),
+            CompareError::Out(e) => (*e).into(),
             CompareError::Run { side, what, error } => {
-                CliError::from(error).context(format!("side {side} ({what})"))
+                CliError::from(*error).context(format!("side {side} ({what})"))
             }
             e @ (CompareError::LibCount { .. }
             | CompareError::NotLitert { .. }

@@ -27,7 +27,7 @@ use crate::walk::{walk, Deep, Found, Kind, Limits, WalkError};
 pub(crate) enum MergeError {
     /// A share's report.json could not be read (its own error decides the exit code).
     #[error(transparent)]
-    Report(#[from] ReportError),
+    Report(Box<ReportError>),
     /// A folder's report.json is a run's, not a suite's.
     #[error(
         "{} is not the report of a suite run (`leakloop run ... --partition K/N --out DIR` \
@@ -172,8 +172,14 @@ pub(crate) enum MergeError {
         /// The `--out` folder.
         out: PathBuf,
         /// What failed.
-        error: ReportError,
+        error: Box<ReportError>,
     },
+}
+
+impl From<ReportError> for MergeError {
+    fn from(e: ReportError) -> Self {
+        MergeError::Report(Box::new(e))
+    }
 }
 
 /// A share's folder and the suite it says it belongs to (for [`MergeError::DifferentSuites`]).
@@ -337,7 +343,7 @@ pub(crate) fn copy_into(copies: Vec<Copy<'_>>, out: &OutDir) -> Result<(), Merge
         .map_err(|error| MergeError::Copy {
             scenario: entry.path.clone(),
             out: out.dir().to_owned(),
-            error,
+            error: Box::new(error),
         })?;
     }
     Ok(())

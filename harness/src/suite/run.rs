@@ -251,10 +251,15 @@ mod tests {
         }
     }
 
+    /// A fixture scenario under another name.
     fn scenario(name: &str) -> String {
-        format!(
-            "name: {name}\nengine: {{backend: sim, profile: clean}}\nturns: 2\nturn:\n  - open: {{}}\n  - close: {{}}\n"
-        )
+        let fixture = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../fixtures/scenarios/forgets-delete.yaml"
+        );
+        std::fs::read_to_string(fixture)
+            .unwrap()
+            .replace("name: forgets-delete", &format!("name: {name}"))
     }
 
     #[test]

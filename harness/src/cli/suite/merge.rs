@@ -69,7 +69,7 @@ fn worst_exit(merged: &SuiteReport) -> Result<Exit, CliError> {
 impl From<MergeError> for CliError {
     fn from(e: MergeError) -> Self {
         match e {
-            MergeError::Report(e) => e.into(),
+            MergeError::Report(e) => (*e).into(),
             MergeError::Copy {
                 scenario,
                 out,
@@ -95,10 +95,10 @@ mod tests {
         let copy = MergeError::Copy {
             scenario: "a.yaml".into(),
             out: "out".into(),
-            error: ReportError::Write {
+            error: Box::new(ReportError::Write {
                 path: "out/a".into(),
                 source: std::io::Error::from_raw_os_error(libc::ENOSPC),
-            },
+            }),
         };
         let err = CliError::from(copy);
         assert_eq!(err.exit(), Exit::OutputFailed);

@@ -6,7 +6,6 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::cli::baseline::Baseline;
 use crate::cli::history::min_change_flag;
 use crate::cli::output;
 use crate::cli::run::{claim_out, Format, Printer, RunArgs};
@@ -15,7 +14,7 @@ use crate::report::provenance::{process_env, resolve_build};
 use crate::report::{render_suite_text, write_suite_reports, OutDir, SuiteReport};
 use crate::runner::{BuildStamp, CiRun};
 use crate::scenario::{Overrides, Scenario, ScenarioError};
-use crate::session::{InFlight, Session};
+use crate::session::{Baseline, Session};
 use crate::suite::{
     is_pattern, plan, Failed, InputsError, Partition, Plan, Ran, RunOptions, ScenarioRunner,
     SuiteEvent,
@@ -159,8 +158,8 @@ impl ScenarioRunner for SuiteOptions {
     }
 }
 
-/// Runs the scenario through a [`Session`] into its folder, judged against its baseline when
-/// there is one; returns its verdict and exit code.
+/// Runs the scenario through a [`Session`] into its folder, with the suite's build stamp and
+/// judged against its baseline when there is one; returns its verdict and exit code.
 fn run_into_folder(
     scenario: &Scenario,
     folder: Option<PathBuf>,
@@ -172,20 +171,20 @@ fn run_into_folder(
         .as_deref()
         .map(|dir| Baseline::load(dir, scenario, options.baseline_min_change.as_deref()))
         .transpose()?;
-    let in_flight = InFlight::default();
-    if let Some(build) = &options.build {
-        in_flight.set_build(build.clone());
+    let mut session = Session::new(scenario.clone());
+    if let Some(baseline) = baseline {
+        if let Some(note) = baseline.note() {
+            output::note(&note);
+        }
+        session = session.with_baseline(baseline);
     }
-    let mut session = Session::new(scenario.clone()).in_flight(&in_flight);
+    if let Some((build, ci)) = &options.build {
+        session = session.stamp(build.clone(), ci.clone());
+    }
     if let Some(folder) = folder {
         session = session.out(folder);
     }
-    let mut printer = Printer::without_verdict(true);
-    let mut judged = session.judge(&mut printer)?;
-    if let Some(baseline) = &baseline {
-        baseline.apply(&judged.record, &mut judged.verdict);
-    }
-    let outcome = judged.write(&mut printer);
+    let outcome = session.run(&mut Printer::without_verdict(true))?;
     let exit_code = Exit::of_run(&outcome.record, &outcome.verdict) as u8;
     Ok(Ran {
         verdict: outcome.verdict,

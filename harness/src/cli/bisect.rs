@@ -13,6 +13,7 @@ use crate::bisect::{
     bisect, BisectError, BisectEvent, BisectOptions, BisectOutcome, Metric, Order, RunFailure,
     ScenarioRunner, BISECT_FILES,
 };
+use crate::cli::history::min_change_flag;
 use crate::cli::output;
 use crate::cli::run::{claim_out, Printer};
 use crate::cli::table::aligned;
@@ -95,12 +96,7 @@ fn run_bisect(args: &BisectArgs, out: Option<&OutDir>) -> Result<Outcome, CliErr
         ..Overrides::default()
     };
     let scenario = load_scenario_with(&args.scenario, &overrides)?;
-    let min_change = match &args.min_change {
-        Some(text) => leakloop_units::parse_size(text)
-            .map_err(|e| CliError::bad_input(e.one_line("--min-change", text)))?
-            as f64,
-        None => 0.0,
-    };
+    let min_change = min_change_flag("--min-change", args.min_change.as_deref())?;
     let options = BisectOptions {
         scenario,
         versions: args.versions.clone(),

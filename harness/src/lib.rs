@@ -26,10 +26,22 @@
 
 pub mod analyze;
 mod backend;
+/// Bisect: one scenario across a series of engine builds, and where a figure changed.
+#[cfg(feature = "cli")]
+pub(crate) mod bisect;
+/// Compare: one scenario on two engines, side by side.
+#[cfg(feature = "cli")]
+pub(crate) mod compare;
 pub mod engine;
+/// History over builds: where each scenario's figures changed.
+#[cfg(feature = "cli")]
+pub(crate) mod history;
 pub mod runner;
 pub mod scenario;
 pub mod session;
+/// Suites, partitions and their merge: the work behind `leakloop run DIR...` and `merge`.
+#[cfg(feature = "cli")]
+pub(crate) mod suite;
 
 /// The one registry of metrics (name, unit, meaning, providing probes, machine dependence).
 pub use leakloop_metrics as registry;

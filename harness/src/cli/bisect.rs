@@ -1,31 +1,30 @@
 //! `leakloop bisect SCENARIO --versions FROM..TO`: one scenario on a series of engine builds (the
 //! LiteRT-LM release history, or a sim scenario's own profiles standing for builds), several runs
 //! per build, a table of one figure per build with its run-to-run spread, the first build where
-//! the figure changed beyond that spread, and a trend plot.
-
-mod builds;
-mod search;
+//! the figure changed beyond that spread, and a trend plot. The search is the library's
+//! (`crate::bisect`); here each run goes through `run`'s sequence, and the table is printed and
+//! written.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use crate::analyze::VerdictStatus;
-use crate::cli::interrupt::InFlight;
+use crate::analyze::{Verdict, VerdictStatus};
+use crate::bisect::{
+    bisect, BisectError, BisectEvent, BisectOptions, BisectOutcome, Metric, Order, RunFailure,
+    ScenarioRunner, BISECT_FILES,
+};
+use crate::cli::history::min_change_flag;
 use crate::cli::output;
-use crate::cli::run::{claim_out, run_and_analyze, write_out, Format};
+use crate::cli::run::{claim_out, Printer};
 use crate::cli::table::aligned;
 use crate::cli::{CliError, Outcome};
-use crate::engine::litert_lm::{check_library, DiscoverError, LibraryRefusal};
-use crate::report::safe_path::unique_slugs;
 use crate::report::{
     format_bytes, format_signed_bytes, remove_if_present, render_trend_svg, write_atomic, OutDir,
     Trend, TrendPoint,
 };
-use crate::runner::RunOutcome;
+use crate::runner::RunRecord;
 use crate::scenario::{load_scenario_with, Overrides, Scenario};
-
-use builds::{fetch, fetch_command, fetch_script, resolve, Build};
-use search::{search, Figures, Metric, Order};
+use crate::session::Session;
 
 /// Arguments of `leakloop bisect`.
 #[derive(Debug, clap::Args)]
@@ -72,64 +71,20 @@ pub(crate) struct BisectArgs {
     pub out: Option<PathBuf>,
 }
 
-/// The files `bisect` writes into the top of its `--out` folder.
-const BISECT_FILES: [&str; 2] = ["trend.svg", "bisect.txt"];
-
-/// Why `bisect` could not give a table; `cli/error.rs` maps each kind to its exit code.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum BisectError {
-    /// `--versions` could not be turned into builds.
-    #[error("--versions: {0}")]
-    Builds(String),
-    /// A library path in `--versions` is no library.
-    #[error("--versions: {0}")]
-    Library(DiscoverError),
-    /// `--versions` names no build at all.
-    #[error("--versions {versions} names no build")]
-    NoBuild {
-        /// The `--versions` value.
-        versions: String,
-    },
-    /// A library already on disk cannot run a step of the scenario.
-    #[error("build {build}: {refusal}")]
-    Refused {
-        /// The build's label.
-        build: String,
-        /// What the library lacks.
-        refusal: LibraryRefusal,
-    },
-    /// No build measured the figure (each build's note in the table says why).
-    #[error("no build measured {what} (see the table)")]
-    NothingMeasured {
-        /// The figure.
-        what: String,
-    },
-}
-
-/// What one build gave.
-#[derive(Debug, Clone, Default)]
-struct BuildResult {
-    figures: Figures,
-    /// One word per run: PASS, FAIL, ENGINE FAILED.
-    verdicts: Vec<&'static str>,
-    /// Why the build did not run, or how it ran (capabilities used, fallbacks).
-    note: String,
-}
-
 /// Runs the builds, prints the table, then writes it with the trend plot into `--out`. There is
 /// no verdict: the table is the result, so a failure to print or write it is an output failure.
 pub(crate) fn run(args: BisectArgs) -> Result<Outcome, CliError> {
     // Claimed before anything runs, as `run` claims its folder: a folder another run holds is
     // refused, and the previous bisect's table and plot are gone before this one starts.
     let out = args.out.as_deref().map(claim_out).transpose()?;
-    let result = bisect(&args, out.as_ref());
+    let result = run_bisect(&args, out.as_ref());
     if let Some(Err(e)) = out.map(OutDir::release) {
         output::warning(&e.to_string());
     }
     result
 }
 
-fn bisect(args: &BisectArgs, out: Option<&OutDir>) -> Result<Outcome, CliError> {
+fn run_bisect(args: &BisectArgs, out: Option<&OutDir>) -> Result<Outcome, CliError> {
     if let Some(out) = out {
         for name in BISECT_FILES {
             remove_if_present(&out.dir().join(name))?;
@@ -141,92 +96,46 @@ fn bisect(args: &BisectArgs, out: Option<&OutDir>) -> Result<Outcome, CliError> 
         ..Overrides::default()
     };
     let scenario = load_scenario_with(&args.scenario, &overrides)?;
-    let min_change = match &args.min_change {
-        Some(text) => leakloop_units::parse_size(text)
-            .map_err(|e| CliError::bad_input(e.one_line("--min-change", text)))?
-            as f64,
-        None => 0.0,
+    let min_change = min_change_flag("--min-change", args.min_change.as_deref())?;
+    let options = BisectOptions {
+        scenario,
+        versions: args.versions.clone(),
+        metric: args.metric,
+        watch: args.watch.clone(),
+        order: if args.bisect {
+            Order::Bisect
+        } else {
+            Order::Sequential
+        },
+        runs: args.runs,
+        min_change,
+        offline: args.offline,
+        fetch_script: args.fetch_script.clone(),
+        out: args.out.clone(),
     };
-    let watch = match &args.watch {
-        Some(w) => w.clone(),
-        None => scenario
-            .watch
-            .first()
-            .cloned()
-            .unwrap_or_else(|| "rss".to_owned()),
-    };
-    let builds = resolve(&scenario, &args.versions)?;
-    if builds.is_empty() {
-        return Err(BisectError::NoBuild {
-            versions: args.versions.clone(),
-        }
-        .into());
-    }
-    // Libraries already on disk are checked before anything runs: a build that cannot run a
-    // step of the scenario is bad input, as in `run`.
-    for build in &builds {
-        if let Build::Library(lib) = build {
-            check_library(&with_build(&scenario, build), None).map_err(|refusal| {
-                BisectError::Refused {
-                    build: lib.version.clone(),
-                    refusal,
-                }
-            })?;
-        }
-    }
-
-    let labels: Vec<String> = builds.iter().map(Build::label).collect();
-    // Each build's run folders under --out: its label made a safe, distinct name.
-    let folders = unique_slugs(labels.iter().map(String::as_str), &BISECT_FILES);
-    let order = if args.bisect {
-        Order::Bisect
-    } else {
-        Order::Sequential
-    };
-    let mut results: Vec<Option<BuildResult>> = vec![None; builds.len()];
-    // The first run folder that could not be claimed: no build runs after it, and the command
-    // ends with it once the table of what did run is printed.
-    let mut failure: Option<CliError> = None;
-    let found = search(builds.len(), order, min_change, |i| {
-        let result = measure(
-            &scenario,
-            &builds[i],
-            &folders[i],
-            args,
-            &watch,
-            &mut failure,
-        );
-        let figures = result.figures.clone();
-        results[i] = Some(result);
-        figures
-    });
-
-    let table = render_table(
-        &scenario,
-        args,
-        &watch,
-        &labels,
-        &results,
-        found.first_change,
-    );
+    let progress = |event: BisectEvent<'_>| output::note(&progress_line(args.metric, &event));
+    let found = bisect(&options, &RunEach, &progress)?;
+    let table = render_table(&options.scenario, args, &found);
     // Print first, write second: the table is on stdout whatever happens to the folder.
     output::print(&table);
-    if let Some(err) = failure {
+    if let Some(err) = found.stopped {
         return Err(err);
     }
+    let watch = &found.watch;
     if let Some(out) = out {
         let trend = Trend {
             title: format!(
                 "{}: {} across builds ({} runs each)",
-                scenario.name,
-                args.metric.describe(&watch),
+                options.scenario.name,
+                args.metric.describe(watch),
                 args.runs
             ),
-            metric: args.metric.describe(&watch),
+            metric: args.metric.describe(watch),
             bytes: args.metric.is_bytes(),
-            points: labels
+            points: found
+                .labels
                 .iter()
-                .zip(&results)
+                .zip(&found.results)
                 .map(|(label, r)| TrendPoint {
                     label: label.clone(),
                     values: r.as_ref().map(|r| r.figures.0.clone()).unwrap_or_default(),
@@ -243,162 +152,76 @@ fn bisect(args: &BisectArgs, out: Option<&OutDir>) -> Result<Outcome, CliError> 
             out.dir().join(BISECT_FILES[0]).display()
         ));
     }
-    let ran = results.iter().flatten().any(|r| !r.figures.0.is_empty());
-    if !ran {
+    if !found.measured() {
         return Err(BisectError::NothingMeasured {
-            what: args.metric.describe(&watch),
+            what: args.metric.describe(watch),
         }
         .into());
     }
     Ok(Outcome::Done)
 }
 
-/// The scenario set up to run on `build`.
-fn with_build(scenario: &Scenario, build: &Build) -> Scenario {
-    let mut s = scenario.clone();
-    match build {
-        Build::Library(lib) => {
-            // Absolute, so that the worker process finds it whatever its working directory.
-            s.engine.lib =
-                Some(std::path::absolute(&lib.path).unwrap_or_else(|_| lib.path.clone()));
+/// Runs each scenario of the bisect through `run`'s sequence, quietly, into its claimed folder.
+struct RunEach;
+
+impl ScenarioRunner for RunEach {
+    type Error = CliError;
+
+    fn run(
+        &self,
+        scenario: &Scenario,
+        folder: Option<PathBuf>,
+    ) -> Result<(RunRecord, Verdict), RunFailure<CliError>> {
+        let out = folder
+            .as_deref()
+            .map(claim_out)
+            .transpose()
+            .map_err(RunFailure::Unclaimed)?;
+        match Session::new(scenario.clone())
+            .claimed_out(out)
+            .run(&mut Printer::without_verdict(true))
+        {
+            Ok(outcome) => Ok((outcome.record, outcome.verdict)),
+            Err(e) => Err(RunFailure::Failed(format!("{:#}", CliError::from(e)))),
         }
-        Build::Profile(name) => s.engine.profile = Some(name.clone()),
-        Build::Unfetched(_) => {}
     }
-    s
 }
 
-/// Runs `args.runs` runs of the scenario on one build (fetching it first when needed). A run
-/// folder (under `--out`, in `folder`) that cannot be claimed goes into `failure`, and nothing
-/// more runs.
-fn measure(
-    scenario: &Scenario,
-    build: &Build,
-    folder: &str,
-    args: &BisectArgs,
-    watch: &str,
-    failure: &mut Option<CliError>,
-) -> BuildResult {
-    let label = build.label();
-    if failure.is_some() {
-        return BuildResult {
-            note: "not run: an output folder could not be claimed".into(),
-            ..Default::default()
-        };
+/// The line on stderr for one step of the bisect.
+fn progress_line(metric: Metric, event: &BisectEvent<'_>) -> String {
+    match event {
+        BisectEvent::Fetching { version, script } => format!(
+            "bisect: fetching LiteRT-LM {version} with {}",
+            script.display()
+        ),
+        BisectEvent::Ran {
+            label,
+            run,
+            runs,
+            figure,
+            status,
+        } => format!(
+            "bisect: {label} run {run}/{runs}: {} ({})",
+            figure.map_or("not measured".to_owned(), |v| show(metric, v)),
+            verdict_word(*status)
+        ),
+        BisectEvent::Failed {
+            label,
+            run,
+            runs,
+            note,
+        } => format!("bisect: {label} run {run}/{runs}: {note}"),
     }
-    let build = match build {
-        Build::Unfetched(v) if args.offline => {
-            return BuildResult {
-                note: format!("not fetched (offline): {}", fetch_command(v)),
-                ..Default::default()
-            }
-        }
-        Build::Unfetched(v) => {
-            let Some(script) = fetch_script(args.fetch_script.as_deref()) else {
-                return BuildResult {
-                    note: format!(
-                        "not fetched (no --fetch-script): fetch it with `{}`",
-                        fetch_command(v)
-                    ),
-                    ..Default::default()
-                };
-            };
-            output::note(&format!(
-                "bisect: fetching LiteRT-LM {v} with {}",
-                script.display()
-            ));
-            match fetch(&script, v) {
-                Ok(lib) => Build::Library(lib),
-                Err(why) => {
-                    return BuildResult {
-                        note: format!("not fetched: {why}"),
-                        ..Default::default()
-                    }
-                }
-            }
-        }
-        b => b.clone(),
-    };
-    let base = with_build(scenario, &build);
-    if let Err(why) = check_library(&base, None) {
-        return BuildResult {
-            note: why.to_string(),
-            ..Default::default()
-        };
-    }
-    let mut result = BuildResult::default();
-    for r in 0..args.runs {
-        let mut s = base.clone();
-        s.seed = scenario.seed.wrapping_add(u64::from(r));
-        let run_folder = args
-            .out
-            .as_ref()
-            .map(|d| d.join(folder).join(format!("run-{}", r + 1)));
-        let out = match run_folder.as_deref().map(claim_out).transpose() {
-            Ok(out) => out,
-            Err(e) => {
-                result.note = "not run: its output folder could not be claimed".into();
-                *failure = Some(e);
-                break;
-            }
-        };
-        match run_and_analyze(&s, out, true, &InFlight::default(), Format::Text) {
-            Ok((record, verdict, out)) => {
-                write_out(out, &record, &verdict);
-                let word = match verdict.status {
-                    VerdictStatus::Pass => "PASS",
-                    VerdictStatus::Fail => "FAIL",
-                    VerdictStatus::EngineFailed => "ENGINE FAILED",
-                    VerdictStatus::Interrupted => "INTERRUPTED",
-                };
-                result.verdicts.push(word);
-                if let Some(v) = args.metric.of(watch, &record, &verdict) {
-                    result.figures.0.push(v);
-                }
-                let details = &record.backend.details;
-                if let RunOutcome::EngineFailed { turn, step, error } = &record.outcome {
-                    result.note = first_line(&format!(
-                        "engine failed at turn {turn} ({step}): {}",
-                        error.message
-                    ));
-                } else if let Some(used) = details.get("capabilities_used") {
-                    result.note = match details.get("degraded") {
-                        Some(d) => format!("uses {used}; degraded: {d}"),
-                        None => format!("uses {used}"),
-                    };
-                }
-                output::note(&format!(
-                    "bisect: {label} run {}/{}: {} ({word})",
-                    r + 1,
-                    args.runs,
-                    args.metric
-                        .of(watch, &record, &verdict)
-                        .map_or("not measured".to_owned(), |v| show(args.metric, v))
-                ));
-            }
-            Err(e) => {
-                result.verdicts.push("ENGINE FAILED");
-                result.note = first_line(&format!("{e:#}"));
-                output::note(&format!(
-                    "bisect: {label} run {}/{}: {}",
-                    r + 1,
-                    args.runs,
-                    result.note
-                ));
-            }
-        }
-    }
-    result
 }
 
-fn first_line(text: &str) -> String {
-    text.lines()
-        .next()
-        .unwrap_or_default()
-        .chars()
-        .map(|c| if c.is_control() { '?' } else { c })
-        .take(300)
-        .collect()
+/// How a run's verdict reads in the table and on stderr.
+fn verdict_word(status: VerdictStatus) -> &'static str {
+    match status {
+        VerdictStatus::Pass => "PASS",
+        VerdictStatus::Fail => "FAIL",
+        VerdictStatus::EngineFailed => "ENGINE FAILED",
+        VerdictStatus::Interrupted => "INTERRUPTED",
+    }
 }
 
 /// A spread (never negative): bytes or a count, per turn for growth.
@@ -421,14 +244,8 @@ fn show(metric: Metric, value: f64) -> String {
 }
 
 /// The table `bisect` prints (and writes to bisect.txt).
-fn render_table(
-    scenario: &Scenario,
-    args: &BisectArgs,
-    watch: &str,
-    labels: &[String],
-    results: &[Option<BuildResult>],
-    first_change: Option<(usize, usize)>,
-) -> String {
+fn render_table<E>(scenario: &Scenario, args: &BisectArgs, found: &BisectOutcome<E>) -> String {
+    let (watch, labels, results) = (&found.watch, &found.labels, &found.results);
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -468,10 +285,15 @@ fn render_table(
         };
         let f = &r.figures;
         let mut verdicts: Vec<String> = Vec::new();
-        for word in ["PASS", "FAIL", "ENGINE FAILED", "INTERRUPTED"] {
-            let n = r.verdicts.iter().filter(|v| **v == word).count();
+        for status in [
+            VerdictStatus::Pass,
+            VerdictStatus::Fail,
+            VerdictStatus::EngineFailed,
+            VerdictStatus::Interrupted,
+        ] {
+            let n = r.verdicts.iter().filter(|v| **v == status).count();
             if n > 0 {
-                verdicts.push(format!("{n} {word}"));
+                verdicts.push(format!("{n} {}", verdict_word(status)));
             }
         }
         rows.push([
@@ -493,7 +315,7 @@ fn render_table(
     }
     out.push_str(&aligned(&rows, &[0, 5, 6]));
     let _ = writeln!(out);
-    match first_change {
+    match found.first_change {
         Some((i, prev)) => {
             let get = |k: usize| {
                 results[k]

@@ -9,23 +9,24 @@
 //! what differs between the two engines (spec and what each said about itself), and `run`'s
 //! scenario overrides (`--turns`, `--seed`, ...) apply to both sides.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use leakloop_units::{format_bytes, format_signed_bytes};
 
 use crate::analyze::{Verdict, VerdictStatus};
-use crate::cli::interrupt::InFlight;
 use crate::cli::output;
 use crate::cli::overrides::OverrideArgs;
-use crate::cli::run::{claim_out, run_and_analyze, write_out, Format};
+use crate::cli::run::Printer;
 use crate::cli::table::aligned;
 use crate::cli::Outcome;
 use crate::cli::{CliError, Exit};
-use crate::engine::litert_lm::{check_library, discover_library};
+use crate::compare::{
+    engine_sides, lib_sides, run_side, spec_differences, CompareError, EngineFileError, Side,
+};
 use crate::runner::{RunOutcome, RunRecord};
-use crate::scenario::{load_scenario_with, parse_scenario_with, EngineSpec, Overrides, Scenario};
+use crate::scenario::load_scenario_with;
 
 /// Arguments of `leakloop compare`.
 #[derive(Debug, clap::Args)]
@@ -52,25 +53,18 @@ pub(crate) struct CompareArgs {
     pub quiet: bool,
 }
 
-/// One side of a comparison: the scenario as it runs there, and how to name it.
-struct Side {
-    label: &'static str,
-    scenario: Scenario,
-    /// What runs, for the line printed before the side starts.
-    what: String,
-}
-
 pub(crate) fn run(args: CompareArgs) -> Result<Outcome, CliError> {
-    let scenario = load_scenario_with(&args.scenario, &args.overrides.overrides())?;
+    let overrides = args.overrides.overrides();
+    let scenario = load_scenario_with(&args.scenario, &overrides)?;
     let sides = if args.engines.is_empty() {
-        lib_sides(&args, &scenario)?
+        lib_sides(&args.scenario, &scenario, &args.libs)?
     } else {
-        engine_sides(&args, &scenario)?
+        engine_sides(&args.scenario, &scenario, &args.engines, &overrides)?
     };
     let [a, b] = sides;
     let out = |folder: &str| args.out.as_ref().map(|dir| dir.join(folder));
-    let (ra, va) = run_side(a, out("a").as_deref(), args.quiet)?;
-    let (rb, vb) = run_side(b, out("b").as_deref(), args.quiet)?;
+    let (ra, va) = show_and_run(a, out("a").as_deref(), args.quiet)?;
+    let (rb, vb) = show_and_run(b, out("b").as_deref(), args.quiet)?;
     output::print(&compare_runs((&ra, &va), (&rb, &vb)));
     if let Some(dir) = &args.out {
         output::println(&format!("reports: {} (a/, b/)", dir.display()));
@@ -78,134 +72,45 @@ pub(crate) fn run(args: CompareArgs) -> Result<Outcome, CliError> {
     Ok(Outcome::Verdict(compare_exit(&va, &vb)))
 }
 
-/// `--lib A --lib B`: the scenario on two builds of the LiteRT-LM library.
-fn lib_sides(args: &CompareArgs, scenario: &Scenario) -> Result<[Side; 2], CliError> {
-    let [a, b] = args.libs.as_slice() else {
-        return Err(CliError::bad_input(format!(
-            "compare needs exactly two --lib (A and B) or one or two --engine, got {} --lib",
-            args.libs.len()
-        )));
-    };
-    if !crate::backend::of(scenario.engine.backend).loads_library {
-        return Err(CliError::bad_input(format!(
-            "compare swaps the engine library, which only the litert-lm backend loads; {} uses `{}` \
-             (--engine FILE swaps the whole engine)",
-            args.scenario.display(),
-            scenario.engine.backend.as_str()
-        )));
-    }
-    // Both libraries are checked before anything runs, so a typo in B does not cost a run of A.
-    let side = |label: &'static str, lib: &PathBuf| -> Result<Side, CliError> {
-        let context = || format!("--lib for side {label}");
-        let library =
-            discover_library(Some(lib)).map_err(|e| CliError::from(e).context(context()))?;
-        check_library(scenario, Some(&library.path))
-            .map_err(|why| CliError::from(why).context(context()))?;
-        let mut scenario = scenario.clone();
-        // Absolute, so that the worker process finds it whatever its working directory.
-        let path = std::path::absolute(&library.path).unwrap_or_else(|_| library.path.clone());
-        scenario.engine.lib = Some(path.clone());
-        let what = format!("LiteRT-LM {} ({})", library.version, path.display());
-        Ok(Side {
-            label,
-            scenario,
-            what,
-        })
-    };
-    Ok([side("A", a)?, side("B", b)?])
-}
-
-/// `--engine [A.yaml] B.yaml`: the scenario on two engine specs.
-fn engine_sides(args: &CompareArgs, scenario: &Scenario) -> Result<[Side; 2], CliError> {
-    let from_file = |label: &'static str, file: &PathBuf| -> Result<Side, CliError> {
-        let engine = load_engine_file(file, &args.overrides.overrides().engine_only())
-            .map_err(|e| e.context(format!("--engine for side {label}")))?;
-        let side = Side {
-            label,
-            what: format!("{} from {}", engine.backend.as_str(), file.display()),
-            scenario: Scenario {
-                engine,
-                ..scenario.clone()
-            },
-        };
-        check_side(&side)?;
-        Ok(side)
-    };
-    // Both sides are loaded and checked before anything runs.
-    match args.engines.as_slice() {
-        [b] => {
-            let a = Side {
-                label: "A",
-                what: format!("{} from {}", scenario.engine.backend.as_str(), args.scenario.display()),
-                scenario: scenario.clone(),
-            };
-            check_side(&a)?;
-            Ok([a, from_file("B", b)?])
-        }
-        [a, b] => Ok([from_file("A", a)?, from_file("B", b)?]),
-        more => Err(CliError::bad_input(format!(
-            "compare takes one --engine (B, against the scenario's own engine) or two (A and B), got {}",
-            more.len()
-        ))),
-    }
-}
-
-/// A side that loads LiteRT-LM's library must find one that can run the scenario (other backends
-/// pass).
-fn check_side(side: &Side) -> Result<(), CliError> {
-    check_library(&side.scenario, None)
-        .map(|_| ())
-        .map_err(|why| CliError::from(why).context(format!("side {}", side.label)))
-}
-
-/// Reads an engine file: a YAML mapping whose only key is `engine`, written as in a scenario
-/// (relative paths resolve against the file's folder). It is validated by the scenario loader,
-/// with a one-turn loop appended, so its errors point at its own lines.
-/// The engine's values are replaced by `overrides` before validation.
-fn load_engine_file(file: &Path, overrides: &Overrides) -> Result<EngineSpec, CliError> {
-    let text = std::fs::read_to_string(file).map_err(|e| {
-        CliError::bad_input(format!("cannot read engine file {}: {e}", file.display()))
-    })?;
-    let keys: serde_yaml::Mapping = serde_yaml::from_str(&text).map_err(|e| {
-        CliError::bad_input(format!(
-            "{}: an engine file is a YAML mapping with one key, `engine`: {e}",
-            file.display()
-        ))
-    })?;
-    if let Some(other) = keys.keys().find(|k| k.as_str() != Some("engine")) {
-        return Err(CliError::bad_input(format!(
-            "{}: an engine file holds only `engine:`, found `{}`",
-            file.display(),
-            serde_yaml::to_string(other).unwrap_or_default().trim()
-        )));
-    }
-    let name = file
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let loop_text = format!(
-        "{text}\nname: {}\nturns: 1\nturn: [{{open: {{}}}}, {{close: {{}}}}]\n",
-        serde_json::to_string(&name).unwrap_or_default()
-    );
-    Ok(parse_scenario_with(&loop_text, file, overrides)?.engine)
-}
-
-/// Runs one side's scenario and analyses it; errors say which side failed.
-fn run_side(side: Side, out: Option<&Path>, quiet: bool) -> Result<(RunRecord, Verdict), CliError> {
-    let Side {
-        label,
-        scenario,
-        what,
-    } = side;
+/// Names the side that runs (unless quiet), then runs it with its progress bar.
+fn show_and_run(
+    side: Side,
+    out: Option<&Path>,
+    quiet: bool,
+) -> Result<(RunRecord, Verdict), CompareError> {
     if !quiet {
-        output::note(&format!("{label}: {} on {what}", scenario.name));
+        output::note(&format!(
+            "{}: {} on {}",
+            side.label, side.scenario.name, side.what
+        ));
     }
-    let out = out.map(claim_out).transpose()?;
-    let (record, verdict, out) =
-        run_and_analyze(&scenario, out, quiet, &InFlight::default(), Format::Text)
-            .map_err(|e| e.context(format!("side {label} ({what})")))?;
-    write_out(out, &record, &verdict);
-    Ok((record, verdict))
+    run_side(side, out, &mut Printer::without_verdict(quiet))
+}
+
+/// Each refusal keeps the exit code of its cause, with the side it concerns in front.
+impl From<CompareError> for CliError {
+    fn from(e: CompareError) -> Self {
+        match e {
+            CompareError::Library { side, error } => {
+                CliError::from(error).context(format!("--lib for side {side}"))
+            }
+            CompareError::Refused { context, error } => CliError::from(error).context(context),
+            CompareError::EngineFile { side, error } => {
+                let context = format!("--engine for side {side}");
+                match error {
+                    EngineFileError::Scenario(e) => CliError::from(e).context(context),
+                    other => CliError::bad_input(other).context(context),
+                }
+            }
+            CompareError::Out(e) => (*e).into(),
+            CompareError::Run { side, what, error } => {
+                CliError::from(*error).context(format!("side {side} ({what})"))
+            }
+            e @ (CompareError::LibCount { .. }
+            | CompareError::NotLitert { .. }
+            | CompareError::EngineCount { .. }) => CliError::bad_input(e),
+        }
+    }
 }
 
 /// The exit code of a comparison: the worse of the two sides (an engine failure is worse than a
@@ -244,66 +149,6 @@ fn outcome_line(record: &RunRecord) -> String {
         RunOutcome::Interrupted { signal, turn } => {
             format!("interrupted by {signal} at turn {turn}")
         }
-    }
-}
-
-/// Every value that tells the two sides' engines apart: the engine specs as they ran
-/// (`engine.model`, `engine.exec.options.threads`, ...) and what each engine said about itself
-/// (`backend.version`, `backend.details.library`, ...), as rows of name, A's value, B's value
-/// (`-` where a side has none).
-fn spec_differences(a: &RunRecord, b: &RunRecord) -> Vec<[String; 3]> {
-    let fields = |record: &RunRecord| {
-        let mut fields = BTreeMap::new();
-        if let Ok(engine) = serde_json::to_value(&record.scenario.engine) {
-            flatten("engine", &engine, &mut fields);
-        }
-        if let Ok(backend) = serde_json::to_value(&record.backend) {
-            flatten("backend", &backend, &mut fields);
-        }
-        fields
-    };
-    let (fa, fb) = (fields(a), fields(b));
-    let names: BTreeSet<&String> = fa.keys().chain(fb.keys()).collect();
-    let shown = |value: Option<&String>| value.cloned().unwrap_or_else(|| "-".to_owned());
-    names
-        .into_iter()
-        .filter(|name| fa.get(*name) != fb.get(*name))
-        .map(|name| [name.clone(), shown(fa.get(name)), shown(fb.get(name))])
-        .collect()
-}
-
-/// `value`'s scalars under dotted names starting with `prefix`; nulls are left out, so that an
-/// absent value and a null one read the same.
-fn flatten(prefix: &str, value: &serde_json::Value, into: &mut BTreeMap<String, String>) {
-    match value {
-        serde_json::Value::Null => {}
-        serde_json::Value::Object(map) => {
-            for (key, value) in map {
-                flatten(&format!("{prefix}.{key}"), value, into);
-            }
-        }
-        serde_json::Value::Array(items) => {
-            let all_scalars = items.iter().all(|v| !v.is_object() && !v.is_array());
-            if all_scalars {
-                let joined: Vec<String> = items.iter().map(scalar_text).collect();
-                into.insert(prefix.to_owned(), joined.join(" "));
-            } else {
-                for (i, item) in items.iter().enumerate() {
-                    flatten(&format!("{prefix}.{i}"), item, into);
-                }
-            }
-        }
-        scalar => {
-            into.insert(prefix.to_owned(), scalar_text(scalar));
-        }
-    }
-}
-
-/// A JSON scalar as a person writes it: strings without quotes.
-fn scalar_text(value: &serde_json::Value) -> String {
-    match value {
-        serde_json::Value::String(text) => text.clone(),
-        other => other.to_string(),
     }
 }
 

@@ -11,7 +11,7 @@ use std::io::ErrorKind;
 
 use crate::analyze::{TraceError, Verdict, VerdictStatus};
 use crate::bench::OverheadError;
-use crate::cli::bisect::BisectError;
+use crate::bisect::BisectError;
 use crate::engine::litert_lm::{DiscoverError, InspectError, LibraryRefusal};
 use crate::engine::transport::{BuildError, TargetError};
 use crate::engine::EngineError;

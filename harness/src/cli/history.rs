@@ -2,21 +2,21 @@
 //! first: a run's `--out` folder or a suite folder), per scenario and metric a table of the growth
 //! per turn and the plateau size over the builds, the changes beyond the builds' own spread
 //! (`analyze::find_changes`) with the first build of each, and a trend plot per scenario. A
-//! rise of either figure is a regression and ends the command with exit 1.
+//! rise of either figure is a regression and ends the command with exit 1. The comparison is the
+//! library's (`crate::history`); here the builds are read, the table printed and the plots
+//! written.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use crate::analyze::{find_changes, Change, ChangeOptions, VerdictStatus, DEFAULT_WINDOW};
+use crate::analyze::{ChangeOptions, VerdictStatus, DEFAULT_WINDOW};
 use crate::cli::output;
 use crate::cli::table::aligned;
 use crate::cli::{CliError, Exit, Outcome};
+use crate::history::{judge, Figure, Finding, MetricHistory};
 use crate::report::history::{read_build, BuildReports, RunFigures};
 use crate::report::safe_path::unique_slugs;
-use crate::report::{
-    format_signed_bytes, render_trends_svg, write_atomic, ReportError, Trend, TrendPoint,
-};
+use crate::report::{format_signed_bytes, render_trends_svg, write_atomic, ReportError, Trend};
 
 /// Arguments of `leakloop history`.
 #[derive(Debug, clap::Args)]
@@ -50,45 +50,12 @@ pub(crate) fn min_change_flag(flag: &str, text: Option<&str>) -> Result<f64, Cli
     }
 }
 
-/// The two figures compared across builds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Figure {
-    Growth,
-    Plateau,
-}
-
-impl Figure {
-    const ALL: [Figure; 2] = [Figure::Growth, Figure::Plateau];
-
-    fn describe(self) -> &'static str {
-        match self {
-            Figure::Growth => "growth per turn",
-            Figure::Plateau => "plateau",
-        }
+/// A figure's value as the table shows it: bytes per turn for growth, bytes for a plateau.
+fn show(figure: Figure, value: f64) -> String {
+    match figure {
+        Figure::Growth => leakloop_units::format_bytes_per_turn(value),
+        Figure::Plateau => format_signed_bytes(value),
     }
-
-    fn of(self, run: &RunFigures, metric: &str) -> Option<f64> {
-        let m = run.metrics.get(metric)?;
-        Some(match self {
-            Figure::Growth => m.growth_per_turn,
-            Figure::Plateau => m.plateau,
-        })
-    }
-
-    fn show(self, value: f64) -> String {
-        match self {
-            Figure::Growth => leakloop_units::format_bytes_per_turn(value),
-            Figure::Plateau => format_signed_bytes(value),
-        }
-    }
-}
-
-/// A change of one figure of one metric of one scenario.
-struct Finding {
-    scenario: String,
-    metric: String,
-    figure: Figure,
-    change: Change,
 }
 
 pub(crate) fn run(args: HistoryArgs) -> Result<Outcome, CliError> {
@@ -123,84 +90,28 @@ pub(crate) fn run(args: HistoryArgs) -> Result<Outcome, CliError> {
         }
         builds.push(build);
     }
-    let labels: Vec<String> = builds.iter().map(BuildReports::label).collect();
-    let scenarios: BTreeSet<&String> = builds.iter().flat_map(|b| b.runs.keys()).collect();
-
+    let history = judge(&builds, &options, &args.metrics);
+    let labels = &history.labels;
     let mut text = format!(
         "history: {} builds ({} .. {}), {} scenario(s); a change is a shift beyond the builds' \
          spread over {} builds against the {} before (Mann-Whitney, p < {})\n",
         builds.len(),
         labels[0],
         labels[labels.len() - 1],
-        scenarios.len(),
+        history.scenarios.len(),
         options.window,
         options.back_window,
         options.alpha
     );
-    let mut findings = Vec::new();
-    let mut plots = Vec::new();
-    for scenario in scenarios {
-        let runs: Vec<Vec<&RunFigures>> = builds
-            .iter()
-            .map(|b| {
-                b.runs
-                    .get(scenario)
-                    .map(|r| r.iter().filter(|r| r.completed).collect())
-                    .unwrap_or_default()
-            })
-            .collect();
-        let metrics: BTreeSet<&String> = runs
-            .iter()
-            .flatten()
-            .flat_map(|r| r.metrics.keys())
-            .filter(|m| args.metrics.is_empty() || args.metrics.contains(m))
-            .collect();
-        let mut trends = Vec::new();
-        for metric in metrics {
-            let mut series_changes = BTreeMap::new();
-            for figure in Figure::ALL {
-                let values: Vec<Vec<f64>> = runs
-                    .iter()
-                    .map(|rs| rs.iter().filter_map(|r| figure.of(r, metric)).collect())
-                    .collect();
-                let changes = find_changes(&values, &options);
-                trends.push(Trend {
-                    title: format!("{scenario}: {metric} {}", figure.describe()),
-                    metric: format!("{metric} {}", figure.describe()),
-                    bytes: true,
-                    points: labels
-                        .iter()
-                        .zip(&values)
-                        .map(|(label, v)| TrendPoint {
-                            label: label.clone(),
-                            values: v.clone(),
-                        })
-                        .collect(),
-                    first_change: changes.iter().find(|c| c.is_rise()).map(|c| c.build),
-                });
-                series_changes.insert(figure.describe(), (values, changes.clone()));
-                findings.extend(changes.into_iter().map(|change| Finding {
-                    scenario: scenario.clone(),
-                    metric: metric.clone(),
-                    figure,
-                    change,
-                }));
-            }
-            render_block(
-                &mut text,
-                scenario,
-                metric,
-                &labels,
-                &builds,
-                &series_changes,
-            );
+    for scenario in &history.scenarios {
+        for metric in &scenario.metrics {
+            render_block(&mut text, &scenario.scenario, metric, labels, &builds);
         }
-        plots.push((scenario.clone(), trends));
     }
-    for f in &findings {
-        let _ = writeln!(text, "{}", finding_line(f, &labels));
+    for f in &history.findings {
+        let _ = writeln!(text, "{}", finding_line(f, labels));
     }
-    let regressions = findings.iter().filter(|f| f.change.is_rise()).count();
+    let regressions = history.regressions();
     let _ = writeln!(
         text,
         "{}",
@@ -209,6 +120,11 @@ pub(crate) fn run(args: HistoryArgs) -> Result<Outcome, CliError> {
             n => format!("history: {n} regression(s)"),
         }
     );
+    let plots: Vec<(String, Vec<Trend>)> = history
+        .scenarios
+        .into_iter()
+        .map(|s| (s.scenario, s.trends))
+        .collect();
     output::print(&text);
     if let Some(out) = &args.out {
         write_outputs(out, &text, &plots);
@@ -244,11 +160,11 @@ fn write_outputs(out: &std::path::Path, text: &str, plots: &[(String, Vec<Trend>
 fn render_block(
     text: &mut String,
     scenario: &str,
-    metric: &str,
+    history: &MetricHistory,
     labels: &[String],
     builds: &[BuildReports],
-    series: &BTreeMap<&str, (Vec<Vec<f64>>, Vec<Change>)>,
 ) {
+    let metric = &history.metric;
     let _ = writeln!(text, "\nscenario `{scenario}`, metric {metric}");
     let mut rows = vec![[
         "build",
@@ -260,21 +176,25 @@ fn render_block(
         "change",
     ]
     .map(String::from)];
-    let growth = &series[Figure::Growth.describe()];
-    let plateau = &series[Figure::Plateau.describe()];
+    let (growth, plateau) = (&history.growth, &history.plateau);
     for (i, label) in labels.iter().enumerate() {
         let median = |values: &[f64], figure: Figure| {
             let mut v = values.to_vec();
             v.sort_by(f64::total_cmp);
             match v.len() {
                 0 => "-".to_owned(),
-                n if n % 2 == 1 => figure.show(v[n / 2]),
-                n => figure.show((v[n / 2 - 1] + v[n / 2]) / 2.0),
+                n if n % 2 == 1 => show(figure, v[n / 2]),
+                n => show(figure, (v[n / 2 - 1] + v[n / 2]) / 2.0),
             }
         };
         let mut marks = Vec::new();
-        for (figure, (_, changes)) in [(Figure::Growth, growth), (Figure::Plateau, plateau)] {
-            for c in changes.iter().filter(|c| c.build == i) {
+        for figure in Figure::ALL {
+            for c in history
+                .series(figure)
+                .changes
+                .iter()
+                .filter(|c| c.build == i)
+            {
                 marks.push(format!(
                     "{} {}",
                     figure.describe(),
@@ -285,9 +205,9 @@ fn render_block(
         rows.push([
             label.clone(),
             builds[i].date().unwrap_or_else(|| "-".to_owned()),
-            growth.0[i].len().to_string(),
-            median(&growth.0[i], Figure::Growth),
-            median(&plateau.0[i], Figure::Plateau),
+            growth.values[i].len().to_string(),
+            median(&growth.values[i], Figure::Growth),
+            median(&plateau.values[i], Figure::Plateau),
             verdict_words(
                 builds[i]
                     .runs
@@ -340,11 +260,11 @@ fn finding_line(f: &Finding, labels: &[String]) -> String {
         f.metric,
         f.figure.describe(),
         labels[c.build],
-        f.figure.show(c.after_median),
+        show(f.figure, c.after_median),
         range(&c.after),
-        f.figure.show(c.before_median),
+        show(f.figure, c.before_median),
         range(&c.before),
-        f.figure.show(c.spread).trim_start_matches('+'),
+        show(f.figure, c.spread).trim_start_matches('+'),
         c.p_value
     )
 }

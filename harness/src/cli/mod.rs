@@ -1,7 +1,6 @@
 //! The `leakloop` command line: one file per subcommand, one error enum mapped to exit codes.
 
 mod analyze;
-mod baseline;
 mod bench;
 mod bisect;
 mod check;

@@ -17,7 +17,7 @@ use crate::cli::{CliError, Exit, Outcome};
 use crate::report::{print_terminal, render_report_json, OutDir, ProgressObserver};
 use crate::runner::{RunObserver, RunRecord, Sample};
 use crate::scenario::{BackendKind, Overrides, Scenario};
-use crate::session::{write_artifacts, Judged, Session, SessionObserver};
+use crate::session::{Judged, Session, SessionObserver};
 
 /// Arguments of `leakloop run`.
 #[derive(Debug, clap::Args)]
@@ -214,34 +214,8 @@ fn print_verdict(record: &RunRecord, verdict: &Verdict, format: Format, out: Opt
     }
 }
 
-/// Writes every report into the run's claimed folder and releases it (see
-/// [`write_artifacts`]); a failure is a warning on stderr.
-pub(crate) fn write_out(out: Option<OutDir>, record: &RunRecord, verdict: &Verdict) {
-    let mut printer = Printer::without_verdict(true);
-    write_artifacts(out, record, verdict, &mut printer, &mut Vec::new());
-}
-
 /// Claims an output folder for a run (see [`OutDir::claim`]): a busy folder is a usage error, one
 /// that cannot be created or marked an output failure (error.rs).
 pub(crate) fn claim_out(dir: &Path) -> Result<OutDir, CliError> {
     Ok(OutDir::claim(dir)?)
-}
-
-/// Runs `scenario` through a [`Session`] up to its verdict (streaming samples into the claimed
-/// `out` folder when given) and returns the folder for [`write_out`]. An engine that fails
-/// mid-run still yields a record and a verdict; only an engine that cannot be built at all is an
-/// error (and leaves `out` released without any report). A signal's partial report is printed
-/// as `leakloop run` installed it, whatever `_format` says.
-pub(crate) fn run_and_analyze(
-    scenario: &Scenario,
-    out: Option<OutDir>,
-    quiet: bool,
-    in_flight: &InFlight,
-    _format: Format,
-) -> Result<(RunRecord, Verdict, Option<OutDir>), CliError> {
-    let judged = Session::new(scenario.clone())
-        .claimed_out(out)
-        .in_flight(in_flight)
-        .judge(&mut Printer::without_verdict(quiet))?;
-    Ok(judged.into_parts())
 }

@@ -1,12 +1,11 @@
-//! Suites: `leakloop run` over many scenarios (files, folders, globs), `--partition K/N` and
-//! `leakloop merge` of partition outputs.
+//! Suites on the command line: `leakloop run` over many scenarios (files, folders, globs),
+//! `--partition K/N` and `leakloop merge` of partition outputs. The work is the library's
+//! (`crate::suite`); this module parses, runs each scenario and prints.
 
-mod inputs;
 mod merge;
-mod partition;
 mod run;
-mod schedule;
 
+pub(crate) use crate::suite::Partition;
+pub(crate) use crate::suite::{default_jobs, plan};
 pub(crate) use merge::{run as merge, MergeArgs};
-pub(crate) use partition::Partition;
-pub(crate) use run::{default_jobs, is_suite, plan, run_plan, run_suite, SuiteOptions};
+pub(crate) use run::{is_suite, run_plan, run_suite, SuiteOptions};

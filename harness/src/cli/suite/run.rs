@@ -1,29 +1,24 @@
-//! `leakloop run` with a suite (several files, a folder, a glob, or `--partition`): loads every
-//! scenario of its share, runs them on `-j` threads (exclusive ones one at a time per device,
-//! `schedule.rs`), each into its own folder under `--out` exactly as a single run writes it,
-//! then writes the suite's report.json, summary.md and junit.xml and exits with the worst
-//! scenario's code.
+//! `leakloop run` with a suite (several files, a folder, a glob, or `--partition`): the library
+//! (`crate::suite`) expands the arguments, schedules the scenarios on `-j` threads and sums them
+//! up; here each scenario runs into its own folder under `--out` exactly as a single run writes
+//! it, progress lines go to stderr, and the suite's table, report.json, summary.md and junit.xml
+//! are written. The command exits with the worst scenario's code.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
-use crate::analyze::Verdict;
-use crate::cli::baseline::Baseline;
 use crate::cli::history::min_change_flag;
-use crate::cli::interrupt::InFlight;
 use crate::cli::output;
-use crate::cli::run::{claim_out, run_and_analyze, write_out, Format, RunArgs};
-use crate::cli::suite::inputs::{expand, is_pattern, SuiteFile};
-use crate::cli::suite::partition::{fnv1a64, Partition};
-use crate::cli::suite::schedule::{run_jobs, Device};
+use crate::cli::run::{claim_out, Format, Printer, RunArgs};
 use crate::cli::{CliError, Exit, Outcome};
 use crate::report::provenance::{process_env, resolve_build};
-use crate::report::{
-    render_suite_text, write_suite_reports, EntryStatus, OutDir, SuiteEntry, SuiteIdentity,
-    SuitePartition, SuiteReport, WorstMetric,
-};
+use crate::report::{render_suite_text, write_suite_reports, OutDir, SuiteReport};
 use crate::runner::{BuildStamp, CiRun};
-use crate::scenario::{load_scenario_with, Overrides, Scenario};
+use crate::scenario::{Overrides, Scenario, ScenarioError};
+use crate::session::{Baseline, Session};
+use crate::suite::{
+    is_pattern, plan, Failed, InputsError, Partition, Plan, Ran, RunOptions, ScenarioRunner,
+    SuiteEvent,
+};
 
 /// Whether these arguments ask for a suite rather than today's single run: several paths, a
 /// folder, a glob pattern, or a partition.
@@ -31,29 +26,6 @@ pub(crate) fn is_suite(args: &RunArgs) -> bool {
     args.partition.is_some()
         || args.scenarios.len() != 1
         || args.scenarios.iter().any(|p| p.is_dir() || is_pattern(p))
-}
-
-/// The suite's files and identity, before a partition takes its share.
-pub(crate) struct Plan {
-    /// The files of this share, sorted by relative path.
-    pub files: Vec<SuiteFile>,
-    /// The whole suite.
-    pub identity: SuiteIdentity,
-}
-
-/// Expands the arguments and keeps `partition`'s share.
-pub(crate) fn plan(args: &[PathBuf], partition: Option<Partition>) -> Result<Plan, CliError> {
-    let all = expand(args)?;
-    let listing: Vec<&str> = all.iter().map(|f| f.relative.as_str()).collect();
-    let identity = SuiteIdentity {
-        scenarios: all.len(),
-        fingerprint: format!("{:016x}", fnv1a64(listing.join("\n").as_bytes())),
-    };
-    let files = all
-        .into_iter()
-        .filter(|f| partition.is_none_or(|p| p.holds(&f.relative)))
-        .collect();
-    Ok(Plan { files, identity })
 }
 
 /// Runs a suite (see the module doc).
@@ -73,7 +45,9 @@ pub(crate) fn run_suite(args: &RunArgs) -> Result<Outcome, CliError> {
     let root = args.out.as_deref().map(claim_out).transpose()?;
     let options = SuiteOptions {
         overrides: args.overrides(),
-        jobs: args.jobs.map_or_else(default_jobs, |j| j as usize),
+        jobs: args
+            .jobs
+            .map_or_else(crate::suite::default_jobs, |j| j as usize),
         partition: args.partition,
         quiet: args.quiet,
         build: Some(build),
@@ -131,159 +105,96 @@ pub(crate) struct SuiteOptions {
     pub baseline_min_change: Option<String>,
 }
 
-/// Loads and runs every file of `plan`, each into `root/<folder>` when there is a root; returns
-/// the suite report (not yet written).
-pub(crate) fn run_plan(args: &SuiteOptions, plan: &Plan, root: Option<&Path>) -> SuiteReport {
-    let total = plan.files.len();
-    if let Some(p) = args.partition {
-        if !args.quiet {
-            output::note(&format!(
-                "partition {p}: {total} of the suite's {} scenarios",
-                plan.identity.scenarios
-            ));
+/// Runs every file of `plan` (the library's suite run), each into `root/<folder>` when there is
+/// a root, with progress lines on stderr unless quiet; returns the suite report (not yet
+/// written).
+pub(crate) fn run_plan(options: &SuiteOptions, plan: &Plan, root: Option<&Path>) -> SuiteReport {
+    let run_options = RunOptions {
+        overrides: options.overrides.clone(),
+        jobs: options.jobs,
+        partition: options.partition,
+    };
+    let progress = |event: SuiteEvent<'_>| {
+        if options.quiet {
+            return;
         }
-    }
-    let overrides = &args.overrides;
-    let loaded: Vec<Result<Scenario, Failure>> = plan
-        .files
-        .iter()
-        .map(|f| load_scenario_with(&f.path, overrides).map_err(|e| CliError::from(e).into()))
-        .collect();
-    let devices: Vec<Device> = loaded
-        .iter()
-        .map(|s| s.as_ref().ok().and_then(Scenario::exclusive_device))
-        .collect();
-    let jobs = args.jobs;
-    let done = std::sync::atomic::AtomicUsize::new(0);
-    let results = run_jobs(
-        &devices,
-        jobs,
-        |i| run_one(&plan.files[i], &loaded[i], root, args),
-        |_, (entry, _): &(SuiteEntry, Exit)| {
-            let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-            if !args.quiet {
-                output::note(&format!(
-                    "[{n}/{total}] {:<13} {} ({:.2} s)",
-                    entry.status.word(),
-                    entry.path,
-                    entry.duration_s
-                ));
-            }
-        },
-    );
-    let exit = Exit::worst(results.iter().map(|(_, exit)| *exit));
-    let partition = args.partition.map(|p| SuitePartition {
-        index: p.index,
-        count: p.count,
-    });
-    SuiteReport::new(
-        plan.identity.clone(),
-        partition,
-        exit as u8,
-        results.into_iter().map(|(entry, _)| entry).collect(),
-    )
-}
-
-/// The default `-j`: the cores this process may use.
-pub(crate) fn default_jobs() -> usize {
-    std::thread::available_parallelism().map_or(1, usize::from)
-}
-
-/// Why a scenario has no verdict, kept as text with its exit code (a load error is found before
-/// the jobs start and read by the job that reports it).
-#[derive(Debug)]
-pub(crate) struct Failure {
-    text: String,
-    exit: Exit,
-}
-
-impl From<CliError> for Failure {
-    fn from(e: CliError) -> Self {
-        Self {
-            text: format!("{e:#}"),
-            exit: e.exit(),
+        match event {
+            SuiteEvent::Partition {
+                partition,
+                running,
+                suite,
+            } => output::note(&format!(
+                "partition {partition}: {running} of the suite's {suite} scenarios"
+            )),
+            SuiteEvent::Finished { done, total, entry } => output::note(&format!(
+                "[{done}/{total}] {:<13} {} ({:.2} s)",
+                entry.status.word(),
+                entry.path,
+                entry.duration_s
+            )),
         }
+    };
+    crate::suite::run_plan(&run_options, plan, root, options, &progress)
+}
+
+/// A scenario's error, kept for the suite with its exit code.
+fn failed(e: CliError) -> Failed {
+    Failed {
+        text: format!("{e:#}"),
+        exit_code: e.exit() as u8,
+        engine_failed: matches!(e, CliError::Engine(_)),
     }
 }
 
-/// Runs one scenario of the suite into its folder, as `leakloop run FILE --out FOLDER --quiet`
-/// would (without printing its table), and sums it up for the suite.
-fn run_one(
-    file: &SuiteFile,
-    loaded: &Result<Scenario, Failure>,
-    root: Option<&Path>,
-    options: &SuiteOptions,
-) -> (SuiteEntry, Exit) {
-    let started = Instant::now();
-    let mut entry = SuiteEntry {
-        path: file.relative.clone(),
-        folder: file.folder.clone(),
-        name: None,
-        status: EntryStatus::Error,
-        exit_code: 0,
-        error: None,
-        worst_metric: None,
-        expectations: 0,
-        expectations_failed: 0,
-        duration_s: 0.0,
-    };
-    let exit = match loaded {
-        Err(failure) => {
-            entry.error = Some(failure.text.clone());
-            failure.exit
-        }
-        Ok(scenario) => {
-            entry.name = Some(scenario.name.clone());
-            match run_into_folder(scenario, file, root, options) {
-                Ok((exit, verdict)) => {
-                    entry.status = EntryStatus::of_verdict(verdict.status);
-                    entry.worst_metric = WorstMetric::of(&verdict);
-                    entry.expectations = verdict.expectations.len();
-                    entry.expectations_failed =
-                        verdict.expectations.iter().filter(|e| !e.passed).count();
-                    exit
-                }
-                Err(e) => {
-                    if matches!(e, CliError::Engine(_)) {
-                        entry.status = EntryStatus::EngineFailed;
-                    }
-                    entry.error = Some(format!("{e:#}"));
-                    e.exit()
-                }
-            }
-        }
-    };
-    entry.exit_code = exit as u8;
-    entry.duration_s = started.elapsed().as_secs_f64();
-    (entry, exit)
+/// Each scenario runs as `leakloop run FILE --out FOLDER --quiet` would (without printing its
+/// table).
+impl ScenarioRunner for SuiteOptions {
+    fn load_failed(&self, error: ScenarioError) -> Failed {
+        failed(error.into())
+    }
+
+    fn run(&self, scenario: &Scenario, folder: Option<PathBuf>) -> Result<Ran, Failed> {
+        run_into_folder(scenario, folder, self).map_err(failed)
+    }
 }
 
-/// Claims the scenario's folder, runs it and writes its reports; returns its exit code and
-/// verdict.
+/// Runs the scenario through a [`Session`] into its folder, with the suite's build stamp and
+/// judged against its baseline when there is one; returns its verdict and exit code.
 fn run_into_folder(
     scenario: &Scenario,
-    file: &SuiteFile,
-    root: Option<&Path>,
+    folder: Option<PathBuf>,
     options: &SuiteOptions,
-) -> Result<(Exit, Verdict), CliError> {
+) -> Result<Ran, CliError> {
     // The baseline is found (by scenario name) before the folder is claimed or anything runs.
     let baseline = options
         .baseline
         .as_deref()
         .map(|dir| Baseline::load(dir, scenario, options.baseline_min_change.as_deref()))
         .transpose()?;
-    let out = root
-        .map(|root| claim_out(&root.join(&file.folder)))
-        .transpose()?;
-    let in_flight = InFlight::default();
-    if let Some(build) = &options.build {
-        in_flight.set_build(build.clone());
+    let mut session = Session::new(scenario.clone());
+    if let Some(baseline) = baseline {
+        if let Some(note) = baseline.note() {
+            output::note(&note);
+        }
+        session = session.with_baseline(baseline);
     }
-    let (record, mut verdict, out) =
-        run_and_analyze(scenario, out, true, &in_flight, Format::Text)?;
-    if let Some(baseline) = &baseline {
-        baseline.apply(&record, &mut verdict);
+    if let Some((build, ci)) = &options.build {
+        session = session.stamp(build.clone(), ci.clone());
     }
-    write_out(out, &record, &verdict);
-    Ok((Exit::of_run(&record, &verdict), verdict))
+    if let Some(folder) = folder {
+        session = session.out(folder);
+    }
+    let outcome = session.run(&mut Printer::without_verdict(true))?;
+    let exit_code = Exit::of_run(&outcome.record, &outcome.verdict) as u8;
+    Ok(Ran {
+        verdict: outcome.verdict,
+        exit_code,
+    })
+}
+
+/// A suite whose arguments name no usable scenario files is bad input.
+impl From<InputsError> for CliError {
+    fn from(e: InputsError) -> Self {
+        CliError::bad_input(e)
+    }
 }

@@ -17,14 +17,14 @@ mod test_engine;
 #[cfg(test)]
 mod tests;
 
+#[cfg(feature = "cli")]
+pub(crate) use crate::process::end_live_groups;
 #[cfg(feature = "test-support")]
 pub(crate) use child::serve_driver_stdio;
 #[cfg(any(feature = "cli", feature = "test-support"))]
 pub(crate) use child::serve_stdio;
 #[cfg(feature = "cli")]
 pub(crate) use child::WorkerError;
-#[cfg(feature = "cli")]
-pub(crate) use crate::process::end_live_groups;
 pub use command::{serve_worker, ServeError, WorkerCommand};
 pub use conformance::{check_driver, CheckStep, DriverCheckPlan, DriverCheckReport, StepResult};
 pub(crate) use parent::worker_binary;

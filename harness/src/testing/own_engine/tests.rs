@@ -6,8 +6,8 @@ use std::ffi::OsString;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::testing::*;
 use crate::scenario::{EngineSpec, ExecSpec, PromptSpec, Scenario, Step};
+use crate::testing::*;
 
 /// Conversations created and deleted by every [`GlobalCountsEngine`] of this process, kept
 /// where a binding over a C library would keep them.

@@ -7,22 +7,65 @@
 //! entered (a link to a scenario file is taken), at most [`MAX_DEPTH`] levels deep and
 //! [`MAX_ENTRIES`] entries per argument, beyond which the suite is refused (exit 2, naming the
 //! limit and the folder). A file reached twice (named twice, through a link, by a folder and a
-//! glob) is one scenario: files are told apart by device and inode.
+//! glob) is one scenario: files are told apart by device and inode. Every refusal is an
+//! [`InputsError`] naming the argument.
 
 use std::collections::{BTreeMap, HashSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
-use crate::cli::CliError;
 use crate::report::safe_path::{slug, slug_char, unique_names};
 use crate::report::{JUNIT_XML, LOCK_FILE, REPORT_JSON, SUMMARY_MD};
-use crate::walk::{walk, Deep, Kind, Limits};
+use crate::walk::{walk, Deep, Kind, Limits, WalkError};
 
 /// Folder levels searched under a folder argument.
 pub(crate) const MAX_DEPTH: usize = 32;
 
 /// Entries (files, folders, links) looked at under one folder argument.
 pub(crate) const MAX_ENTRIES: usize = 100_000;
+
+/// Why a suite's arguments name no usable list of scenario files (bad input: the CLI exits 2).
+/// The messages are whole sentences, so no field is a `source`: a chain printer would repeat it.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum InputsError {
+    /// A glob pattern matched no scenario file.
+    #[error("`{pattern}` matches no scenario file")]
+    NoMatch {
+        /// The pattern as given.
+        pattern: String,
+    },
+    /// A folder holds no `*.yaml` or `*.yml` file.
+    #[error("{} holds no scenario file (*.yaml, *.yml)", dir.display())]
+    EmptyFolder {
+        /// The folder as given.
+        dir: PathBuf,
+    },
+    /// A pattern that does not parse.
+    #[error("`{pattern}` is not a valid pattern: {error}")]
+    BadPattern {
+        /// The pattern as given.
+        pattern: String,
+        /// What the glob parser said.
+        error: glob::PatternError,
+    },
+    /// A file or folder that cannot be read.
+    #[error("cannot read scenario {}: {error}", path.display())]
+    Unreadable {
+        /// The path as given.
+        path: PathBuf,
+        /// The file system's error.
+        error: std::io::Error,
+    },
+    /// The bounded walk refused a folder (too deep, too many entries, unreadable); `pattern` is
+    /// the glob whose search it was, if any.
+    #[error("suite: {}{error}", pattern.as_ref().map(|p| format!("{p}: ")).unwrap_or_default())]
+    Walk {
+        /// The glob being searched, if the walk was for one.
+        pattern: Option<String>,
+        /// Why the walk stopped.
+        error: WalkError,
+    },
+}
 
 /// One scenario file of a suite.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,7 +85,7 @@ pub(crate) fn is_pattern(arg: &Path) -> bool {
 }
 
 /// Expands the arguments into the suite's scenario files, sorted by relative path, each once.
-pub(crate) fn expand(args: &[PathBuf]) -> Result<Vec<SuiteFile>, CliError> {
+pub(crate) fn expand(args: &[PathBuf]) -> Result<Vec<SuiteFile>, InputsError> {
     let mut found = Found::default();
     for arg in args {
         let before = found.len();
@@ -53,18 +96,15 @@ pub(crate) fn expand(args: &[PathBuf]) -> Result<Vec<SuiteFile>, CliError> {
                 add(&path, &mut found, true)?;
             }
             if found.len() == before && !found.repeated {
-                return Err(CliError::bad_input(format!(
-                    "`{pattern}` matches no scenario file"
-                )));
+                return Err(InputsError::NoMatch {
+                    pattern: pattern.into_owned(),
+                });
             }
         } else {
             found.repeated = false;
             add(arg, &mut found, false)?;
             if found.len() == before && !found.repeated && arg.is_dir() {
-                return Err(CliError::bad_input(format!(
-                    "{} holds no scenario file (*.yaml, *.yml)",
-                    arg.display()
-                )));
+                return Err(InputsError::EmptyFolder { dir: arg.clone() });
             }
         }
     }
@@ -87,9 +127,10 @@ pub(crate) fn expand(args: &[PathBuf]) -> Result<Vec<SuiteFile>, CliError> {
 /// start (`nightly/` of `nightly/**/*.yaml`): links to folders are not entered (so `**` cannot
 /// loop), a `*` never crosses a `/`, and a pattern without `**` looks no deeper than its own
 /// number of parts.
-fn pattern_matches(pattern: &str) -> Result<Vec<PathBuf>, CliError> {
-    let invalid = |e: glob::PatternError| {
-        CliError::bad_input(format!("`{pattern}` is not a valid pattern: {e}"))
+fn pattern_matches(pattern: &str) -> Result<Vec<PathBuf>, InputsError> {
+    let invalid = |error| InputsError::BadPattern {
+        pattern: pattern.to_owned(),
+        error,
     };
     let matcher = glob::Pattern::new(pattern).map_err(invalid)?;
     let path = Path::new(pattern);
@@ -125,8 +166,10 @@ fn pattern_matches(pattern: &str) -> Result<Vec<PathBuf>, CliError> {
     if !root.is_dir() {
         return Ok(Vec::new());
     }
-    let found = walk(&root, limits, |_| false)
-        .map_err(|e| CliError::bad_input(format!("suite: {pattern}: {e}")))?;
+    let found = walk(&root, limits, |_| false).map_err(|error| InputsError::Walk {
+        pattern: Some(pattern.to_owned()),
+        error,
+    })?;
     Ok(found
         .into_iter()
         .map(|f| {
@@ -173,9 +216,10 @@ impl Found {
 
 /// Adds a file, or a folder's scenario files, so that a file named twice runs once. A folder
 /// matched by a glob is searched like a named one.
-fn add(path: &Path, found: &mut Found, from_pattern: bool) -> Result<(), CliError> {
-    let meta = std::fs::metadata(path).map_err(|e| {
-        CliError::bad_input(format!("cannot read scenario {}: {e}", path.display()))
+fn add(path: &Path, found: &mut Found, from_pattern: bool) -> Result<(), InputsError> {
+    let meta = std::fs::metadata(path).map_err(|error| InputsError::Unreadable {
+        path: path.to_owned(),
+        error,
     })?;
     if meta.is_dir() {
         for file in scenario_files_under(path)? {
@@ -201,14 +245,19 @@ fn has_scenario_extension(path: &Path) -> bool {
 
 /// The `*.yaml` and `*.yml` files (and links to them) under `dir`, recursively through folders
 /// that are not links, in path order; entries whose name starts with `.` are skipped.
-fn scenario_files_under(dir: &Path) -> Result<Vec<PathBuf>, CliError> {
+fn scenario_files_under(dir: &Path) -> Result<Vec<PathBuf>, InputsError> {
     let limits = Limits {
         max_depth: MAX_DEPTH,
         max_entries: MAX_ENTRIES,
         deep: Deep::Refuse,
     };
-    let found = walk(dir, limits, |name| name.to_string_lossy().starts_with('.'))
-        .map_err(|e| CliError::bad_input(format!("suite: {e}")))?;
+    let found =
+        walk(dir, limits, |name| name.to_string_lossy().starts_with('.')).map_err(|error| {
+            InputsError::Walk {
+                pattern: None,
+                error,
+            }
+        })?;
     let mut out: Vec<PathBuf> = found
         .into_iter()
         .filter(|f| matches!(f.kind, Kind::File | Kind::Symlink) && has_scenario_extension(&f.path))
@@ -388,15 +437,23 @@ mod tests {
     fn what_matches_nothing_is_refused_by_name() {
         let dir = tempfile::tempdir().unwrap();
         let err = expand(&[dir.path().join("*.yaml")]).unwrap_err();
+        assert!(matches!(err, InputsError::NoMatch { .. }), "{err:?}");
         assert!(
             err.to_string().contains("matches no scenario file"),
             "{err}"
         );
         let err = expand(&[dir.path().to_owned()]).unwrap_err();
+        assert!(matches!(err, InputsError::EmptyFolder { .. }), "{err:?}");
         assert!(err.to_string().contains("holds no scenario file"), "{err}");
         let err = expand(&[dir.path().join("gone.yaml")]).unwrap_err();
-        assert!(err.to_string().contains("gone.yaml"), "{err}");
-        assert_eq!(err.exit(), crate::cli::Exit::BadInput);
+        assert!(matches!(err, InputsError::Unreadable { .. }), "{err:?}");
+        assert!(
+            err.to_string().starts_with("cannot read scenario ")
+                && err.to_string().contains("gone.yaml"),
+            "{err}"
+        );
+        let err = expand(&[dir.path().join("[.yaml")]).unwrap_err();
+        assert!(err.to_string().contains("is not a valid pattern"), "{err}");
     }
 
     #[test]
@@ -424,7 +481,11 @@ mod tests {
         let deep: Vec<String> = (0..=MAX_DEPTH).map(|i| format!("d{i}")).collect();
         touch(dir.path(), &format!("{}/x.yaml", deep.join("/")));
         let err = expand(&[dir.path().to_owned()]).unwrap_err();
-        assert_eq!(err.exit(), crate::cli::Exit::BadInput);
+        assert!(
+            matches!(err, InputsError::Walk { pattern: None, .. }),
+            "{err:?}"
+        );
+        assert!(err.to_string().starts_with("suite: "), "{err}");
         assert!(
             err.to_string()
                 .contains(&format!("nested more than {MAX_DEPTH} folders deep")),

@@ -17,14 +17,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::backend::BuildAxis;
-use crate::cli::bisect::BisectError;
+use crate::bisect::BisectError;
 use crate::engine::litert_lm::{
     compare_versions, discover_library, fetched_libraries, LibraryLocation,
 };
 use crate::scenario::Scenario;
 
 /// The published releases with a C library and the pinned nightly, oldest first.
-const RELEASES: &str = include_str!("../../../../ci/litert-lm-releases.txt");
+const RELEASES: &str = include_str!("../../../ci/litert-lm-releases.txt");
 
 /// One build to run the scenario on.
 #[derive(Debug, Clone, PartialEq, Eq)]

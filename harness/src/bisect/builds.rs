@@ -15,12 +15,14 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use crate::backend::BuildAxis;
 use crate::bisect::BisectError;
 use crate::engine::litert_lm::{
     compare_versions, discover_library, fetched_libraries, LibraryLocation,
 };
+use crate::process::output::{run_capped, RunError};
 use crate::scenario::Scenario;
 
 /// The published releases with a C library and the pinned nightly, oldest first.
@@ -236,6 +238,13 @@ fn fetch_arg(version: &str) -> String {
     }
 }
 
+/// How long a fetch script may take (it downloads a wheel of about 45 MB): past it, it is killed
+/// with its process group.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// How much of a fetch script's stdout and stderr is kept, each.
+const FETCH_OUTPUT_CAP: usize = 1 << 20;
+
 /// The command that fetches `version` from a leakloop checkout, for a build that was not fetched.
 pub(crate) fn fetch_command(version: &str) -> String {
     format!("ci/fetch-litert-lm.sh {}", fetch_arg(version))
@@ -252,13 +261,16 @@ pub(crate) fn fetch(script: &Path, version: &str) -> Result<LibraryLocation, Str
         script.to_path_buf()
     };
     let arg = fetch_arg(version);
-    let out = Command::new(&program)
-        .arg(&arg)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot start the fetch script {}: {e}", script.display()))?;
+    let mut command = Command::new(&program);
+    command.arg(&arg).stdin(std::process::Stdio::null());
+    // Bounded like every child leakloop starts: its own process group, a deadline, and capped
+    // output (the script prints a few lines; the folder is the last one).
+    let out = run_capped(command, FETCH_TIMEOUT, FETCH_OUTPUT_CAP).map_err(|e| match e {
+        RunError::Start(e) => format!("cannot start the fetch script {}: {e}", script.display()),
+        e @ RunError::TimedOut(_) => format!("the fetch script {} {arg}: {e}", script.display()),
+    })?;
     if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = &out.stderr;
         let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
         return Err(format!(
             "{} {arg} failed: {}",
@@ -270,8 +282,7 @@ pub(crate) fn fetch(script: &Path, version: &str) -> Result<LibraryLocation, Str
                 .collect::<String>()
         ));
     }
-    let folder = String::from_utf8_lossy(&out.stdout);
-    let folder = folder.lines().last().unwrap_or_default().trim();
+    let folder = out.stdout.lines().last().unwrap_or_default().trim();
     discover_library(Some(Path::new(folder))).map_err(|e| e.to_string())
 }
 

@@ -1,13 +1,36 @@
 //! What `bisect` shows: the line on stderr for each step, the table of one figure per build with
 //! its run-to-run spread and the first change (printed and written to bisect.txt), and the trend
-//! plot's points.
+//! plot's points; and the two files of [`BISECT_FILES`] in the top of `--out`.
 
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
-use super::{BisectEvent, BisectOptions, BisectOutcome, Metric, Order};
+use super::{BisectEvent, BisectOptions, BisectOutcome, Metric, Order, BISECT_FILES};
 use crate::report::{
-    aligned, format_bytes, format_signed_bytes, status_counts, status_word, Trend, TrendPoint,
+    aligned, format_bytes, format_signed_bytes, remove_if_present, render_trend_svg, status_counts,
+    status_word, write_atomic, ReportError, Trend, TrendPoint,
 };
+
+/// Removes a previous bisect's plot and table from `dir`, before this one runs.
+pub(crate) fn remove_files(dir: &Path) -> Result<(), ReportError> {
+    BISECT_FILES
+        .into_iter()
+        .try_for_each(|name| remove_if_present(&dir.join(name)))
+}
+
+/// Writes the trend plot and the table (`text`, as printed) into `dir`; returns the plot's path.
+pub(crate) fn write_files<E>(
+    dir: &Path,
+    options: &BisectOptions,
+    found: &BisectOutcome<E>,
+    text: &str,
+) -> Result<PathBuf, ReportError> {
+    let svg = render_trend_svg(&trend(options, found))?;
+    for (name, body) in BISECT_FILES.into_iter().zip([svg.as_str(), text]) {
+        write_atomic(&dir.join(name), body.as_bytes())?;
+    }
+    Ok(dir.join(BISECT_FILES[0]))
+}
 
 /// The line on stderr for one step of the bisect.
 pub(crate) fn progress_line(metric: Metric, event: &BisectEvent<'_>) -> String {
@@ -152,7 +175,7 @@ pub(crate) fn render_table<E>(options: &BisectOptions, found: &BisectOutcome<E>)
 }
 
 /// The trend plot of the builds that ran: each build's figures, the first change marked.
-pub(crate) fn trend<E>(options: &BisectOptions, found: &BisectOutcome<E>) -> Trend {
+fn trend<E>(options: &BisectOptions, found: &BisectOutcome<E>) -> Trend {
     let what = options.metric.describe(&found.watch);
     Trend {
         title: format!(

@@ -10,13 +10,13 @@ use std::path::PathBuf;
 use crate::analyze::Verdict;
 use crate::bisect::{
     bisect, table, BisectError, BisectEvent, BisectOptions, Metric, Order, RunFailure,
-    ScenarioRunner, BISECT_FILES,
+    ScenarioRunner,
 };
 use crate::cli::history::min_change_flag;
 use crate::cli::output;
 use crate::cli::run::{claim_out, Printer};
 use crate::cli::{CliError, Outcome};
-use crate::report::{remove_if_present, render_trend_svg, write_atomic, OutDir};
+use crate::report::OutDir;
 use crate::runner::RunRecord;
 use crate::scenario::{load_scenario_with, Overrides, Scenario};
 use crate::session::Session;
@@ -81,9 +81,7 @@ pub(crate) fn run(args: BisectArgs) -> Result<Outcome, CliError> {
 
 fn run_bisect(args: &BisectArgs, out: Option<&OutDir>) -> Result<Outcome, CliError> {
     if let Some(out) = out {
-        for name in BISECT_FILES {
-            remove_if_present(&out.dir().join(name))?;
-        }
+        table::remove_files(out.dir())?;
     }
     let overrides = Overrides {
         turns: args.turns,
@@ -119,15 +117,8 @@ fn run_bisect(args: &BisectArgs, out: Option<&OutDir>) -> Result<Outcome, CliErr
     }
     let watch = &found.watch;
     if let Some(out) = out {
-        let trend = table::trend(&options, &found);
-        let svg = render_trend_svg(&trend)?;
-        for (name, body) in BISECT_FILES.into_iter().zip([svg.as_str(), text.as_str()]) {
-            write_atomic(&out.dir().join(name), body.as_bytes())?;
-        }
-        output::println(&format!(
-            "trend plot: {}",
-            out.dir().join(BISECT_FILES[0]).display()
-        ));
+        let plot = table::write_files(out.dir(), &options, &found, &text)?;
+        output::println(&format!("trend plot: {}", plot.display()));
     }
     if !found.measured() {
         return Err(BisectError::NothingMeasured {

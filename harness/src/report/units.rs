@@ -31,6 +31,7 @@ fn rate_with_interval(q: Quantity, per_turn: f64, interval: Option<(f64, f64)>) 
 }
 
 /// Whether `metric` is a time metric (its values are nanoseconds), by the registry.
+#[cfg(feature = "reports")]
 fn is_time(metric: &str) -> bool {
     quantity(metric) == Quantity::Nanos
 }

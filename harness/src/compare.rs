@@ -2,7 +2,8 @@
 //! LiteRT-LM library ([`lib_sides`]) or two engine specs ([`engine_sides`]: the scenario's own
 //! and an engine file, or two engine files), both checked before anything runs; each side then
 //! runs through a [`Session`] ([`run_side`]), and [`spec_differences`] lists what tells the two
-//! engines apart. `cli/compare.rs` parses the flags and renders the table.
+//! engines apart. `report::compare_runs` renders the table; `cli/compare.rs` parses the flags
+//! and prints it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -1,8 +1,9 @@
 //! History over builds: given the reports of successive builds (read by
 //! `report::history::read_build`), per scenario, metric and figure (growth per turn, plateau)
 //! the values of every build, the changes beyond the builds' own spread
-//! (`analyze::find_changes`) and a trend per series. `cli/history.rs` renders the table and
-//! writes the plots; a rise of either figure is a regression.
+//! (`analyze::find_changes`) and a trend per series; a rise of either figure is a regression.
+//! `report::render_history` words the table and `report::write_history_files` writes it with the
+//! plots; `cli/history.rs` prints them.
 
 use std::collections::BTreeSet;
 

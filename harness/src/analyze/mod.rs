@@ -10,6 +10,8 @@
 mod baseline;
 mod checks;
 mod classify;
+#[cfg(feature = "cli")]
+mod classify_trace;
 mod dumpsys_trace;
 mod expectations;
 mod history;
@@ -45,6 +47,9 @@ pub use classify::{
     TREND_ALPHA,
 };
 #[doc(hidden)]
+#[cfg(feature = "cli")]
+pub(crate) use classify_trace::{classify_trace, TraceOptions};
+#[doc(hidden)]
 pub use dumpsys_trace::{ProcessSelector, MAX_DUMP_FILES};
 #[doc(hidden)]
 pub use history::{
@@ -56,7 +61,6 @@ pub use reason::{
 };
 #[doc(hidden)]
 pub use run::{analyze_run, analyze_run_with, derive_status, ENGINE_ERRORS};
-#[doc(hidden)]
 pub use sequential::{
     final_levels, look_levels, look_schedule, spent, stop_rule_for, undecided, Levels,
     StopWhenDecided, FIRST_LOOK, LOOK_GROWTH, MIN_LOOK_STEP,

@@ -1,27 +1,22 @@
 //! `leakloop bisect SCENARIO --versions FROM..TO`: one scenario on a series of engine builds (the
 //! LiteRT-LM release history, or a sim scenario's own profiles standing for builds), several runs
 //! per build, a table of one figure per build with its run-to-run spread, the first build where
-//! the figure changed beyond that spread, and a trend plot. The search is the library's
-//! (`crate::bisect`); here each run goes through `run`'s sequence, and the table is printed and
-//! written.
+//! the figure changed beyond that spread, and a trend plot. The search, the table and the plot's
+//! points are the library's (`crate::bisect`); here each run goes through a `Session`, and the
+//! table is printed and written.
 
-use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use crate::analyze::{Verdict, VerdictStatus};
+use crate::analyze::Verdict;
 use crate::bisect::{
-    bisect, BisectError, BisectEvent, BisectOptions, BisectOutcome, Metric, Order, RunFailure,
-    ScenarioRunner, BISECT_FILES,
+    bisect, table, BisectError, BisectEvent, BisectOptions, Metric, Order, RunFailure,
+    ScenarioRunner,
 };
 use crate::cli::history::min_change_flag;
 use crate::cli::output;
 use crate::cli::run::{claim_out, Printer};
-use crate::cli::table::aligned;
 use crate::cli::{CliError, Outcome};
-use crate::report::{
-    format_bytes, format_signed_bytes, remove_if_present, render_trend_svg, write_atomic, OutDir,
-    Trend, TrendPoint,
-};
+use crate::report::OutDir;
 use crate::runner::RunRecord;
 use crate::scenario::{load_scenario_with, Overrides, Scenario};
 use crate::session::Session;
@@ -86,9 +81,7 @@ pub(crate) fn run(args: BisectArgs) -> Result<Outcome, CliError> {
 
 fn run_bisect(args: &BisectArgs, out: Option<&OutDir>) -> Result<Outcome, CliError> {
     if let Some(out) = out {
-        for name in BISECT_FILES {
-            remove_if_present(&out.dir().join(name))?;
-        }
+        table::remove_files(out.dir())?;
     }
     let overrides = Overrides {
         turns: args.turns,
@@ -113,44 +106,19 @@ fn run_bisect(args: &BisectArgs, out: Option<&OutDir>) -> Result<Outcome, CliErr
         fetch_script: args.fetch_script.clone(),
         out: args.out.clone(),
     };
-    let progress = |event: BisectEvent<'_>| output::note(&progress_line(args.metric, &event));
-    let found = bisect(&options, &RunEach, &progress)?;
-    let table = render_table(&options.scenario, args, &found);
+    let progress =
+        |event: BisectEvent<'_>| output::note(&table::progress_line(args.metric, &event));
+    let mut found = bisect(&options, &RunEach, &progress)?;
+    let text = table::render_table(&options, &found);
     // Print first, write second: the table is on stdout whatever happens to the folder.
-    output::print(&table);
-    if let Some(err) = found.stopped {
+    output::print(&text);
+    if let Some(err) = found.stopped.take() {
         return Err(err);
     }
     let watch = &found.watch;
     if let Some(out) = out {
-        let trend = Trend {
-            title: format!(
-                "{}: {} across builds ({} runs each)",
-                options.scenario.name,
-                args.metric.describe(watch),
-                args.runs
-            ),
-            metric: args.metric.describe(watch),
-            bytes: args.metric.is_bytes(),
-            points: found
-                .labels
-                .iter()
-                .zip(&found.results)
-                .map(|(label, r)| TrendPoint {
-                    label: label.clone(),
-                    values: r.as_ref().map(|r| r.figures.0.clone()).unwrap_or_default(),
-                })
-                .collect(),
-            first_change: found.first_change.map(|(i, _)| i),
-        };
-        let svg = render_trend_svg(&trend)?;
-        for (name, body) in BISECT_FILES.into_iter().zip([svg.as_str(), table.as_str()]) {
-            write_atomic(&out.dir().join(name), body.as_bytes())?;
-        }
-        output::println(&format!(
-            "trend plot: {}",
-            out.dir().join(BISECT_FILES[0]).display()
-        ));
+        let plot = table::write_files(out.dir(), &options, &found, &text)?;
+        output::println(&format!("trend plot: {}", plot.display()));
     }
     if !found.measured() {
         return Err(BisectError::NothingMeasured {
@@ -185,167 +153,4 @@ impl ScenarioRunner for RunEach {
             Err(e) => Err(RunFailure::Failed(format!("{:#}", CliError::from(e)))),
         }
     }
-}
-
-/// The line on stderr for one step of the bisect.
-fn progress_line(metric: Metric, event: &BisectEvent<'_>) -> String {
-    match event {
-        BisectEvent::Fetching { version, script } => format!(
-            "bisect: fetching LiteRT-LM {version} with {}",
-            script.display()
-        ),
-        BisectEvent::Ran {
-            label,
-            run,
-            runs,
-            figure,
-            status,
-        } => format!(
-            "bisect: {label} run {run}/{runs}: {} ({})",
-            figure.map_or("not measured".to_owned(), |v| show(metric, v)),
-            verdict_word(*status)
-        ),
-        BisectEvent::Failed {
-            label,
-            run,
-            runs,
-            note,
-        } => format!("bisect: {label} run {run}/{runs}: {note}"),
-    }
-}
-
-/// How a run's verdict reads in the table and on stderr.
-fn verdict_word(status: VerdictStatus) -> &'static str {
-    match status {
-        VerdictStatus::Pass => "PASS",
-        VerdictStatus::Fail => "FAIL",
-        VerdictStatus::EngineFailed => "ENGINE FAILED",
-        VerdictStatus::Interrupted => "INTERRUPTED",
-    }
-}
-
-/// A spread (never negative): bytes or a count, per turn for growth.
-fn show_spread(metric: Metric, value: f64) -> String {
-    let bytes = format_bytes(value.max(0.0).round() as u64);
-    match metric {
-        Metric::Growth => format!("{bytes}/turn"),
-        Metric::Plateau | Metric::Peak => bytes,
-        Metric::Expectations => format!("{value:.1}"),
-    }
-}
-
-fn show(metric: Metric, value: f64) -> String {
-    match metric {
-        Metric::Growth => leakloop_units::format_bytes_per_turn(value),
-        Metric::Plateau => format_signed_bytes(value),
-        Metric::Peak => format_bytes(value.max(0.0).round() as u64),
-        Metric::Expectations => format!("{value:.1}"),
-    }
-}
-
-/// The table `bisect` prints (and writes to bisect.txt).
-fn render_table<E>(scenario: &Scenario, args: &BisectArgs, found: &BisectOutcome<E>) -> String {
-    let (watch, labels, results) = (&found.watch, &found.labels, &found.results);
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "scenario: {} ({}), {}, {} run(s) per build, {}",
-        scenario.name,
-        scenario.engine.backend.as_str(),
-        args.metric.describe(watch),
-        args.runs,
-        if args.bisect {
-            "bisection"
-        } else {
-            "every build in order"
-        }
-    );
-    let mut rows = vec![[
-        "build",
-        "runs",
-        "mean",
-        "min .. max",
-        "spread",
-        "verdicts",
-        "notes",
-    ]
-    .map(String::from)];
-    for (label, result) in labels.iter().zip(results) {
-        let Some(r) = result else {
-            rows.push([
-                label.clone(),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-                "not run (bisection skipped it)".into(),
-            ]);
-            continue;
-        };
-        let f = &r.figures;
-        let mut verdicts: Vec<String> = Vec::new();
-        for status in [
-            VerdictStatus::Pass,
-            VerdictStatus::Fail,
-            VerdictStatus::EngineFailed,
-            VerdictStatus::Interrupted,
-        ] {
-            let n = r.verdicts.iter().filter(|v| **v == status).count();
-            if n > 0 {
-                verdicts.push(format!("{n} {}", verdict_word(status)));
-            }
-        }
-        rows.push([
-            label.clone(),
-            f.0.len().to_string(),
-            f.mean().map_or("-".into(), |m| show(args.metric, m)),
-            f.range().map_or("-".into(), |(lo, hi)| {
-                format!("{} .. {}", show(args.metric, lo), show(args.metric, hi))
-            }),
-            f.range()
-                .map_or("-".into(), |_| show_spread(args.metric, f.spread())),
-            if verdicts.is_empty() {
-                "-".into()
-            } else {
-                verdicts.join(", ")
-            },
-            r.note.clone(),
-        ]);
-    }
-    out.push_str(&aligned(&rows, &[0, 5, 6]));
-    let _ = writeln!(out);
-    match found.first_change {
-        Some((i, prev)) => {
-            let get = |k: usize| {
-                results[k]
-                    .as_ref()
-                    .map(|r| r.figures.clone())
-                    .unwrap_or_default()
-            };
-            let (a, b) = (get(prev), get(i));
-            let _ = writeln!(
-                out,
-                "first change: {} ({} against {} in {}; larger run-to-run spread {})",
-                labels[i],
-                b.mean().map_or("-".into(), |m| show(args.metric, m)),
-                a.mean().map_or("-".into(), |m| show(args.metric, m)),
-                labels[prev],
-                show_spread(args.metric, a.spread().max(b.spread()))
-            );
-        }
-        None => {
-            let _ = writeln!(
-                out,
-                "no change beyond the run-to-run spread between the builds that ran"
-            );
-        }
-    }
-    if args.runs == 1 {
-        let _ = writeln!(
-            out,
-            "(one run per build: no spread was measured; any difference counts as a change)"
-        );
-    }
-    out
 }

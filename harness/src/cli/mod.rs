@@ -20,14 +20,13 @@ mod reference;
 mod report;
 mod run;
 pub(crate) mod suite;
-mod table;
 mod worker;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-pub use compare::{compare_exit, compare_runs};
+pub use compare::compare_exit;
 use error::EXIT_CODES_HELP;
 pub use error::{decide, CliError, Decision, Exit, Outcome};
 

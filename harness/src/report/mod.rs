@@ -9,8 +9,12 @@
 //! only with the `reports` feature (which `cli` turns on); without it a run writes report.json,
 //! summary.md and samples.jsonl.
 
+#[cfg(feature = "cli")]
+mod analyze;
 mod artifacts;
 mod atomic;
+#[cfg(feature = "cli")]
+mod compare;
 mod error;
 mod escape;
 /// Test fixtures (finished runs of every kind), for this crate's tests and, through
@@ -22,11 +26,15 @@ mod facts;
 mod fanout;
 mod golden_view;
 pub mod history;
+#[cfg(feature = "cli")]
+mod history_table;
 mod json;
 #[cfg(feature = "reports")]
 mod junit;
 mod out_dir;
 mod partial;
+#[cfg(feature = "cli")]
+mod plain;
 #[cfg(feature = "reports")]
 mod plot;
 #[cfg(feature = "reports")]
@@ -46,13 +54,19 @@ mod test_support;
 mod trend;
 mod units;
 
+#[cfg(feature = "cli")]
+pub(crate) use analyze::{render_analysis_json, render_analysis_text};
 pub use artifacts::{write_reports, JUNIT_XML, PLOT_SVG, REPORT_JSON, SAMPLES_JSONL, SUMMARY_MD};
 #[cfg(feature = "cli")]
 pub(crate) use atomic::discard_pending_writes;
 pub use atomic::write_atomic;
+#[cfg(feature = "cli")]
+pub(crate) use compare::compare_runs;
 pub use error::ReportError;
 pub use fanout::Fanout;
 pub use golden_view::golden_view;
+#[cfg(feature = "cli")]
+pub(crate) use history_table::{render_history, write_history_files};
 pub use json::{
     parse_report, read_report, render_report_json, write_report_json, ReportFile, FORMAT_VERSION,
     LEAKLOOP_VERSION,
@@ -63,6 +77,8 @@ pub use junit::{junit_suite, render_junit, render_junit_suites};
 pub(crate) use out_dir::remove_if_present;
 pub use out_dir::{inspect_out_dir, FolderView, OutDir, RunState, LOCK_FILE};
 pub use partial::{interrupted_record, render_partial};
+#[cfg(feature = "cli")]
+pub(crate) use plain::{aligned, status_counts, status_word};
 #[cfg(feature = "reports")]
 pub use plot::render_plot_svg;
 #[cfg(feature = "reports")]

@@ -41,4 +41,39 @@ mod tests {
     fn bad_tolerances(#[case] text: &str, #[case] message: &str) {
         assert_eq!(parse_tolerance(text).unwrap_err().message, message);
     }
+
+    #[rstest]
+    #[case("5MiB", Tolerance::Bytes(5 << 20))]
+    #[case("2 MB", Tolerance::Bytes(2_000_000))]
+    #[case("4096", Tolerance::Bytes(4096))]
+    #[case("2%", Tolerance::Percent(2.0))]
+    fn command_line_tolerances(#[case] text: &str, #[case] expected: Tolerance) {
+        assert_eq!(parse_tolerance_arg(text), Ok(expected));
+    }
+
+    /// Regression: `--tolerance` was read by another parser than the DSL's, which took `5Mib`,
+    /// `5m` and `0.5B`; the DSL refuses them, and so does the command line, in the same words.
+    #[rstest]
+    #[case(
+        "five",
+        "bad tolerance `five`: expected a size as a number followed by a unit"
+    )]
+    #[case("-2%", "bad tolerance `-2%`: a percentage cannot be negative")]
+    #[case(
+        "3 parsecs",
+        "bad tolerance `3 parsecs`: unknown size unit `parsecs`; expected one of"
+    )]
+    #[case(
+        "5Mib",
+        "bad tolerance `5Mib`: unknown size unit `Mib`; did you mean `MiB`?"
+    )]
+    #[case(
+        "5m",
+        "bad tolerance `5m`: unknown size unit `m`; expected one of `B`, `KB`"
+    )]
+    #[case("0.5B", "bad tolerance `0.5B`: a size in bytes is a whole number")]
+    fn bad_command_line_tolerances(#[case] text: &str, #[case] message: &str) {
+        let err = parse_tolerance_arg(text).unwrap_err();
+        assert!(err.starts_with(message), "{err}");
+    }
 }

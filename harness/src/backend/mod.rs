@@ -15,5 +15,9 @@ mod litert_lm;
 mod opencl;
 mod registry;
 mod sim;
+mod starter;
 
 pub(crate) use registry::{of, Backend, BuildAxis, EngineInput, Placement};
+// Read by the command line only (`leakloop init`).
+#[cfg_attr(not(feature = "cli"), allow(unused_imports))]
+pub(crate) use starter::{starter_text, CommandUse, Starter, StarterOptions};

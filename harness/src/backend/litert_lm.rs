@@ -83,6 +83,21 @@ fn litert_lm_worker_env(interposer: Result<(PathBuf, OpenClNameShim), String>) -
     }
 }
 
+/// The starter's `engine:` section: the model given, or a placeholder file name.
+fn starter_engine(options: &StarterOptions<'_>) -> String {
+    let model = options.model.map_or_else(
+        || yaml_quoted("model.litertlm"),
+        |m| yaml_quoted(&m.display().to_string()),
+    );
+    format!(
+        "  backend: litert-lm\n\
+         \x20 model: {model}   # relative paths are read from this file's folder\n\
+         \x20 device: cpu\n\
+         \x20 max_tokens: 1024\n\
+         \x20 call_timeout: 60s\n"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,19 +127,4 @@ mod tests {
         assert!(env.is_empty());
         assert!(shim.is_none());
     }
-}
-
-/// The starter's `engine:` section: the model given, or a placeholder file name.
-fn starter_engine(options: &StarterOptions<'_>) -> String {
-    let model = options.model.map_or_else(
-        || yaml_quoted("model.litertlm"),
-        |m| yaml_quoted(&m.display().to_string()),
-    );
-    format!(
-        "  backend: litert-lm\n\
-         \x20 model: {model}   # relative paths are read from this file's folder\n\
-         \x20 device: cpu\n\
-         \x20 max_tokens: 1024\n\
-         \x20 call_timeout: 60s\n"
-    )
 }

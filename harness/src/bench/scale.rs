@@ -134,39 +134,6 @@ pub fn render_scale(rows: &[ScaleRow]) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_scenario_goes_past_the_dsl_limit_and_keeps_its_reloads() {
-        let s = scale_scenario(1_000_000, SCALE_RELOAD_EVERY).unwrap();
-        assert_eq!(s.total_turns(), 1_000_000);
-        assert_eq!(s.reload_every, 1999);
-        assert!(s.total_turns() > crate::scenario::MAX_TURNS);
-    }
-
-    #[test]
-    fn renders_one_line_per_row() {
-        let row = ScaleRow {
-            turns: 1000,
-            reload_every: 0,
-            samples: 1001,
-            run_seconds: 0.01,
-            analyze_seconds: 0.02,
-            report_seconds: 0.03,
-            run_peak_rss: Some(10 << 20),
-            peak_rss: Some(20 << 20),
-            report_json: 150_000,
-            plot_svg: 90_000,
-            samples_jsonl: 140_000,
-        };
-        let table = render_scale(&[row]);
-        assert!(table.contains("| 1000 | none | 1001 |"), "{table}");
-        assert!(table.contains("60.0 µs"), "{table}");
-    }
-}
-
 /// Runs one scale configuration in a fresh copy of this program (`leakloop bench scale
 /// --child-turns ...`, stderr passed through) and reads back its row.
 pub fn scale_in_child(turns: u32, reload_every: u32) -> Result<ScaleRow, ScaleError> {
@@ -215,4 +182,37 @@ pub fn scale_child(
         plot_svg: size(PLOT_SVG),
         samples_jsonl: size(SAMPLES_JSONL),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scenario_goes_past_the_dsl_limit_and_keeps_its_reloads() {
+        let s = scale_scenario(1_000_000, SCALE_RELOAD_EVERY).unwrap();
+        assert_eq!(s.total_turns(), 1_000_000);
+        assert_eq!(s.reload_every, 1999);
+        assert!(s.total_turns() > crate::scenario::MAX_TURNS);
+    }
+
+    #[test]
+    fn renders_one_line_per_row() {
+        let row = ScaleRow {
+            turns: 1000,
+            reload_every: 0,
+            samples: 1001,
+            run_seconds: 0.01,
+            analyze_seconds: 0.02,
+            report_seconds: 0.03,
+            run_peak_rss: Some(10 << 20),
+            peak_rss: Some(20 << 20),
+            report_json: 150_000,
+            plot_svg: 90_000,
+            samples_jsonl: 140_000,
+        };
+        let table = render_scale(&[row]);
+        assert!(table.contains("| 1000 | none | 1001 |"), "{table}");
+        assert!(table.contains("60.0 µs"), "{table}");
+    }
 }

@@ -108,38 +108,6 @@ pub fn render_suite_bench(row: &SuiteBenchRow) -> String {
     )
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_generated_scenario_loads() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = write_sim_suite(dir.path(), 7).unwrap();
-        assert_eq!(paths.len(), 7);
-        for path in &paths {
-            let s = crate::scenario::load_scenario(path).unwrap();
-            assert_eq!(s.turns, 10);
-        }
-    }
-
-    #[test]
-    fn overhead_is_what_the_threads_did_outside_the_scenarios() {
-        let row = SuiteBenchRow {
-            scenarios: 4,
-            jobs: 2,
-            wall_s: 1.0,
-            scenario_sum_s: 1.6,
-            peak_rss: None,
-            index_bytes: 0,
-            passed: 2,
-            failed: 2,
-        };
-        assert!((row.overhead_per_scenario_s() - 0.1).abs() < 1e-12);
-        assert!((row.wall_per_scenario_s() - 0.25).abs() < 1e-12);
-    }
-}
-
 /// Why `leakloop bench suite` has no row: its generated suite could not be written, or the
 /// suite run (`E`, the caller's) failed.
 #[derive(Debug)]
@@ -183,4 +151,36 @@ pub fn run_suite_bench<E>(
         passed: count(EntryStatus::Pass),
         failed: count(EntryStatus::Fail),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_generated_scenario_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = write_sim_suite(dir.path(), 7).unwrap();
+        assert_eq!(paths.len(), 7);
+        for path in &paths {
+            let s = crate::scenario::load_scenario(path).unwrap();
+            assert_eq!(s.turns, 10);
+        }
+    }
+
+    #[test]
+    fn overhead_is_what_the_threads_did_outside_the_scenarios() {
+        let row = SuiteBenchRow {
+            scenarios: 4,
+            jobs: 2,
+            wall_s: 1.0,
+            scenario_sum_s: 1.6,
+            peak_rss: None,
+            index_bytes: 0,
+            passed: 2,
+            failed: 2,
+        };
+        assert!((row.overhead_per_scenario_s() - 0.1).abs() < 1e-12);
+        assert!((row.wall_per_scenario_s() - 0.25).abs() < 1e-12);
+    }
 }

@@ -117,3 +117,23 @@ fn write_new(path: &Path, text: &str, force: bool) -> Result<(), CliError> {
     file.write_all(text.as_bytes())
         .map_err(|e| CliError::Output(anyhow::anyhow!("could not write {}: {e}", path.display())))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::ValueEnum as _;
+
+    #[test]
+    fn every_backend_init_offers_has_a_starter() {
+        for backend in InitBackend::value_variants() {
+            let row = backend::of(backend.kind());
+            assert!(row.starter.is_some(), "{} has no starter", row.name);
+            let name = backend.to_possible_value().expect("no variant is skipped");
+            assert_eq!(
+                name.get_name(),
+                row.name,
+                "the value `init` takes is the row's name"
+            );
+        }
+    }
+}

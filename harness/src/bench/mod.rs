@@ -20,7 +20,7 @@ pub use detection::{render_markdown, run_detection, DetectionConfig, DetectionRo
 pub use history::{render_history_bench, run_history_bench, HistoryBenchConfig, HistoryBenchRow};
 pub use overhead::{render_overhead, run_overhead, OverheadError, OverheadRow};
 pub use scale::{
-    render_scale, scale_child, scale_in_child, scale_scenario, ScaleError, ScaleRow,
+    render_scale, run_scale, scale_child, scale_in_child, scale_scenario, ScaleError, ScaleRow,
     SCALE_RELOAD_EVERY, SCALE_TURNS,
 };
 pub use sequential::{render_sequential, run_sequential, SequentialConfig, SequentialRow};

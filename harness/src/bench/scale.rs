@@ -134,6 +134,24 @@ pub fn render_scale(rows: &[ScaleRow]) -> String {
     out
 }
 
+/// Runs every configuration up to `max_turns` turns (without reloads, then with them), each in
+/// a fresh copy of this program, handing each row to `on_row` as it comes; returns the rows in
+/// that order.
+pub fn run_scale(
+    max_turns: u32,
+    mut on_row: impl FnMut(&ScaleRow),
+) -> Result<Vec<ScaleRow>, ScaleError> {
+    let mut rows = Vec::new();
+    for reload_every in [0, SCALE_RELOAD_EVERY] {
+        for &turns in SCALE_TURNS.iter().filter(|&&t| t <= max_turns) {
+            let row = scale_in_child(turns, reload_every)?;
+            on_row(&row);
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
 /// Runs one scale configuration in a fresh copy of this program (`leakloop bench scale
 /// --child-turns ...`, stderr passed through) and reads back its row.
 pub fn scale_in_child(turns: u32, reload_every: u32) -> Result<ScaleRow, ScaleError> {

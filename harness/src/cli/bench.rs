@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 use crate::bench::{
     bare_loop_resources, render_analysis_cost, render_bare_loop, render_history_bench,
     render_markdown, render_overhead, render_scale, render_sequential, run_analysis_cost,
-    run_bare_loop_comparison, run_detection, run_history_bench, run_overhead, run_sequential,
-    scale_child, scale_in_child, BareLoopConfig, BareLoopError, DetectionConfig,
-    HistoryBenchConfig, ScaleError, SequentialConfig, SCALE_RELOAD_EVERY, SCALE_TURNS,
+    run_bare_loop_comparison, run_detection, run_history_bench, run_overhead, run_scale,
+    run_sequential, scale_child, BareLoopConfig, BareLoopError, DetectionConfig,
+    HistoryBenchConfig, ScaleError, SequentialConfig,
 };
 use crate::bench::{render_suite_bench, run_suite_bench, SuiteBenchError, SuiteBenchRow};
 use crate::cli::output;
@@ -265,17 +265,15 @@ pub(crate) fn run(args: BenchArgs) -> Result<Outcome, CliError> {
             Ok(Outcome::Done)
         }
         BenchCommand::Scale { max_turns, .. } => {
-            let mut rows = Vec::new();
-            for reload_every in [0, SCALE_RELOAD_EVERY] {
-                for &turns in SCALE_TURNS.iter().filter(|&&t| t <= max_turns) {
-                    let row = scale_in_child(turns, reload_every).map_err(scale_error)?;
-                    output::note(&format!(
-                        "{turns} turns, reloads every {reload_every}: {:.2} s",
-                        row.total_seconds()
-                    ));
-                    rows.push(row);
-                }
-            }
+            let rows = run_scale(max_turns, |row| {
+                output::note(&format!(
+                    "{} turns, reloads every {}: {:.2} s",
+                    row.turns,
+                    row.reload_every,
+                    row.total_seconds()
+                ));
+            })
+            .map_err(scale_error)?;
             output::print(&render_scale(&rows));
             Ok(Outcome::Done)
         }

@@ -3,7 +3,8 @@
 //! never puts it in a worker (`scenario::attach` checks its keys).
 
 use super::registry::{no_worker_env, nothing_missing, worker_faults, EngineParts};
-use super::{Backend, Placement};
+use super::starter::{yaml_command, StarterOptions};
+use super::{Backend, CommandUse, Placement, Starter};
 use crate::engine::{AttachEngine, Engine, EngineError};
 use crate::scenario::{BackendKind, Concurrency, Scenario};
 
@@ -36,8 +37,32 @@ pub(super) const BACKEND: Backend = Backend {
     missing: nothing_missing,
     build,
     worker_env: no_worker_env,
+    starter: Some(Starter {
+        engine: starter_engine,
+        command: CommandUse::Optional,
+        takes_model: false,
+        reports: None,
+        driven: false,
+        watch: &["rss", "anon_rss", "turn_time"],
+    }),
 };
 
 fn build(scenario: &Scenario) -> Result<Box<dyn Engine>, EngineError> {
     Ok(Box::new(AttachEngine::from_scenario(scenario)?))
+}
+
+/// The starter's `engine:` section: the program to attach to, or a placeholder for it.
+fn starter_engine(options: &StarterOptions<'_>) -> String {
+    let command = if options.command.is_empty() {
+        "['./my-app']          # your program; it prints `TURN n CLOSED` after each turn".to_owned()
+    } else {
+        yaml_command(options.command)
+    };
+    format!(
+        "  backend: attach\n\
+         \x20 # Runs its own turn loop and prints `TURN n CLOSED` after each closed turn\n\
+         \x20 # (docs/attach.md); leakloop samples it at each marker.\n\
+         \x20 command: {command}\n\
+         \x20 markers: {{stream: stdout, timeout: 60s}}\n"
+    )
 }

@@ -5,7 +5,9 @@
 use std::path::PathBuf;
 
 use super::registry::{nothing_missing, EngineParts, WorkerEnv};
+use super::starter::yaml_command;
 use super::{Backend, Placement};
+use super::{CommandUse, Starter};
 use crate::engine::opencl::{find_interposer, opencl_name_shim, preload_env, OpenClNameShim};
 use crate::engine::{EngineError, EngineErrorKind};
 use crate::scenario::{fault_name, BackendKind, Concurrency, EngineSpec, FaultKind, Scenario};
@@ -47,6 +49,22 @@ pub(super) const BACKEND: Backend = Backend {
         ))
     },
     worker_env,
+    starter: Some(Starter {
+        engine: |options| {
+            format!(
+                "  backend: exec\n\
+                 \x20 # The driver, speaking docs/protocol.md; it runs in this file's folder.\n\
+                 \x20 command: {}\n\
+                 \x20 call_timeout: 20s\n",
+                yaml_command(options.command)
+            )
+        },
+        command: CommandUse::Required,
+        takes_model: false,
+        reports: None,
+        driven: true,
+        watch: &["rss", "anon_rss", "turn_time"],
+    }),
 };
 
 /// leakloop does not run a driver's code, so only the harness-side fault can be injected.

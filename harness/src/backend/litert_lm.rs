@@ -5,11 +5,13 @@
 use std::path::PathBuf;
 
 use super::registry::{driven_check, worker_faults, EngineInput, WorkerEnv};
-use super::{Backend, BuildAxis, Placement};
+use super::starter::{yaml_quoted, StarterOptions};
+use super::{Backend, BuildAxis, CommandUse, Placement, Starter};
 use crate::engine::litert_lm::discover_library;
 use crate::engine::opencl::{find_interposer, opencl_name_shim, preload_env, OpenClNameShim};
 use crate::engine::{Engine, EngineError, LitertLmEngine};
 use crate::scenario::{BackendKind, Concurrency, RawEngine, Scenario, ScenarioError};
+use leakloop_metrics::ProbeKind;
 
 /// LiteRT-LM's row.
 pub(super) const BACKEND: Backend = Backend {
@@ -33,6 +35,14 @@ pub(super) const BACKEND: Backend = Backend {
             Ok((path, shim))
         })))
     },
+    starter: Some(Starter {
+        engine: starter_engine,
+        command: CommandUse::None,
+        takes_model: true,
+        reports: Some(ProbeKind::EngineHeap),
+        driven: true,
+        watch: &["rss", "native_heap", "turn_time"],
+    }),
 };
 
 fn check_model(raw: &RawEngine, input: &EngineInput<'_>) -> Result<(), ScenarioError> {
@@ -71,6 +81,21 @@ fn litert_lm_worker_env(interposer: Result<(PathBuf, OpenClNameShim), String>) -
         Ok((path, shim)) => (preload_env(&path, shim.path()), Some(shim)),
         Err(_) => (Vec::new(), None),
     }
+}
+
+/// The starter's `engine:` section: the model given, or a placeholder file name.
+fn starter_engine(options: &StarterOptions<'_>) -> String {
+    let model = options.model.map_or_else(
+        || yaml_quoted("model.litertlm"),
+        |m| yaml_quoted(&m.display().to_string()),
+    );
+    format!(
+        "  backend: litert-lm\n\
+         \x20 model: {model}   # relative paths are read from this file's folder\n\
+         \x20 device: cpu\n\
+         \x20 max_tokens: 1024\n\
+         \x20 call_timeout: 60s\n"
+    )
 }
 
 #[cfg(test)]

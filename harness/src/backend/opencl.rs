@@ -28,6 +28,7 @@ pub(super) const BACKEND: Backend = Backend {
     missing: nothing_missing,
     build,
     worker_env: |_| Ok((opencl_worker_env(find_interposer())?, None)),
+    starter: None,
 };
 
 /// `profile`, when given, is one of the workload's.

@@ -113,6 +113,10 @@ pub(crate) struct Backend {
     pub build: fn(&Scenario) -> Result<Box<dyn Engine>, EngineError>,
     /// The extra environment of its worker (or driver) process.
     pub worker_env: fn(&Scenario) -> Result<WorkerEnv, EngineError>,
+    /// Its part of the starter scenario `leakloop init` writes, if it has one.
+    // Read by the command line only.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub starter: Option<super::Starter>,
 }
 
 /// `fault_refusal` of an engine leakloop drives in a worker when isolated: `skip_close` is

@@ -2,13 +2,14 @@
 //! asks for a worker (where `crash` faults become real process deaths).
 
 use super::registry::{driven_check, no_worker_env, nothing_missing, EngineInput};
-use super::{Backend, BuildAxis, Placement};
+use super::{Backend, BuildAxis, CommandUse, Placement, Starter};
 use crate::engine::{Engine, EngineError, SimEngine};
 use crate::scenario::did_you_mean;
 use crate::scenario::{
     BackendKind, Concurrency, EngineSpec, FaultKind, RawEngine, Scenario, ScenarioError,
     SIM_PROFILES,
 };
+use leakloop_metrics::ProbeKind;
 
 /// The simulator's row.
 pub(super) const BACKEND: Backend = Backend {
@@ -26,6 +27,18 @@ pub(super) const BACKEND: Backend = Backend {
     missing: nothing_missing,
     build,
     worker_env: no_worker_env,
+    starter: Some(Starter {
+        engine: |_| {
+            "  backend: sim\n\
+             \x20 profile: cpu-flat          # a clean device; `forgets-delete` leaks (docs/simulator.md)\n"
+                .to_owned()
+        },
+        command: CommandUse::None,
+        takes_model: false,
+        reports: Some(ProbeKind::Simulator),
+        driven: true,
+        watch: &["native_heap", "gpu", "turn_time"],
+    }),
 };
 
 /// `profile` is required and names a built-in profile or one under `profiles`.

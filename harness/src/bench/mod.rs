@@ -19,7 +19,12 @@ pub use bare_loop::{
 pub use detection::{render_markdown, run_detection, DetectionConfig, DetectionRow, Detector};
 pub use history::{render_history_bench, run_history_bench, HistoryBenchConfig, HistoryBenchRow};
 pub use overhead::{render_overhead, run_overhead, OverheadError, OverheadRow};
-pub use scale::{render_scale, scale_scenario, ScaleRow, SCALE_RELOAD_EVERY, SCALE_TURNS};
+pub use scale::{
+    render_scale, run_scale, scale_child, scale_in_child, scale_scenario, ScaleError, ScaleRow,
+    SCALE_RELOAD_EVERY, SCALE_TURNS,
+};
 pub use sequential::{render_sequential, run_sequential, SequentialConfig, SequentialRow};
-pub use suite::{render_suite_bench, write_sim_suite, SuiteBenchRow};
+pub use suite::{
+    render_suite_bench, run_suite_bench, write_sim_suite, SuiteBenchError, SuiteBenchRow,
+};
 pub use synthetic::{SeriesKind, SyntheticSeries};

@@ -1,14 +1,45 @@
 //! `leakloop bench scale`: what a run costs as it grows. Each configuration (turns, with or
 //! without reloads) runs the simulator end to end (turn loop with samples.jsonl streamed,
 //! analysis, reports) in a fresh process, so that its peak resident memory is its own; this
-//! module holds the configurations, the scenario they run and the table they print.
+//! module holds the configurations, the scenario they run, the run of one configuration (in the
+//! child: [`scale_child`]), the child's start from the parent ([`scale_in_child`]) and the table
+//! they print.
 
 use std::fmt::Write as _;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::report::{PLOT_SVG, REPORT_JSON, SAMPLES_JSONL};
 use crate::scenario::{parse_scenario, Scenario, ScenarioError};
+use crate::session::{Session, SessionError, SessionObserver};
+
+/// Why a scale configuration has no row.
+#[derive(Debug, thiserror::Error)]
+pub enum ScaleError {
+    /// The generated scenario is invalid.
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    /// The run failed.
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    /// The child or its temporary folder could not be started or made.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// The child failed.
+    #[error("the {turns}-turn configuration failed ({status}): {stdout}")]
+    Child {
+        /// Its turns.
+        turns: u32,
+        /// How it ended.
+        status: std::process::ExitStatus,
+        /// What it printed, trimmed.
+        stdout: String,
+    },
+    /// The child's row is not the JSON of a row.
+    #[error(transparent)]
+    Row(#[from] serde_json::Error),
+}
 
 /// The run lengths measured by default.
 pub const SCALE_TURNS: &[u32] = &[1_000, 10_000, 100_000, 1_000_000];
@@ -101,6 +132,74 @@ pub fn render_scale(rows: &[ScaleRow]) -> String {
         );
     }
     out
+}
+
+/// Runs every configuration up to `max_turns` turns (without reloads, then with them), each in
+/// a fresh copy of this program, handing each row to `on_row` as it comes; returns the rows in
+/// that order.
+pub fn run_scale(
+    max_turns: u32,
+    mut on_row: impl FnMut(&ScaleRow),
+) -> Result<Vec<ScaleRow>, ScaleError> {
+    let mut rows = Vec::new();
+    for reload_every in [0, SCALE_RELOAD_EVERY] {
+        for &turns in SCALE_TURNS.iter().filter(|&&t| t <= max_turns) {
+            let row = scale_in_child(turns, reload_every)?;
+            on_row(&row);
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
+/// Runs one scale configuration in a fresh copy of this program (`leakloop bench scale
+/// --child-turns ...`, stderr passed through) and reads back its row.
+pub fn scale_in_child(turns: u32, reload_every: u32) -> Result<ScaleRow, ScaleError> {
+    let dir = tempfile::tempdir()?;
+    let exe = std::env::current_exe()?;
+    let output = std::process::Command::new(exe)
+        .args(["bench", "scale", "--child-turns", &turns.to_string()])
+        .args(["--child-reload-every", &reload_every.to_string()])
+        .arg("--child-out")
+        .arg(dir.path())
+        .stderr(std::process::Stdio::inherit())
+        .output()?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        return Err(ScaleError::Child {
+            turns,
+            status: output.status,
+            stdout: stdout.trim().to_owned(),
+        });
+    }
+    Ok(serde_json::from_str(stdout.trim())?)
+}
+
+/// One scale configuration, end to end in this process, as `leakloop run --out` does it (one
+/// [`Session`], which times its phases), shown to `observer`.
+pub fn scale_child(
+    turns: u32,
+    reload_every: u32,
+    out: &Path,
+    observer: &mut dyn SessionObserver,
+) -> Result<ScaleRow, ScaleError> {
+    let scenario = scale_scenario(turns, reload_every)?;
+    let outcome = Session::new(scenario).out(out).run(observer)?;
+    let times = outcome.times;
+    let size = |name: &str| std::fs::metadata(out.join(name)).map_or(0, |m| m.len());
+    Ok(ScaleRow {
+        turns,
+        reload_every,
+        samples: outcome.record.samples.len(),
+        run_seconds: times.run,
+        analyze_seconds: times.analyze,
+        report_seconds: times.reports,
+        run_peak_rss: times.run_peak_rss,
+        peak_rss: crate::probe::peak_rss_bytes(),
+        report_json: size(REPORT_JSON),
+        plot_svg: size(PLOT_SVG),
+        samples_jsonl: size(SAMPLES_JSONL),
+    })
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::report::{EntryStatus, SuiteReport, JUNIT_XML, REPORT_JSON, SUMMARY_MD};
+
 /// The profiles the generated suite cycles through, with each one's expected verdict word.
 const PROFILES: &[(&str, &str)] = &[
     ("cpu-flat", "pass"),
@@ -104,6 +106,51 @@ pub fn render_suite_bench(row: &SuiteBenchRow) -> String {
         row.passed,
         row.failed
     )
+}
+
+/// Why `leakloop bench suite` has no row: its generated suite could not be written, or the
+/// suite run (`E`, the caller's) failed.
+#[derive(Debug)]
+pub enum SuiteBenchError<E> {
+    /// The temporary folder or the generated suite could not be written.
+    Io(std::io::Error),
+    /// The suite run failed.
+    Run(E),
+}
+
+/// Writes the generated suite of `scenarios` files into a temporary folder and times
+/// `run_suite(suite_dir, out)`, which runs it as `leakloop run DIR --out OUT -j N --quiet` does,
+/// from the expansion of its folder to its index written; `jobs` is the `-j` it runs with.
+pub fn run_suite_bench<E>(
+    scenarios: usize,
+    jobs: usize,
+    run_suite: impl FnOnce(&Path, &Path) -> Result<SuiteReport, E>,
+) -> Result<SuiteBenchRow, SuiteBenchError<E>> {
+    let dir = tempfile::tempdir().map_err(SuiteBenchError::Io)?;
+    let suite_dir = dir.path().join("suite");
+    write_sim_suite(&suite_dir, scenarios).map_err(SuiteBenchError::Io)?;
+    let out = dir.path().join("out");
+    let started = std::time::Instant::now();
+    let report = run_suite(&suite_dir, &out).map_err(SuiteBenchError::Run)?;
+    let wall_s = started.elapsed().as_secs_f64();
+    let size = |name: &str| std::fs::metadata(out.join(name)).map_or(0, |m| m.len());
+    let count = |status: EntryStatus| {
+        report
+            .scenarios
+            .iter()
+            .filter(|e| e.status == status)
+            .count()
+    };
+    Ok(SuiteBenchRow {
+        scenarios: report.scenarios.len(),
+        jobs,
+        wall_s,
+        scenario_sum_s: report.scenarios.iter().map(|e| e.duration_s).sum(),
+        peak_rss: crate::probe::peak_rss_bytes(),
+        index_bytes: size(REPORT_JSON) + size(SUMMARY_MD) + size(JUNIT_XML),
+        passed: count(EntryStatus::Pass),
+        failed: count(EntryStatus::Fail),
+    })
 }
 
 #[cfg(test)]

@@ -5,18 +5,16 @@ use std::path::{Path, PathBuf};
 use crate::bench::{
     bare_loop_resources, render_analysis_cost, render_bare_loop, render_history_bench,
     render_markdown, render_overhead, render_scale, render_sequential, run_analysis_cost,
-    run_bare_loop_comparison, run_detection, run_history_bench, run_overhead, run_sequential,
-    scale_scenario, BareLoopConfig, BareLoopError, DetectionConfig, HistoryBenchConfig, ScaleRow,
-    SequentialConfig, SCALE_RELOAD_EVERY, SCALE_TURNS,
+    run_bare_loop_comparison, run_detection, run_history_bench, run_overhead, run_scale,
+    run_sequential, scale_child, BareLoopConfig, BareLoopError, DetectionConfig,
+    HistoryBenchConfig, ScaleError, SequentialConfig,
 };
-use crate::bench::{render_suite_bench, write_sim_suite, SuiteBenchRow};
+use crate::bench::{render_suite_bench, run_suite_bench, SuiteBenchError, SuiteBenchRow};
 use crate::cli::output;
 use crate::cli::run::{claim_out, Printer};
 use crate::cli::suite::{default_jobs, plan, run_plan, SuiteOptions};
 use crate::cli::{CliError, Outcome};
-use crate::report::{write_suite_reports, EntryStatus, JUNIT_XML, SUMMARY_MD};
-use crate::report::{PLOT_SVG, REPORT_JSON, SAMPLES_JSONL};
-use crate::session::Session;
+use crate::report::{write_suite_reports, SuiteReport};
 
 /// Arguments of `leakloop bench`.
 #[derive(Debug, clap::Args)]
@@ -251,7 +249,13 @@ pub(crate) fn run(args: BenchArgs) -> Result<Outcome, CliError> {
             child_out: Some(out),
             ..
         } => {
-            let row = scale_child(turns, child_reload_every, &out)?;
+            let row = scale_child(
+                turns,
+                child_reload_every,
+                &out,
+                &mut Printer::without_verdict(true),
+            )
+            .map_err(scale_error)?;
             output::println(&serde_json::to_string(&row).map_err(|e| CliError::Engine(e.into()))?);
             Ok(Outcome::Done)
         }
@@ -261,117 +265,59 @@ pub(crate) fn run(args: BenchArgs) -> Result<Outcome, CliError> {
             Ok(Outcome::Done)
         }
         BenchCommand::Scale { max_turns, .. } => {
-            let mut rows = Vec::new();
-            for reload_every in [0, SCALE_RELOAD_EVERY] {
-                for &turns in SCALE_TURNS.iter().filter(|&&t| t <= max_turns) {
-                    let row = scale_in_child(turns, reload_every)?;
-                    output::note(&format!(
-                        "{turns} turns, reloads every {reload_every}: {:.2} s",
-                        row.total_seconds()
-                    ));
-                    rows.push(row);
-                }
-            }
+            let rows = run_scale(max_turns, |row| {
+                output::note(&format!(
+                    "{} turns, reloads every {}: {:.2} s",
+                    row.turns,
+                    row.reload_every,
+                    row.total_seconds()
+                ));
+            })
+            .map_err(scale_error)?;
             output::print(&render_scale(&rows));
             Ok(Outcome::Done)
         }
     }
 }
 
-/// Runs one scale configuration in a fresh copy of this program and reads back its row.
-fn scale_in_child(turns: u32, reload_every: u32) -> Result<ScaleRow, CliError> {
-    let dir = tempfile::tempdir().map_err(|e| CliError::Engine(e.into()))?;
-    let exe = std::env::current_exe().map_err(|e| CliError::Engine(e.into()))?;
-    let output = std::process::Command::new(exe)
-        .args(["bench", "scale", "--child-turns", &turns.to_string()])
-        .args(["--child-reload-every", &reload_every.to_string()])
-        .arg("--child-out")
-        .arg(dir.path())
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .map_err(|e| CliError::Engine(e.into()))?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    if !output.status.success() {
-        return Err(CliError::Engine(anyhow::anyhow!(
-            "the {turns}-turn configuration failed ({}): {}",
-            output.status,
-            stdout.trim()
-        )));
-    }
-    serde_json::from_str(stdout.trim()).map_err(|e| CliError::Engine(e.into()))
-}
-
-/// One scale configuration, end to end in this process, as `leakloop run --out` does it (one
-/// [`Session`], which times its phases).
-fn scale_child(turns: u32, reload_every: u32, out: &Path) -> Result<ScaleRow, CliError> {
-    let scenario = scale_scenario(turns, reload_every).map_err(|e| CliError::Engine(e.into()))?;
-    let outcome = Session::new(scenario)
-        .out(out)
-        .run(&mut Printer::without_verdict(true))?;
-    let times = outcome.times;
-    let size = |name: &str| std::fs::metadata(out.join(name)).map_or(0, |m| m.len());
-    Ok(ScaleRow {
-        turns,
-        reload_every,
-        samples: outcome.record.samples.len(),
-        run_seconds: times.run,
-        analyze_seconds: times.analyze,
-        report_seconds: times.reports,
-        run_peak_rss: times.run_peak_rss,
-        peak_rss: crate::probe::peak_rss_bytes(),
-        report_json: size(REPORT_JSON),
-        plot_svg: size(PLOT_SVG),
-        samples_jsonl: size(SAMPLES_JSONL),
-    })
-}
-
-/// Writes the generated suite into a temporary folder and runs it as `leakloop run DIR --out
-/// OUT -j N --quiet` does, timing it from the expansion of its folder to its index written.
+/// Runs the generated suite as `leakloop run DIR --out OUT -j N --quiet` does.
 fn bench_suite(scenarios: usize, jobs: Option<usize>) -> Result<SuiteBenchRow, CliError> {
-    let dir = tempfile::tempdir().map_err(|e| CliError::Engine(e.into()))?;
-    let suite_dir = dir.path().join("suite");
-    write_sim_suite(&suite_dir, scenarios).map_err(|e| CliError::Engine(e.into()))?;
-    let out = dir.path().join("out");
     let options = SuiteOptions {
         jobs: jobs.unwrap_or_else(default_jobs),
         ..SuiteOptions::default()
     };
-    output::note(&format!(
-        "{scenarios} scenarios, -j {}: running...",
-        options.jobs
-    ));
-    let started = std::time::Instant::now();
-    let plan = plan(&[suite_dir], None)?;
-    let claimed = claim_out(&out)?;
-    let report = run_plan(
-        &SuiteOptions {
-            quiet: true,
-            ..options.clone()
-        },
-        &plan,
-        Some(claimed.dir()),
-    );
-    write_suite_reports(&out, &report)?;
-    claimed.release()?;
-    let wall_s = started.elapsed().as_secs_f64();
-    let size = |name: &str| std::fs::metadata(out.join(name)).map_or(0, |m| m.len());
-    let count = |status: EntryStatus| {
-        report
-            .scenarios
-            .iter()
-            .filter(|e| e.status == status)
-            .count()
+    let run_suite = |suite_dir: &Path, out: &Path| -> Result<SuiteReport, CliError> {
+        output::note(&format!(
+            "{scenarios} scenarios, -j {}: running...",
+            options.jobs
+        ));
+        let plan = plan(&[suite_dir.to_path_buf()], None)?;
+        let claimed = claim_out(out)?;
+        let report = run_plan(
+            &SuiteOptions {
+                quiet: true,
+                ..options.clone()
+            },
+            &plan,
+            Some(claimed.dir()),
+        );
+        write_suite_reports(out, &report)?;
+        claimed.release()?;
+        Ok(report)
     };
-    Ok(SuiteBenchRow {
-        scenarios: report.scenarios.len(),
-        jobs: options.jobs,
-        wall_s,
-        scenario_sum_s: report.scenarios.iter().map(|e| e.duration_s).sum(),
-        peak_rss: crate::probe::peak_rss_bytes(),
-        index_bytes: size(REPORT_JSON) + size(SUMMARY_MD) + size(JUNIT_XML),
-        passed: count(EntryStatus::Pass),
-        failed: count(EntryStatus::Fail),
+    run_suite_bench(scenarios, options.jobs, run_suite).map_err(|e| match e {
+        SuiteBenchError::Io(e) => CliError::Engine(e.into()),
+        SuiteBenchError::Run(e) => e,
     })
+}
+
+/// A scale configuration's error: the run's as `leakloop run` maps it, anything else an engine
+/// failure.
+fn scale_error(e: ScaleError) -> CliError {
+    match e {
+        ScaleError::Session(e) => e.into(),
+        other => CliError::Engine(other.into()),
+    }
 }
 
 /// How many series a detection table took and how long, on stderr (the table is on stdout).

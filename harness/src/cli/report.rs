@@ -10,17 +10,14 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::analyze::Verdict;
 use crate::cli::output;
 use crate::cli::{CliError, Exit, Outcome};
 use crate::input::printable;
 use crate::report::{
-    inspect_out_dir, print_terminal, read_report, read_samples, read_suite_report, render_partial,
-    render_plot_svg, render_suite_summary_md, render_suite_text, render_summary_md, write_atomic,
-    EntryStatus, ReportError, RunState, StreamedSamples, SuiteReport, PLOT_SVG, REPORT_JSON,
-    SAMPLES_JSONL, SUMMARY_MD,
+    check_suite_entries, print_terminal, read_out_folder, render_partial, render_suite_summary_md,
+    render_suite_text, render_summary_md, render_unfinished, rewrite_run_files, write_atomic,
+    EntryStatus, SavedFolder, SuiteReport, REPORT_JSON, SUMMARY_MD,
 };
-use crate::runner::RunRecord;
 
 /// What to print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -50,17 +47,16 @@ pub(crate) struct ReportArgs {
 
 pub(crate) fn run(args: ReportArgs) -> Result<Outcome, CliError> {
     // Held to the end: a new run cannot clear the folder while it is read and re-rendered.
-    let view = inspect_out_dir(&args.dir)?;
-    let report_path = args.dir.join(REPORT_JSON);
-    if view.state != RunState::InProgress && report_path.is_file() {
-        if let Some(suite) = read_suite_report(&report_path)? {
-            return report_suite(&args, &suite);
+    let (_view, saved) = read_out_folder(&args.dir)?;
+    let report = match saved {
+        SavedFolder::Suite(suite) => return report_suite(&args, &suite),
+        SavedFolder::Unfinished { state, streamed } => {
+            output::println(&render_unfinished(&args.dir, state));
+            output::print(&render_partial(&streamed));
+            return Ok(Outcome::Verdict(Exit::EngineFailed));
         }
-    }
-    if matches!(view.state, RunState::InProgress | RunState::Unfinished) || !report_path.exists() {
-        return report_unfinished_run(&args, view.state);
-    }
-    let report = read_report(&report_path)?;
+        SavedFolder::Run(report) => report,
+    };
     let (record, verdict) = (&report.record, &report.verdict);
     // Print first, write second: a folder that cannot be written still shows its verdict.
     match args.format {
@@ -69,7 +65,7 @@ pub(crate) fn run(args: ReportArgs) -> Result<Outcome, CliError> {
     }
     if !args.no_write {
         // The verdict is known: a file that cannot be rewritten is a warning next to it.
-        if let Err(e) = rewrite(&args, record, verdict) {
+        if let Err(e) = rewrite_run_files(&args.dir, record, verdict) {
             output::warning(&format!("the verdict above stands, but {e}"));
         }
     }
@@ -104,34 +100,13 @@ fn suite_exit(dir: &Path, suite: &SuiteReport) -> (Exit, Vec<String>) {
     let mut codes = Vec::new();
     let mut run_codes = Vec::new();
     let mut contradictions = Vec::new();
-    for (i, entry) in suite.scenarios.iter().enumerate() {
-        // The folder name was checked when the index was read: a plain name inside `dir`.
-        let report_path = dir.join(&entry.folder).join(REPORT_JSON);
-        let status = if entry.error.is_none() && report_path.is_file() {
-            match read_report(&report_path) {
-                Ok(run) => {
-                    let status = EntryStatus::of_verdict(run.verdict.status);
-                    if status != entry.status {
-                        contradictions.push(format!(
-                            "{}: scenarios[{i}] ({}) says `{}`, but its report {} says `{}`",
-                            index.display(),
-                            printable(&entry.path),
-                            entry.status.word(),
-                            report_path.display(),
-                            status.word()
-                        ));
-                    }
-                    status
-                }
-                Err(e) => {
-                    contradictions.push(format!("scenarios[{i}]: {e}"));
-                    codes.push(Exit::BadInput);
-                    entry.status
-                }
-            }
-        } else {
-            entry.status
-        };
+    let checks = check_suite_entries(dir, suite);
+    for (i, (entry, check)) in suite.scenarios.iter().zip(checks).enumerate() {
+        contradictions.extend(check.contradiction);
+        if check.unreadable {
+            codes.push(Exit::BadInput);
+        }
+        let status = check.status;
         let stored = Exit::from_code(entry.exit_code);
         let run_code = match status {
             EntryStatus::Pass => Exit::Pass,
@@ -175,55 +150,4 @@ fn suite_exit(dir: &Path, suite: &SuiteReport) -> (Exit, Vec<String>) {
         codes.push(Exit::BadInput);
     }
     (Exit::worst(codes), contradictions)
-}
-
-/// Rewrites summary.md and plot.svg from the report.
-fn rewrite(args: &ReportArgs, record: &RunRecord, verdict: &Verdict) -> Result<(), ReportError> {
-    let summary = render_summary_md(record, verdict);
-    write_atomic(&args.dir.join(SUMMARY_MD), summary.as_bytes())?;
-    let plot = render_plot_svg(record, verdict)?;
-    write_atomic(&args.dir.join(PLOT_SVG), plot.as_bytes())
-}
-
-/// A folder without a report of its last run: says why, as far as the folder tells, and shows
-/// what samples.jsonl holds.
-fn report_unfinished_run(args: &ReportArgs, state: RunState) -> Result<Outcome, CliError> {
-    let dir = args.dir.display();
-    let why = match state {
-        RunState::InProgress => format!(
-            "a run is still writing {dir}: it has no {REPORT_JSON} yet.\n\
-             What {SAMPLES_JSONL} holds so far:\n"
-        ),
-        RunState::Unfinished => format!(
-            "{dir}: the last run did not finish (it crashed or was killed), so it has no \
-             {REPORT_JSON}.\nWhat {SAMPLES_JSONL} recorded:\n"
-        ),
-        RunState::Ended => format!(
-            "{dir} has no {REPORT_JSON}: the last run ended without writing it (it stopped before \
-             its engine ran, or its reports could not be written; that run's output says \
-             why).\n\
-             What {SAMPLES_JSONL} recorded:\n"
-        ),
-        RunState::Unknown => format!(
-            "{dir} has no {REPORT_JSON}: the run did not finish (it crashed or was killed).\n\
-             What {SAMPLES_JSONL} recorded:\n"
-        ),
-    };
-    let samples_path = args.dir.join(SAMPLES_JSONL);
-    let streamed = if samples_path.exists() {
-        read_samples(&samples_path)?
-    } else if state == RunState::Unknown {
-        return Err(ReportError::NothingToReport {
-            dir: args.dir.clone(),
-        }
-        .into());
-    } else {
-        StreamedSamples {
-            samples: Vec::new(),
-            torn_last_line: false,
-        }
-    };
-    output::println(&why);
-    output::print(&render_partial(&streamed));
-    Ok(Outcome::Verdict(Exit::EngineFailed))
 }

@@ -42,6 +42,8 @@ mod progress;
 pub mod provenance;
 mod reasons;
 mod redact;
+#[cfg(feature = "cli")]
+mod reread;
 pub mod safe_path;
 mod samples;
 mod suite;
@@ -89,6 +91,11 @@ pub use reasons::render_reason;
 pub(crate) use reasons::render_reasons;
 pub(crate) use reasons::verdict_in_words;
 pub use redact::{Redactor, PROBE};
+#[cfg(feature = "cli")]
+pub use reread::{
+    check_suite_entries, read_out_folder, render_unfinished, rewrite_run_files, EntryCheck,
+    SavedFolder,
+};
 pub use samples::{read_samples, SampleStream, StreamedSamples};
 #[cfg(feature = "reports")]
 pub use suite::render_suite_junit;

@@ -13,6 +13,7 @@
 //! with whoever stops it.
 
 mod baseline;
+mod check;
 mod error;
 mod in_flight;
 #[cfg(test)]
@@ -22,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 pub use baseline::{Baseline, BaselineError};
+pub use check::{check_scenario_file, render_checked};
 pub use error::SessionError;
 pub use in_flight::{InFlight, Interruption, Pending};
 

@@ -126,18 +126,7 @@ pub(crate) fn serve_driver(
     build: Box<BuildDriver<'_>>,
 ) -> Result<(), WorkerError> {
     serve_built(input, output, |first| {
-        let Request::Hello {
-            version, engine, ..
-        } = first
-        else {
-            return Err(WorkerError::NoHello(first.name()));
-        };
-        if version != PROTOCOL_VERSION {
-            return Err(WorkerError::Version {
-                runner: version,
-                worker: PROTOCOL_VERSION,
-            });
-        }
+        let (engine, _) = accept_hello(first)?;
         let engine = build(&engine).map_err(WorkerError::Build)?;
         Ok((engine, ProcessFaults::none()))
     })
@@ -183,10 +172,16 @@ fn serve_built(
     Ok(())
 }
 
-/// Checks the handshake and settles which scenario to build.
-fn handshake(first: Request, given: Option<Scenario>) -> Result<Scenario, WorkerError> {
+/// The first request as a handshake of this protocol version: what to build, and leakloop's own
+/// scenario when the runner sent one.
+#[allow(clippy::type_complexity)]
+fn accept_hello(
+    first: Request,
+) -> Result<(Box<super::protocol::EngineConfig>, Option<Box<Scenario>>), WorkerError> {
     let Request::Hello {
-        version, scenario, ..
+        version,
+        engine,
+        scenario,
     } = first
     else {
         return Err(WorkerError::NoHello(first.name()));
@@ -197,6 +192,12 @@ fn handshake(first: Request, given: Option<Scenario>) -> Result<Scenario, Worker
             worker: PROTOCOL_VERSION,
         });
     }
+    Ok((engine, scenario))
+}
+
+/// Checks the handshake and settles which scenario to build.
+fn handshake(first: Request, given: Option<Scenario>) -> Result<Scenario, WorkerError> {
+    let (_, scenario) = accept_hello(first)?;
     match (scenario, given) {
         (Some(scenario), None) => Ok(*scenario),
         (None, Some(scenario)) => Ok(scenario),

@@ -61,6 +61,7 @@ pub use reason::{
 };
 #[doc(hidden)]
 pub use run::{analyze_run, analyze_run_with, derive_status, ENGINE_ERRORS};
+#[doc(hidden)]
 pub use sequential::{
     final_levels, look_levels, look_schedule, spent, stop_rule_for, undecided, Levels,
     StopWhenDecided, FIRST_LOOK, LOOK_GROWTH, MIN_LOOK_STEP,

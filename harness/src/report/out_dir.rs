@@ -49,6 +49,11 @@ pub struct OutDir {
 
 impl Drop for OutDir {
     fn drop(&mut self) {
+        // Unlocked explicitly rather than by closing: a child that another thread forked while
+        // the claim was held shares the lock's open file description until it execs (the file
+        // is close-on-exec), and closing this descriptor alone would leave the folder locked
+        // until then. An unlock releases it for every descriptor of that description.
+        let _ = self.lock.unlock();
         if let Some(canonical) = &self.canonical {
             let mut held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some(i) = held.iter().position(|p| p == canonical) {

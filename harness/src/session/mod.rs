@@ -23,8 +23,12 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 pub use baseline::{Baseline, BaselineError};
+// Not API: what the command line and the benchmarks reach into (checking files without running
+// them, the signal handler's partial run, phase times, rewriting a run's reports).
+#[doc(hidden)]
 pub use check::{check_scenario_file, render_checked};
 pub use error::SessionError;
+#[doc(hidden)]
 pub use in_flight::{InFlight, Interruption, Pending};
 
 use crate::analyze::{analyze_run, stop_rule_for, Verdict};
@@ -533,6 +537,7 @@ pub struct Artifacts {
     pub complete: bool,
 }
 
+#[doc(hidden)]
 /// Writes every report of `record` into the claimed folder `out` and releases it; a failure is a
 /// warning (the verdict stands). Nothing without a folder.
 pub fn write_artifacts(

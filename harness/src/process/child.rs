@@ -256,5 +256,29 @@ fn die_with_parent(command: &mut Command, signal: libc::c_int) {
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 fn die_with_parent(_command: &mut Command, _signal: libc::c_int) {}
 
+/// Whether `pid` names a live process (not a zombie).
+pub(crate) fn pid_alive(pid: u32) -> bool {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        // The state is the field after the command name's closing parenthesis.
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(stat) => !matches!(
+                stat.rsplit_once(')')
+                    .map(|(_, rest)| rest.trim_start().chars().next()),
+                Some(Some('Z' | 'X'))
+            ),
+            Err(_) => false,
+        }
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    {
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return false;
+        };
+        // SAFETY: signal 0 only checks that the process exists.
+        unsafe { libc::kill(pid, 0) == 0 }
+    }
+}
+
 #[cfg(test)]
 pub(super) mod tests;

@@ -23,7 +23,7 @@ pub(crate) mod output;
 pub(crate) mod pipes;
 pub(crate) mod tail;
 
-pub(crate) use child::{Process, Stopped, KILL_GRACE};
+pub(crate) use child::{pid_alive, Process, Stopped, KILL_GRACE};
 pub(crate) use exit::{describe_exit, describe_shell_status};
 #[cfg(feature = "cli")]
 pub(crate) use group::end_live_groups;

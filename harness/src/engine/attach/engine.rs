@@ -10,13 +10,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::engine::attach::board::{Board, BoardState, Patterns};
-use crate::engine::attach::process::{check_pid, pid_alive, Started};
+use crate::engine::attach::process::{check_pid, Started};
 use crate::engine::attach::source::{read_pipe, FileFollower};
 use crate::engine::{
     BackendInfo, Engine, EngineError, EngineErrorKind, EngineSnapshot, GenerateOutcome,
     GenerateRequest, Prompt, SessionId, TurnMarks,
 };
 use crate::process::describe_exit;
+use crate::process::pid_alive;
 use crate::scenario::{AttachProcess, AttachSpec, MarkerSource, Scenario, SessionOptions};
 
 /// How long a wait sleeps between checks that the process and the marker source are alive.

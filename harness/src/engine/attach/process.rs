@@ -13,7 +13,7 @@ use std::process::{ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
 use crate::engine::{EngineError, EngineErrorKind};
-use crate::process::{describe_exit, Process, Stopped};
+use crate::process::{describe_exit, pid_alive, Process, Stopped};
 
 /// A process leakloop started and must stop.
 #[derive(Debug)]
@@ -96,30 +96,6 @@ pub(crate) fn check_pid(pid: u32) -> Result<(), EngineError> {
         }
     }
     Ok(())
-}
-
-/// Whether `pid` names a live process (not a zombie).
-pub(crate) fn pid_alive(pid: u32) -> bool {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    {
-        // The state is the field after the command name's closing parenthesis.
-        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            Ok(stat) => !matches!(
-                stat.rsplit_once(')')
-                    .map(|(_, rest)| rest.trim_start().chars().next()),
-                Some(Some('Z' | 'X'))
-            ),
-            Err(_) => false,
-        }
-    }
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    {
-        let Ok(pid) = libc::pid_t::try_from(pid) else {
-            return false;
-        };
-        // SAFETY: signal 0 only checks that the process exists.
-        unsafe { libc::kill(pid, 0) == 0 }
-    }
 }
 
 #[cfg(test)]

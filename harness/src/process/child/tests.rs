@@ -7,24 +7,13 @@ use super::*;
 /// Whether `pid` names no live process (absent, or a zombie) within a bounded wait.
 pub(crate) fn gone_soon(pid: u32) -> bool {
     let deadline = Instant::now() + Duration::from_secs(10);
-    while alive(pid) {
+    while pid_alive(pid) {
         if Instant::now() > deadline {
             return false;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
     true
-}
-
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !matches!(
-            stat.rsplit_once(')')
-                .map(|(_, rest)| rest.trim_start().chars().next()),
-            Some(Some('Z' | 'X'))
-        ),
-        Err(_) => false,
-    }
 }
 
 fn sh(script: &str) -> Process {
@@ -50,10 +39,10 @@ fn dropping_kills_a_child_that_ignores_sigterm_with_its_grandchild() {
     let mut process = sh("trap '' TERM; sleep 300 & echo $!; wait");
     let grandchild: u32 = first_line(&mut process).parse().unwrap();
     let pid = process.id();
-    assert!(alive(pid) && alive(grandchild));
+    assert!(pid_alive(pid) && pid_alive(grandchild));
     drop(process);
     // Reaped by the drop: no zombie of ours is left either.
-    assert!(!alive(pid));
+    assert!(!pid_alive(pid));
     assert!(gone_soon(grandchild), "the grandchild outlived the drop");
 }
 
@@ -62,7 +51,7 @@ fn a_wait_that_times_out_says_so_and_the_process_runs_on() {
     let mut process = sh("echo ready; sleep 300");
     first_line(&mut process);
     assert_eq!(process.wait_timeout(Duration::from_millis(50)), None);
-    assert!(alive(process.id()));
+    assert!(pid_alive(process.id()));
     let status = process.kill(KILL_GRACE).expect("killed and reaped");
     assert_eq!(status.signal(), Some(libc::SIGKILL));
 }
@@ -72,7 +61,7 @@ fn a_process_that_ignores_sigterm_is_killed_after_the_grace_time() {
     let mut process = sh("trap '' TERM; echo ready; sleep 300");
     first_line(&mut process);
     assert_eq!(process.stop(Duration::from_millis(200)), Stopped::Killed);
-    assert!(!alive(process.id()));
+    assert!(!pid_alive(process.id()));
 }
 
 #[test]
@@ -99,7 +88,7 @@ fn a_wrapper_that_exited_is_not_reaped_before_its_leftovers_are_killed() {
     assert!(!process.reaped);
     let stat = std::fs::read_to_string(format!("/proc/{}/stat", process.id())).unwrap();
     assert!(stat.contains(") Z"), "the leader was reaped early: {stat}");
-    assert!(alive(leftover));
+    assert!(pid_alive(leftover));
     assert_eq!(
         process.stop(Duration::from_secs(5)),
         Stopped::ByItself(status)

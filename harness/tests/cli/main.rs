@@ -21,6 +21,7 @@ mod hostile_text;
 mod init;
 mod interrupted;
 mod library;
+mod litert_interpreter;
 mod max_live;
 mod opencl;
 mod out_dir;

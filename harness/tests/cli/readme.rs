@@ -100,9 +100,11 @@ fn missing_resource(args: &[String]) -> Option<String> {
             ));
         }
     }
-    let litert = args
-        .iter()
-        .any(|a| a.contains("litert-") && a.ends_with(".yaml"));
+    // LiteRT-LM's scenarios; the LiteRT Interpreter's (`fixtures/litert-interpreter/`) need
+    // only Python and its package, checked below.
+    let litert = args.iter().any(|a| {
+        a.contains("litert-") && a.ends_with(".yaml") && !a.contains("litert-interpreter/")
+    });
     if litert {
         if let Err(e) = leakloop::engine::litert_lm::discover_library(None) {
             return Some(format!("no LiteRT-LM library: {e} (ci/fetch-litert-lm.sh)"));
@@ -117,6 +119,14 @@ fn missing_resource(args: &[String]) -> Option<String> {
     {
         return Some(
             "Python's litert_lm is not installed (python3 -m pip install litert-lm-api==0.18.1)"
+                .into(),
+        );
+    }
+    if args.iter().any(|a| a.contains("litert-interpreter"))
+        && !runs("python3", &["-c", "import ai_edge_litert"])
+    {
+        return Some(
+            "Python's ai_edge_litert is not installed (python3 -m pip install ai-edge-litert==2.3.0)"
                 .into(),
         );
     }

@@ -24,7 +24,8 @@ reference. The ledger therefore counts at that level, with weak-reference finali
 is `deleted` only when the runtime really destroyed it, not when the driver let go:
 
   interpreter     the binding's native interpreter wrapper (`Interpreter._interpreter`)
-  output          each NumPy array `get_tensor()` returned
+  output          each NumPy array read from an output: a copy from `get_tensor()`, or with
+                  `read: view` a view from `tensor()`
 
 Options (the scenario's `engine.options`) reproduce the lifecycles users write, and the
 anti-patterns of on-device inference code (an interpreter rebuilt per inference and never
@@ -37,6 +38,10 @@ closed, outputs kept, a cancel that never reclaims):
   release: keep           ...is kept referenced instead (the application's list of them): never
                           released, the Python form of never calling `close()`
   keep_outputs: true      every output array read stays referenced (a history of results)
+  read: copy              outputs are read with `get_tensor()`, a copy (the default)
+  read: view              ...with `tensor()`, a zero-copy view into the interpreter's arena: a
+                          view kept (`keep_outputs`) keeps its whole native interpreter alive,
+                          and the runtime refuses to invoke that interpreter again
   cancel: stop            a cancelled request just stops invoking; its resources are released as
                           usual (the default)
   cancel: abandon         a cancelled request's interpreter is left to the worker that ran it
@@ -88,6 +93,7 @@ class Options:
     release: str = "drop"
     keep_outputs: bool = False
     cancel: str = "stop"
+    read: str = "copy"
     num_threads: int = 1
 
     CHOICES = {
@@ -95,6 +101,7 @@ class Options:
         "release": ("drop", "keep"),
         "keep_outputs": (True, False),
         "cancel": ("stop", "abandon"),
+        "read": ("copy", "view"),
     }
 
     @classmethod
@@ -159,6 +166,7 @@ class Driver:
             "release": self.options.release,
             "keep_outputs": json.dumps(self.options.keep_outputs),
             "cancel": self.options.cancel,
+            "read": self.options.read,
             "num_threads": str(self.options.num_threads),
         }
         return {"backend": BACKEND, "version": package, "details": details}
@@ -224,7 +232,8 @@ class Driver:
                 interpreter.invoke()
                 data = self._read(interpreter, sink["index"])
         except (RuntimeError, ValueError) as e:
-            raise DriverError("generate", f"invoke: {e}") from e
+            # The binding's messages span indented lines: one line for the report.
+            raise DriverError("generate", f"invoke: {' '.join(str(e).split())}") from e
         entry["input"] = None
         del data
         if cancelled and self.options.cancel == "abandon":
@@ -281,13 +290,18 @@ class Driver:
         return interpreter
 
     def _read(self, interpreter, index: int):
-        """The output as the application reads it: a copy, counted until NumPy frees it."""
-        output = interpreter.get_tensor(index)
+        """The output as the application reads it, counted until NumPy frees it; returns the
+        next step's input."""
+        if self.options.read == "view":
+            output = interpreter.tensor(index)()
+        else:
+            output = interpreter.get_tensor(index)
         self.ledger.created("output")
         weakref.finalize(output, self.ledger.deleted, "output")
         if self.options.keep_outputs:
             self.kept_outputs.append(output)
-        return output
+        # A view must be gone before the next invoke (the runtime checks): its values are copied.
+        return output.copy() if self.options.read == "view" else output
 
     def _release(self, interpreter) -> None:
         """The application is done with `interpreter`: drop it, or keep it (`release: keep`)."""

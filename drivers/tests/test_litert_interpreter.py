@@ -92,6 +92,24 @@ class LedgerFollowsTheRuntime(unittest.TestCase):
             # abandon: the shared interpreter went to the orphaned worker, a fresh one replaced it.
             self.assertEqual(counts(d, "interpreter"), interpreters, cancel)
 
+    def test_a_kept_view_keeps_its_interpreter_and_blocks_the_next_invoke(self):
+        import litert_interpreter
+
+        # Per request, one invoke each: every kept 1 KiB view holds a whole interpreter.
+        d = driver(lifecycle="per_request", read="view", keep_outputs=True)
+        d.load()
+        for _ in range(3):
+            one_request(d, tokens=1, steps=1)
+        self.assertEqual(counts(d, "interpreter"), (3, 0))
+        self.assertEqual(counts(d, "output"), (3, 0))
+        # Reused: the runtime refuses the second invoke while the first output's view is held.
+        d = driver(read="view", keep_outputs=True)
+        d.load()
+        with self.assertRaises(litert_interpreter.DriverError) as caught:
+            one_request(d, tokens=1, steps=2)
+        self.assertEqual(caught.exception.kind, "generate")
+        self.assertIn("at least 1 reference to internal data", str(caught.exception))
+
     def test_a_shape_change_resizes_the_input(self):
         d = driver()
         d.load()

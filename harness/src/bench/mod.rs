@@ -8,6 +8,7 @@ mod history;
 mod overhead;
 mod scale;
 mod sequential;
+mod stability;
 mod suite;
 mod synthetic;
 
@@ -24,6 +25,10 @@ pub use scale::{
     SCALE_RELOAD_EVERY, SCALE_TURNS,
 };
 pub use sequential::{render_sequential, run_sequential, SequentialConfig, SequentialRow};
+pub use stability::{
+    render_stability, run_stability, BusyThreads, ExpectedVerdict, MetricRun, Spread,
+    StabilityError, StabilityRow, StabilityRun, StabilityScenario, MAX_LOAD_THREADS,
+};
 pub use suite::{
     render_suite_bench, run_suite_bench, write_sim_suite, SuiteBenchError, SuiteBenchRow,
 };

@@ -149,8 +149,8 @@ struct StabilityArgs {
     /// is expected is a false FAIL.
     #[arg(long, value_enum)]
     expect: Option<Expect>,
-    /// Keep every run's reports here, in SCENARIO/run-NN (default: a temporary folder, removed at
-    /// the end).
+    /// Keep every run's reports here, in NAME/run-NN, NAME the scenario's name (default: a
+    /// temporary folder, removed at the end).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Engine library to load (e.g. a `liblitert-lm.so`), instead of discovering one.

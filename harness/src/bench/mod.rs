@@ -1,5 +1,6 @@
 //! Benchmarks that print figures rather than assert timings: the analyzer's detection power next
-//! to the naive detectors people use today, and the harness's own per-turn and per-call cost.
+//! to the naive detectors people use today, the harness's own per-turn and per-call cost, and how
+//! steady a scenario's verdict is from run to run (`stability`).
 
 mod analysis;
 mod bare_loop;

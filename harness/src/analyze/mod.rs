@@ -49,6 +49,7 @@ pub use classify::{
 #[doc(hidden)]
 #[cfg(feature = "cli")]
 pub(crate) use classify_trace::{classify_trace, TraceOptions};
+// The stability benchmark takes its medians from the analyzer's one median.
 #[doc(hidden)]
 pub use dumpsys_trace::{ProcessSelector, MAX_DUMP_FILES};
 #[doc(hidden)]
@@ -66,6 +67,8 @@ pub use sequential::{
     final_levels, look_levels, look_schedule, spent, stop_rule_for, undecided, Levels,
     StopWhenDecided, FIRST_LOOK, LOOK_GROWTH, MIN_LOOK_STEP,
 };
+#[cfg(feature = "cli")]
+pub(crate) use stats::robust::median;
 #[doc(hidden)]
 pub use trace::{
     load_trace, load_trace_with, parse_csv, Trace, TraceError, TraceErrorKind, MAX_TRACE_TURN,

@@ -1,5 +1,6 @@
 //! Benchmarks that print figures rather than assert timings: the analyzer's detection power next
-//! to the naive detectors people use today, and the harness's own per-turn and per-call cost.
+//! to the naive detectors people use today, the harness's own per-turn and per-call cost, and how
+//! steady a scenario's verdict is from run to run (`stability`).
 
 mod analysis;
 mod bare_loop;
@@ -8,6 +9,7 @@ mod history;
 mod overhead;
 mod scale;
 mod sequential;
+mod stability;
 mod suite;
 mod synthetic;
 
@@ -24,6 +26,10 @@ pub use scale::{
     SCALE_RELOAD_EVERY, SCALE_TURNS,
 };
 pub use sequential::{render_sequential, run_sequential, SequentialConfig, SequentialRow};
+pub use stability::{
+    render_stability, run_stability, BusyThreads, ExpectedVerdict, MetricRun, Spread,
+    StabilityError, StabilityRow, StabilityRun, StabilityScenario, MAX_LOAD_THREADS,
+};
 pub use suite::{
     render_suite_bench, run_suite_bench, write_sim_suite, SuiteBenchError, SuiteBenchRow,
 };

@@ -9,12 +9,18 @@ use crate::bench::{
     run_sequential, scale_child, BareLoopConfig, BareLoopError, DetectionConfig,
     HistoryBenchConfig, ScaleError, SequentialConfig,
 };
+use crate::bench::{
+    render_stability, run_stability, ExpectedVerdict, StabilityError, StabilityScenario,
+    MAX_LOAD_THREADS,
+};
 use crate::bench::{render_suite_bench, run_suite_bench, SuiteBenchError, SuiteBenchRow};
 use crate::cli::output;
+use crate::cli::overrides::OverrideArgs;
 use crate::cli::run::{claim_out, Printer};
 use crate::cli::suite::{default_jobs, plan, run_plan, SuiteOptions};
 use crate::cli::{CliError, Outcome};
 use crate::report::{write_suite_reports, SuiteReport};
+use crate::scenario::{load_scenario_with, Overrides, MAX_SCENARIO_BYTES};
 
 /// Arguments of `leakloop bench`.
 #[derive(Debug, clap::Args)]
@@ -100,6 +106,11 @@ enum BenchCommand {
         #[arg(long, short = 'j', value_parser = clap::value_parser!(u32).range(1..=1024))]
         jobs: Option<u32>,
     },
+    /// How steady each scenario's verdict is: runs it N times (each through its own session, in
+    /// its own folder), with K busy threads of the benchmark's own when asked, and prints the
+    /// runs per verdict word, the false FAILs, the runs per class word of each metric and the
+    /// spread (min, median, max) of its growth per turn and of the upper bound.
+    Stability(StabilityArgs),
     /// What a run costs as it grows: run time, analysis time, report time, peak RSS and report
     /// sizes of a leaky simulator run at 1e3..1e6 turns, without and with reloads (each in a
     /// fresh process); prints a Markdown table.
@@ -118,6 +129,54 @@ enum BenchCommand {
         #[arg(long, hide = true)]
         child_out: Option<PathBuf>,
     },
+}
+
+/// Arguments of `leakloop bench stability`.
+#[derive(Debug, clap::Args)]
+struct StabilityArgs {
+    /// The scenario files, each run `--runs` times.
+    #[arg(required = true, value_name = "SCENARIO")]
+    scenarios: Vec<PathBuf>,
+    /// Runs per scenario.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    runs: u32,
+    /// Busy threads the benchmark keeps spinning while the runs go on (the load of a shared CI
+    /// machine).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=MAX_LOAD_THREADS as i64))]
+    load: u32,
+    /// The verdict every run should reach (default: the one a scenario's header comment states,
+    /// `# Expected: PASS ...` or `# Expected: FAIL ...`, else pass); a run that fails where pass
+    /// is expected is a false FAIL.
+    #[arg(long, value_enum)]
+    expect: Option<Expect>,
+    /// Keep every run's reports here, in NAME/run-NN, NAME the scenario's name (default: a
+    /// temporary folder, removed at the end).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Engine library to load (e.g. a `liblitert-lm.so`), instead of discovering one.
+    #[arg(long)]
+    lib: Option<PathBuf>,
+    /// The scenario overrides `run` takes.
+    #[command(flatten)]
+    scenario_overrides: OverrideArgs,
+}
+
+/// `--expect`'s values.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Expect {
+    /// Every run should pass.
+    Pass,
+    /// Every run should fail.
+    Fail,
+}
+
+impl From<Expect> for ExpectedVerdict {
+    fn from(expect: Expect) -> Self {
+        match expect {
+            Expect::Pass => ExpectedVerdict::Pass,
+            Expect::Fail => ExpectedVerdict::Fail,
+        }
+    }
 }
 
 /// Arguments of `leakloop bench overhead`.
@@ -264,6 +323,7 @@ pub(crate) fn run(args: BenchArgs) -> Result<Outcome, CliError> {
             output::print(&render_suite_bench(&row));
             Ok(Outcome::Done)
         }
+        BenchCommand::Stability(args) => bench_stability(args),
         BenchCommand::Scale { max_turns, .. } => {
             let rows = run_scale(max_turns, |row| {
                 output::note(&format!(
@@ -309,6 +369,68 @@ fn bench_suite(scenarios: usize, jobs: Option<usize>) -> Result<SuiteBenchRow, C
         SuiteBenchError::Io(e) => CliError::Engine(e.into()),
         SuiteBenchError::Run(e) => e,
     })
+}
+
+/// Loads every scenario (all before the first run, so that a bad file costs no runs), runs them
+/// into the claimed `--out` or a temporary folder and prints the table.
+fn bench_stability(args: StabilityArgs) -> Result<Outcome, CliError> {
+    let overrides = Overrides {
+        lib: args.lib.clone(),
+        ..args.scenario_overrides.overrides()
+    };
+    let scenarios = args
+        .scenarios
+        .iter()
+        .map(|path| {
+            let scenario = load_scenario_with(path, &overrides)?;
+            let expected = match args.expect {
+                Some(expect) => expect.into(),
+                None => stated_verdict(path).unwrap_or(ExpectedVerdict::Pass),
+            };
+            Ok(StabilityScenario { scenario, expected })
+        })
+        .collect::<Result<Vec<_>, CliError>>()?;
+    let claimed = args.out.as_deref().map(claim_out).transpose()?;
+    let temporary;
+    let root = match &claimed {
+        Some(claimed) => claimed.dir(),
+        None => {
+            temporary = tempfile::tempdir().map_err(|e| {
+                CliError::Engine(anyhow::anyhow!("cannot make a temporary folder: {e}"))
+            })?;
+            temporary.path()
+        }
+    };
+    let rows = run_stability(
+        &scenarios,
+        args.runs,
+        args.load,
+        root,
+        &mut Printer::without_verdict(true),
+        |name, n, run| {
+            output::note(&format!(
+                "{name}: run {n}/{}: {} ({:.1} s)",
+                args.runs, run.verdict, run.seconds
+            ))
+        },
+    )
+    .map_err(|e| match e {
+        StabilityError::Session(e) => e.into(),
+        other => CliError::Engine(other.into()),
+    })?;
+    output::print(&render_stability(&rows, args.load));
+    if let Some(claimed) = claimed {
+        claimed.release()?;
+    }
+    Ok(Outcome::Done)
+}
+
+/// The verdict the scenario file at `path` states in its header comment, if it states one.
+fn stated_verdict(path: &Path) -> Option<ExpectedVerdict> {
+    let bytes =
+        crate::input::read_bounded(path, MAX_SCENARIO_BYTES, "a scenario is a short YAML file")
+            .ok()?;
+    ExpectedVerdict::from_header(&String::from_utf8_lossy(&bytes))
 }
 
 /// A scale configuration's error: the run's as `leakloop run` maps it, anything else an engine

@@ -2,6 +2,7 @@
 //! machine-dependent and asserted nowhere).
 
 use crate::common::leakloop_command;
+use crate::fixtures::fixture_path;
 
 fn bench(args: &[&str]) -> (Option<i32>, String) {
     let output = leakloop_command().arg("bench").args(args).output().unwrap();
@@ -133,4 +134,74 @@ fn sequential_detection_bench_prints_a_row_per_maximum_and_kind() {
         .filter(|l| l.starts_with("| 20 ") || l.starts_with("| 40 ") || l.starts_with("| 100 "))
         .count();
     assert_eq!(data_rows, 39, "{table}");
+}
+
+#[test]
+fn stability_bench_runs_each_scenario_n_times_and_counts_false_fails() {
+    let out = tempfile::tempdir().unwrap();
+    let flat = fixture_path("stop-decided-flat");
+    let leak = fixture_path("stop-decided-leak");
+    let output = leakloop_command()
+        .args([
+            "bench",
+            "stability",
+            "--runs",
+            "2",
+            "--load",
+            "1",
+            "--expect",
+            "pass",
+        ])
+        .arg(&flat)
+        .arg(&leak)
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{table}\n{stderr}");
+    assert!(table.starts_with("Busy threads: 1."), "{table}");
+    // The clean scenario passed both runs; the leak, expected to pass here, failed both: two
+    // false FAILs.
+    assert!(
+        table.contains("| stop-decided-flat | 2 | pass | pass 2 | 0 | 0 |"),
+        "{table}"
+    );
+    assert!(
+        table.contains("| stop-decided-leak | 2 | pass | fail 2 | 2 | 2 |"),
+        "{table}"
+    );
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("| stop-decided-leak | native_heap | growth 2 |")),
+        "{table}"
+    );
+    assert!(
+        stderr.contains("stop-decided-leak: run 2/2: fail"),
+        "{stderr}"
+    );
+    for folder in ["stop-decided-flat", "stop-decided-leak"] {
+        for run in ["run-01", "run-02"] {
+            let report = out.path().join(folder).join(run).join("report.json");
+            assert!(report.is_file(), "{}", report.display());
+        }
+    }
+}
+
+#[test]
+fn stability_bench_takes_the_expected_verdict_from_the_scenarios_header() {
+    // stop-decided-leak.yaml says `# Expected: FAIL`: its failures are right, not false FAILs.
+    let (code, table) = bench(&[
+        "stability",
+        "--runs",
+        "1",
+        fixture_path("stop-decided-leak").to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{table}");
+    assert!(
+        table.contains("| stop-decided-leak | 1 | fail | fail 1 | 0 | n/a |"),
+        "{table}"
+    );
 }

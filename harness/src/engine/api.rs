@@ -156,7 +156,8 @@ pub trait TurnMarks {
     /// The latest turn marked closed, taken for a sample (after the settle time, markers may
     /// have moved on past the one waited for).
     fn take_latest_turn(&mut self) -> Option<u64>;
-    /// The first turn marked since attaching: the runner's turn 1.
+    /// The first turn marked since attaching: the runner's turn 1 after a ready line (without
+    /// one, the baseline's turn, and the runner counts from the marker after it).
     fn first_turn(&self) -> Option<u64>;
     /// The wall time per turn, in nanoseconds, of the turn [`TurnMarks::take_latest_turn`] last
     /// returned: from the marker before it to its own (`turn_time`); `None` for the first

@@ -32,6 +32,10 @@ pub(crate) struct RunArgs {
     /// Engine library to load (e.g. a `liblitert-lm.so`), instead of discovering one.
     #[arg(long)]
     pub lib: Option<PathBuf>,
+    /// Attach to this running process (`backend: attach`): it replaces the scenario's `command`
+    /// or `pid`, and its markers must come from `markers.file` or `markers.command`.
+    #[arg(long, value_name = "PID")]
+    pub pid: Option<u32>,
     /// The other scenario overrides (shared with `compare`).
     #[command(flatten)]
     pub scenario_overrides: OverrideArgs,
@@ -86,6 +90,7 @@ impl RunArgs {
         Overrides {
             backend: self.backend,
             lib: self.lib.clone(),
+            pid: self.pid,
             ..self.scenario_overrides.overrides()
         }
     }

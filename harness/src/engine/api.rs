@@ -128,9 +128,25 @@ pub trait Engine {
     }
 }
 
+/// Where a marked process became ready to be measured: the point its baseline stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ready {
+    /// It wrote its ready line before any turn marker: every marker after it is a turn.
+    Line,
+    /// Its first turn marker came first (this turn, in the process's numbering): the baseline
+    /// stands for that turn, and the turns are the markers after it.
+    Turn(u64),
+}
+
 /// Turn boundaries marked by the measured process (marker lines), for the runner's marker clock.
 /// Turn numbers are the process's own; they rise with every marker.
 pub trait TurnMarks {
+    /// Waits until the process is ready to be measured: its ready line or, failing that, its
+    /// first turn marker. Fails as [`TurnMarks::wait_turn_closed`] does. By default a source is
+    /// ready at once (it has no ready line).
+    fn wait_ready(&mut self) -> Result<Ready, EngineError> {
+        Ok(Ready::Line)
+    }
     /// Waits until the process marks a turn after `after` closed (any turn when `None`) and
     /// returns the latest marked turn. Fails with [`EngineErrorKind::Hung`] when no marker
     /// comes in time, [`EngineErrorKind::Crashed`] when the process ends first,
@@ -140,7 +156,8 @@ pub trait TurnMarks {
     /// The latest turn marked closed, taken for a sample (after the settle time, markers may
     /// have moved on past the one waited for).
     fn take_latest_turn(&mut self) -> Option<u64>;
-    /// The first turn marked since attaching: the runner's turn 1.
+    /// The first turn marked since attaching: the runner's turn 1 after a ready line (without
+    /// one, the baseline's turn, and the runner counts from the marker after it).
     fn first_turn(&self) -> Option<u64>;
     /// The wall time per turn, in nanoseconds, of the turn [`TurnMarks::take_latest_turn`] last
     /// returned: from the marker before it to its own (`turn_time`); `None` for the first

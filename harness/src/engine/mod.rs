@@ -17,7 +17,7 @@ pub(crate) mod worker;
 
 pub use api::{
     BackendInfo, Engine, EngineError, EngineErrorKind, EngineSnapshot, GenerateOutcome,
-    GenerateRequest, Prompt, SessionId, TurnMarks,
+    GenerateRequest, Prompt, Ready, SessionId, TurnMarks,
 };
 pub use ledger::{CountError, KindCounts, Ledger, LedgerImbalance, LedgerRun, TurnLedger};
 pub use sim::SimEngine;

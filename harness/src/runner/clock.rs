@@ -3,7 +3,7 @@
 //! its own loop (attach mode). Everything after the boundary (sampling, the ledger, the stop
 //! rule, the analysis and reports) is one code path for both.
 
-use crate::engine::{EngineError, TurnMarks};
+use crate::engine::{EngineError, Ready, TurnMarks};
 
 /// What marks the end of a turn.
 #[derive(Debug)]
@@ -42,6 +42,23 @@ pub(crate) struct MarkerClock {
 }
 
 impl MarkerClock {
+    /// Waits until the process is ready to be measured: its ready line, or its first turn
+    /// marker. True when it was a turn marker: the baseline then stands for that turn, and
+    /// [`MarkerClock::start_after_baseline`] makes the turns the markers after it.
+    pub(crate) fn ready(&mut self, marks: &mut dyn TurnMarks) -> Result<bool, EngineError> {
+        Ok(matches!(marks.wait_ready()?, Ready::Turn(_)))
+    }
+
+    /// After a baseline taken at a turn marker: the latest marker now (the one waited for, or a
+    /// later one that came while the baseline was sampled) is the runner's turn 0, so turn 1 is
+    /// the first turn that closed wholly after the baseline.
+    pub(crate) fn start_after_baseline(&mut self, marks: &mut dyn TurnMarks) {
+        if let Some(latest) = marks.take_latest_turn() {
+            self.offset = Some(latest);
+            self.last = Some(latest);
+        }
+    }
+
     /// Waits for the next turn marker (an error ends the run: a timeout, the process gone, a
     /// turn number out of order).
     pub(crate) fn wait(&mut self, marks: &mut dyn TurnMarks) -> Result<(), EngineError> {
@@ -90,6 +107,58 @@ mod tests {
         fn first_turn(&self) -> Option<u64> {
             Some(500)
         }
+    }
+
+    /// Marks whose process printed no ready line: its first marker (500) is the baseline's.
+    struct NoReadyLine(Listed);
+
+    impl TurnMarks for NoReadyLine {
+        fn wait_ready(&mut self) -> Result<Ready, EngineError> {
+            let turn = self.0.wait_turn_closed(None)?;
+            Ok(Ready::Turn(turn))
+        }
+        fn wait_turn_closed(&mut self, after: Option<u64>) -> Result<u64, EngineError> {
+            self.0.wait_turn_closed(after)
+        }
+        fn take_latest_turn(&mut self) -> Option<u64> {
+            self.0.take_latest_turn()
+        }
+        fn first_turn(&self) -> Option<u64> {
+            self.0.first_turn()
+        }
+    }
+
+    #[test]
+    fn without_a_ready_line_the_first_marker_is_the_baseline_and_turn_one_the_next() {
+        let mut marks = NoReadyLine(Listed {
+            waits: vec![500, 501, 502, 505],
+            latest: None,
+        });
+        let mut clock = MarkerClock::default();
+        assert!(clock.ready(&mut marks).unwrap());
+        clock.start_after_baseline(&mut marks);
+        let mut turns = Vec::new();
+        for _ in 0..3 {
+            clock.wait(&mut marks).unwrap();
+            turns.push(clock.sampled_turn(&mut marks));
+        }
+        assert_eq!(turns, [1, 2, 5]);
+    }
+
+    #[test]
+    fn after_a_ready_line_the_first_marker_is_turn_one() {
+        let mut marks = Listed {
+            waits: vec![500, 501],
+            latest: None,
+        };
+        let mut clock = MarkerClock::default();
+        assert!(!clock.ready(&mut marks).unwrap());
+        let mut turns = Vec::new();
+        for _ in 0..2 {
+            clock.wait(&mut marks).unwrap();
+            turns.push(clock.sampled_turn(&mut marks));
+        }
+        assert_eq!(turns, [1, 2]);
     }
 
     #[test]

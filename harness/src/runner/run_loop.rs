@@ -213,7 +213,17 @@ impl Run<'_> {
     /// Runs every turn (or until `stop` says the run is decided), then unloads.
     fn execute(&mut self, stop: &mut dyn StopRule) -> Result<(), Failure> {
         self.load(0, "load")?;
+        let at_marker = self.wait_ready()?;
         self.baseline(0, Phase::Load)?;
+        if at_marker {
+            if let Clock::Marked(clock) = &mut self.clock {
+                let marks = self
+                    .engine
+                    .turn_marks()
+                    .expect("a marked clock is chosen only for an engine with turn marks");
+                clock.start_after_baseline(marks);
+            }
+        }
         let total = self.scenario.total_turns();
         let reload_every = self.scenario.reload_every;
         let mut last = total;
@@ -248,6 +258,24 @@ impl Run<'_> {
         self.engine.shut_down().map_err(|error| Failure {
             turn: last,
             step: "exit",
+            error,
+        })
+    }
+
+    /// A marked process: waits until it is ready to be measured (its ready line or its first
+    /// turn marker), so that the baseline stands for the loaded process, not its start-up. True
+    /// when the baseline stands for a turn marker. A driven engine is ready once loaded.
+    fn wait_ready(&mut self) -> Result<bool, Failure> {
+        let Clock::Marked(clock) = &mut self.clock else {
+            return Ok(false);
+        };
+        let marks = self
+            .engine
+            .turn_marks()
+            .expect("a marked clock is chosen only for an engine with turn marks");
+        clock.ready(marks).map_err(|error| Failure {
+            turn: 1,
+            step: "marker",
             error,
         })
     }

@@ -24,6 +24,11 @@ pub const DEFAULT_MARKER_PATTERN: &str = r"^TURN (?P<turn>\d+) CLOSED";
 pub const DEFAULT_LEDGER_PATTERN: &str =
     r"^LEDGER (?P<kind>[A-Za-z0-9_./-]+) created=(?P<created>\d+) deleted=(?P<deleted>\d+)";
 
+/// The default ready line: `READY`, written once when the process has loaded what it keeps
+/// (its model, its caches) and before its first turn. The baseline is sampled there; without
+/// it, at the first turn marker.
+pub const DEFAULT_READY_PATTERN: &str = r"^READY\b";
+
 /// How long the runner waits for the next turn marker unless `markers.timeout` says otherwise.
 pub const DEFAULT_MARKER_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -67,6 +72,9 @@ pub struct MarkerSpec {
     pub pattern: String,
     /// The ledger marker's regex; named groups `kind`, `created`, `deleted` (cumulative counts).
     pub ledger: String,
+    /// The ready line's regex: where the baseline is sampled when it comes before the first
+    /// turn marker.
+    pub ready: String,
     /// The longest wait for the next turn marker (the first one included).
     pub timeout: Duration,
 }
@@ -116,6 +124,13 @@ pub(crate) struct RawMarkers {
     #[serde(default)]
     #[cfg_attr(test, schemars(extend("default" = DEFAULT_LEDGER_PATTERN)))]
     pub ledger: Option<String>,
+    /// Regular expression of the ready line, searched in each line before the first turn
+    /// marker: the process has loaded what it keeps and its turns start now. The baseline is
+    /// sampled there; without such a line, at the first turn marker (which then counts as no
+    /// turn).
+    #[serde(default)]
+    #[cfg_attr(test, schemars(extend("default" = DEFAULT_READY_PATTERN)))]
+    pub ready: Option<String>,
     /// The longest wait for the next turn marker (the first one included); more than 0. Past
     /// it the run ends as an engine failure (a hang).
     #[serde(default)]
@@ -300,6 +315,10 @@ fn validate_markers(
         &["kind", "created", "deleted"],
         cx,
     )?;
+    let ready = raw
+        .ready
+        .unwrap_or_else(|| DEFAULT_READY_PATTERN.to_owned());
+    check_regex("engine.markers.ready", &ready, &[], cx)?;
     let timeout = cx.positive_duration(
         "engine.markers.timeout",
         raw.timeout.as_ref(),
@@ -309,6 +328,7 @@ fn validate_markers(
         source,
         pattern,
         ledger,
+        ready,
         timeout,
     })
 }

@@ -25,7 +25,8 @@ mod tests;
 
 pub use attach::{
     AttachProcess, AttachSpec, MarkerSource, MarkerSpec, DEFAULT_LEDGER_PATTERN,
-    DEFAULT_MARKER_PATTERN, DEFAULT_MARKER_TIMEOUT, DEFAULT_STOP_GRACE, MAX_MARKER_LINE,
+    DEFAULT_MARKER_PATTERN, DEFAULT_MARKER_TIMEOUT, DEFAULT_READY_PATTERN, DEFAULT_STOP_GRACE,
+    MAX_MARKER_LINE,
 };
 pub use concurrency::Concurrency;
 pub use error::{Location, ScenarioError, ScenarioErrorKind};

@@ -33,6 +33,8 @@ pub struct Overrides {
     pub seed: Option<u64>,
     /// `stop`.
     pub stop: Option<StopMode>,
+    /// `engine.pid`: attach to this running process; replaces an attach engine's `command`.
+    pub pid: Option<u32>,
 }
 
 impl Overrides {
@@ -97,6 +99,14 @@ impl Overrides {
         if let Some(stop) = self.stop {
             raw.stop = Some(stop);
         }
+        if let Some(pid) = self.pid {
+            // The process to attach to replaces the one the scenario would start; any other
+            // backend refuses the key, blamed on the flag.
+            if raw.engine.backend == BackendKind::Attach {
+                raw.engine.command = None;
+            }
+            raw.engine.pid = Some(i64::from(pid));
+        }
     }
 
     /// Puts the paths back exactly as they were given (validation saw them as text).
@@ -139,6 +149,7 @@ impl Overrides {
             ),
             ("seed", "--seed", self.seed.map(|n| n.to_string())),
             ("stop", "--stop", self.stop.map(|s| s.as_str().to_owned())),
+            ("engine.pid", "--pid", self.pid.map(|n| n.to_string())),
         ]
         .into_iter()
         .filter_map(|(key, flag, value)| value.map(|v| (key, format!("{flag} {v}"))))
@@ -335,5 +346,53 @@ mod tests {
             load_scenario_with(&fixture("flutter-gemma-cpu-flat.yaml"), &overrides).unwrap_err();
         assert_eq!(err.key_path(), Some("engine.model"), "{err}");
         assert!(err.to_string().contains("--backend litert-lm"), "{err}");
+    }
+
+    /// `--pid` attaches to a running process instead of the one the scenario starts: the
+    /// scenario's `command` gives way; a scenario that cannot take it is blamed on the flag.
+    #[test]
+    fn a_pid_replaces_the_started_program_and_is_refused_where_it_means_nothing() {
+        use crate::scenario::AttachProcess;
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        };
+        let overrides = Overrides {
+            pid: Some(4242),
+            ..Overrides::default()
+        };
+        let by_file = write(
+            "file.yaml",
+            "name: app\nengine:\n  backend: attach\n  command: [./app]\n  markers: {file: app.log}\nturns: 3\nwatch: [rss]\n",
+        );
+        let s = load_scenario_with(&by_file, &overrides).unwrap();
+        let attach = s.engine.attach.unwrap();
+        assert_eq!(attach.process, AttachProcess::Pid(4242));
+        assert_eq!(
+            load_scenario_with(&by_file, &Overrides::default())
+                .unwrap()
+                .engine
+                .attach
+                .unwrap()
+                .process,
+            AttachProcess::Command(vec!["./app".into()])
+        );
+        // Its markers on the program's stdout, which a running process does not give us.
+        let by_stdout = write(
+            "stdout.yaml",
+            "name: app\nengine:\n  backend: attach\n  command: [./app]\nturns: 3\nwatch: [rss]\n",
+        );
+        let err = load_scenario_with(&by_stdout, &overrides).unwrap_err();
+        assert_eq!(err.key_path(), Some("--pid 4242"), "{err}");
+        assert!(err.message().contains("markers: {file: ...}"), "{err}");
+        let err =
+            load_scenario_with(&fixture("flutter-gemma-cpu-flat.yaml"), &overrides).unwrap_err();
+        assert_eq!(err.key_path(), Some("--pid 4242"), "{err}");
+        assert!(
+            err.message().contains("belongs to `backend: attach`"),
+            "{err}"
+        );
     }
 }

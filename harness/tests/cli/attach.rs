@@ -19,7 +19,7 @@ use crate::fixtures::run;
 use crate::interrupted::{interrupted_exit, wait_for, KillOnDrop};
 
 /// `fixtures/attach/NAME`.
-fn attach_fixture(name: &str) -> PathBuf {
+pub(crate) fn attach_fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../fixtures/attach")
         .join(name)
@@ -65,7 +65,7 @@ fn chat_loop_scenario(
 }
 
 /// Runs `scenario` into `dir/out`; returns the exit code, stdout+stderr and report.json.
-fn run_attached(scenario: &Path, dir: &Path) -> (Option<i32>, String, ReportFile) {
+pub(crate) fn run_attached(scenario: &Path, dir: &Path) -> (Option<i32>, String, ReportFile) {
     let out = dir.join("out");
     let output = run(scenario, &out);
     let text = format!(
@@ -157,7 +157,8 @@ fn a_leaking_process_fails_and_is_stopped_at_the_end() {
     assert_eq!(report.verdict.status, VerdictStatus::Fail);
     assert_eq!(turns_sampled(&report), [0, 1, 2, 3, 4, 5, 6, 7, 8]);
     let details = &report.record.backend.details;
-    assert_eq!(details["turn_markers"], "8");
+    // The baseline's marker and the 8 turns after it.
+    assert_eq!(details["turn_markers"], "9");
     assert!(
         details["stopped"].starts_with("stopped by SIGTERM"),
         "{details:?}"
@@ -184,10 +185,11 @@ fn the_fixture_scenarios_fail_and_pass_as_stated() {
         let (got, out, report) = run_attached(&path, dir.path());
         assert_eq!(got, Some(code), "{name}: {out}");
         if name == "flat.yaml" {
-            // Its LEDGER lines fill the ledger: 12 conversations created and deleted.
+            // Its LEDGER lines fill the ledger: 13 conversations created and deleted (the
+            // baseline's turn and 12 more).
             let totals = &report.record.ledger.totals;
-            assert_eq!(totals["attach/conversation"].created, 12, "{totals:?}");
-            assert_eq!(totals["attach/conversation"].deleted, 12, "{totals:?}");
+            assert_eq!(totals["attach/conversation"].created, 13, "{totals:?}");
+            assert_eq!(totals["attach/conversation"].deleted, 13, "{totals:?}");
         }
     }
 }
@@ -201,12 +203,13 @@ fn markers_that_stop_coming_end_the_run_at_the_timeout_with_its_samples() {
     else {
         return;
     };
-    assert_eq!((turn, step.as_str()), (4, "marker"));
+    // The app's turn 1 is the baseline, its turns 2 and 3 leakloop's turns 1 and 2.
+    assert_eq!((turn, step.as_str()), (3, "marker"));
     assert!(
         message.contains("no turn marker for 5s (markers.timeout) after turn 3's marker"),
         "{message}"
     );
-    assert_eq!(turns_sampled(&report), [0, 1, 2, 3]);
+    assert_eq!(turns_sampled(&report), [0, 1, 2]);
 }
 
 #[test]
@@ -227,7 +230,7 @@ fn a_process_that_exits_before_its_first_marker_says_how_and_what_it_printed() {
     let (turn, _, message) = engine_failure(&report);
     assert_eq!(turn, 1);
     assert!(
-        message.contains("the program exited (exit status 4) before its first turn marker; last output: the program's stderr: model file not found"),
+        message.contains("the program exited (exit status 4) before its ready line or first turn marker; last output: the program's stderr: model file not found"),
         "{message}"
     );
     assert!(text.contains("model file not found"), "{text}");
@@ -243,9 +246,10 @@ fn a_process_that_exits_mid_run_keeps_the_samples_before_it() {
     assert!(message.contains("exited (exit status 0)"), "{message}");
     assert!(message.contains("exiting after turn 3"), "{message}");
     let sampled = turns_sampled(&report);
-    // Turn 3's marker and the exit come together: its sample may find the process gone.
+    // The app's turn 1 is the baseline; its turn 3's marker and the exit come together: that
+    // sample may find the process gone.
     assert!(
-        sampled.starts_with(&[0, 1, 2]) && sampled.len() <= 4,
+        sampled.starts_with(&[0, 1]) && sampled.len() <= 3,
         "{sampled:?}"
     );
 }
@@ -265,8 +269,10 @@ fn turn_numbers_out_of_order_end_the_run(#[case] args: &str, #[case] said: &str)
     };
     assert_eq!(step, "marker");
     assert!(message.contains(said), "{message}");
+    // The baseline at the app's turn 1, leakloop's turn 1 at its turn 2; the repeated marker
+    // may come before turn 3's sample.
     let sampled = turns_sampled(&report);
-    assert!(sampled.starts_with(&[0, 1, 2]), "{sampled:?}");
+    assert!(sampled.starts_with(&[0, 1]), "{sampled:?}");
 }
 
 /// Markers faster than sampling, floods of other lines and lines of a MiB: the run completes,
@@ -531,9 +537,142 @@ fn sigint_during_attach_writes_the_partial_report_and_stops_the_program() {
     );
 }
 
+/// The baseline is the loaded process, not its start: 48 MiB "loaded" before the first turn
+/// (after 300 ms, as a model loads) are in the baseline sample, whether the app prints `READY`
+/// once loaded or only marks its turns (then its first marker is the baseline's and counts as
+/// no turn).
+#[rstest::rstest]
+#[case::at_the_first_marker("", "turn marker 1 ", 7)]
+#[case::at_the_ready_line(", --ready", "ready line ", 6)]
+fn the_baseline_is_the_loaded_process_not_its_start(
+    #[case] ready: &str,
+    #[case] at: &str,
+    #[case] markers: u64,
+) {
+    let Some((code, text, report)) = chat_loop_run("loaded", &format!("--load, 48MiB{ready}"), "")
+    else {
+        return;
+    };
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(turns_sampled(&report), [0, 1, 2, 3, 4, 5, 6]);
+    let baseline = &report.record.samples[0];
+    let rss = *baseline.metrics.get("rss").unwrap();
+    assert!(
+        rss >= 48 * 1024 * 1024,
+        "the baseline missed what the process loaded: rss {rss}"
+    );
+    let details = &report.record.backend.details;
+    assert!(details["baseline_at"].starts_with(at), "{details:?}");
+    let seen: u64 = details["turn_markers"].parse().unwrap();
+    assert!(seen >= markers, "{details:?}");
+}
+
+/// `settle: 0`: each marker is sampled as soon as it is read, so an app that goes straight on
+/// with its next turn (no pause after the marker) still has one sample per turn.
+#[test]
+fn with_no_settle_time_each_marker_is_sampled_at_once() {
+    if !python3_or_skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = chat_loop_scenario(dir.path(), "nosettle", "--turn-ms, '200'", "", "");
+    std::fs::write(
+        &scenario,
+        std::fs::read_to_string(&scenario)
+            .unwrap()
+            .replace("settle: 10ms", "settle: 0ms"),
+    )
+    .unwrap();
+    let (code, text, report) = run_attached(&scenario, dir.path());
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(turns_sampled(&report), [0, 1, 2, 3, 4, 5, 6]);
+    let details = &report.record.backend.details;
+    assert_eq!(details["turns_without_sample"], "0", "{details:?}");
+}
+
+/// `run --pid N` attaches to a running process instead of the program the scenario starts, and
+/// `--warmup-turns` applies to an attached process as to any other; a scenario whose markers
+/// come from the program's stdout cannot take `--pid` (exit 2, blamed on the flag).
+#[test]
+fn run_pid_attaches_to_a_running_process_in_place_of_the_scenarios_program() {
+    if !python3_or_skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("app.log");
+    std::fs::write(&log, "").unwrap();
+    let app = KillOnDrop(
+        Command::new("python3")
+            .arg(attach_fixture("chat_loop.py"))
+            .args(["--ledger", "--turn-ms", "100", "--to"])
+            .arg(&log)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = app.id().to_string();
+    // The scenario would start a program that fails at once: `--pid` must replace it.
+    let path = dir.path().join("started.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "name: started\nengine:\n  backend: attach\n  command: [sh, -c, 'exit 7']\n  markers:\n    \
+             command: [tail, -n, '0', -F, {}]\n    timeout: 10s\n\
+             warmup_turns: 3\nturns: 4\nsample: {{settle: 10ms}}\nwatch: [rss]\nexpect:\n  balanced: true\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let output = leakloop_command()
+        .args([
+            "run",
+            "--quiet",
+            "--pid",
+            &pid,
+            "--warmup-turns",
+            "1",
+            "--out",
+        ])
+        .arg(&out)
+        .arg(&path)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    let report = read_report(&out.join("report.json")).unwrap();
+    assert_eq!(
+        report.record.backend.details["process"],
+        format!("pid {pid}")
+    );
+    assert_eq!(report.record.scenario.warmup_turns, 1);
+    let sampled = turns_sampled(&report);
+    assert_eq!(sampled.first(), Some(&0), "{sampled:?}");
+    assert!(*sampled.last().unwrap() >= 5, "{sampled:?}");
+    assert!(
+        Path::new(&format!("/proc/{pid}")).exists(),
+        "the attached process was stopped"
+    );
+
+    let stdout_markers = chat_loop_scenario(dir.path(), "stdout", "--turn-ms, '100'", "", "");
+    let output = leakloop_command()
+        .args(["run", "--quiet", "--pid", &pid])
+        .arg(&stdout_markers)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{text}");
+    assert!(text.contains(&format!("--pid {pid}")), "{text}");
+    assert!(text.contains("markers: {file: ...}"), "{text}");
+}
+
 /// Whether LiteRT-LM's Python package imports here; a visible skip (or a failure under
 /// `LEAKLOOP_REQUIRE_ENGINE=1`) when it does not.
-fn litert_lm_python_or_skip() -> bool {
+pub(crate) fn litert_lm_python_or_skip() -> bool {
     if !python3_or_skip() {
         return false;
     }

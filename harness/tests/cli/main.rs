@@ -3,6 +3,7 @@
 mod adb;
 mod analyze;
 mod attach;
+mod attach_server;
 mod bench;
 mod bisect;
 mod bounded_io;

@@ -34,6 +34,8 @@ pub(crate) struct BoardState {
     pub latest: Option<Mark>,
     /// The first turn marker.
     pub first: Option<Mark>,
+    /// The line number of the ready line, when one came before the first turn marker.
+    pub ready: Option<u64>,
     /// When the latest turn marker was read.
     pub latest_at: Option<Instant>,
     /// Time per turn from the marker before the latest to the latest (divided by the turns
@@ -125,14 +127,17 @@ impl Board {
 pub(crate) struct Patterns {
     turn: Regex,
     ledger: Regex,
+    ready: Regex,
 }
 
 impl Patterns {
-    /// Compiles the scenario's patterns (validated when the scenario was loaded).
-    pub fn new(turn: &str, ledger: &str) -> Result<Self, regex::Error> {
+    /// Compiles the scenario's patterns (validated when the scenario was loaded): the turn
+    /// marker's, the ledger marker's and the ready line's.
+    pub fn new(turn: &str, ledger: &str, ready: &str) -> Result<Self, regex::Error> {
         Ok(Self {
             turn: Regex::new(turn)?,
             ledger: Regex::new(ledger)?,
+            ready: Regex::new(ready)?,
         })
     }
 
@@ -201,8 +206,20 @@ impl Patterns {
                 return;
             }
         }
-        board.update(|s| s.lines += 1);
-        board.remember(stream, text);
+        // Only the first ready line before any turn marker means something: later ones are
+        // ordinary output (a server restarting a worker, say) and change no baseline.
+        let ready = self.ready.is_match(text);
+        let mut kept = false;
+        board.update(|s| {
+            s.lines += 1;
+            if ready && s.ready.is_none() && s.latest.is_none() {
+                s.ready = Some(s.lines);
+                kept = true;
+            }
+        });
+        if !kept {
+            board.remember(stream, text);
+        }
     }
 }
 
@@ -246,11 +263,16 @@ fn mark(state: &mut BoardState, mark: Mark) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::{DEFAULT_LEDGER_PATTERN, DEFAULT_MARKER_PATTERN};
+    use crate::scenario::{DEFAULT_LEDGER_PATTERN, DEFAULT_MARKER_PATTERN, DEFAULT_READY_PATTERN};
 
     fn fed(lines: &[&str]) -> BoardState {
         let board = Board::default();
-        let patterns = Patterns::new(DEFAULT_MARKER_PATTERN, DEFAULT_LEDGER_PATTERN).unwrap();
+        let patterns = Patterns::new(
+            DEFAULT_MARKER_PATTERN,
+            DEFAULT_LEDGER_PATTERN,
+            DEFAULT_READY_PATTERN,
+        )
+        .unwrap();
         for line in lines {
             patterns.feed(&board, "stdout", Line::Text(line));
         }
@@ -289,7 +311,8 @@ mod tests {
     #[test]
     fn turn_time_is_marker_to_marker_per_turn_and_unknown_for_the_first() {
         let board = Board::default();
-        let patterns = Patterns::new(r"^turn (?P<turn>\d+) closed$", r"^never$").unwrap();
+        let patterns =
+            Patterns::new(r"^turn (?P<turn>\d+) closed$", r"^never$", r"^never$").unwrap();
         patterns.feed(&board, "stdout", Line::Text("turn 7 closed"));
         assert_eq!(board.lock().latest_turn_nanos, None);
         // Not a timed test: the interval is whatever passed, only its existence and its share
@@ -347,6 +370,23 @@ mod tests {
         let v = s.violation.unwrap();
         assert!(v.contains("line 2 matches the ledger marker"), "{v}");
         assert_eq!(s.ledger["conversation"].created, u64::MAX);
+    }
+
+    #[test]
+    fn a_ready_line_counts_only_before_the_first_turn_marker() {
+        let s = fed(&["loading", "READY port=8080", "READY again", "TURN 1 CLOSED"]);
+        assert_eq!(s.ready, Some(2));
+        assert_eq!(s.tail[0].1, ["loading", "READY again"]);
+        let s = fed(&["TURN 1 CLOSED", "READY"]);
+        assert_eq!(
+            s.ready, None,
+            "a ready line after a turn marker is ordinary output"
+        );
+        let s = fed(&["NOT READY", "READYING"]);
+        assert_eq!(
+            s.ready, None,
+            "the default pattern wants the word at the line's start"
+        );
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crate::engine::attach::process::{check_pid, Started};
 use crate::engine::attach::source::{read_pipe, FileFollower};
 use crate::engine::{
     BackendInfo, Engine, EngineError, EngineErrorKind, EngineSnapshot, GenerateOutcome,
-    GenerateRequest, Prompt, SessionId, TurnMarks,
+    GenerateRequest, Prompt, Ready, SessionId, TurnMarks,
 };
 use crate::process::describe_exit;
 use crate::process::pid_alive;
@@ -47,6 +47,8 @@ pub struct AttachEngine {
     sampled: u64,
     /// The time per turn of the turn [`TurnMarks::take_latest_turn`] last returned.
     taken_turn_nanos: Option<u64>,
+    /// Where the process became ready (the baseline), in words, once it did.
+    ready_at: Option<String>,
 }
 
 impl AttachEngine {
@@ -58,8 +60,12 @@ impl AttachEngine {
                 "the attach backend needs `command` or `pid`",
             )
         })?;
-        let patterns = Patterns::new(&spec.markers.pattern, &spec.markers.ledger)
-            .map_err(|e| EngineError::new(EngineErrorKind::Unavailable, e.to_string()))?;
+        let patterns = Patterns::new(
+            &spec.markers.pattern,
+            &spec.markers.ledger,
+            &spec.markers.ready,
+        )
+        .map_err(|e| EngineError::new(EngineErrorKind::Unavailable, e.to_string()))?;
         let cwd = scenario
             .source
             .as_deref()
@@ -78,6 +84,7 @@ impl AttachEngine {
             stopped: None,
             sampled: 0,
             taken_turn_nanos: None,
+            ready_at: None,
         })
     }
 
@@ -221,35 +228,38 @@ fn newer(state: &BoardState, after: Option<u64>) -> bool {
     }
 }
 
-impl TurnMarks for AttachEngine {
-    fn wait_turn_closed(&mut self, after: Option<u64>) -> Result<u64, EngineError> {
+impl AttachEngine {
+    /// Waits until `arrived` holds on the board; fails when the markers break their order, the
+    /// process or the marker source ends, or `markers.timeout` passes (`waiting_for` says
+    /// what was awaited).
+    fn wait_board(
+        &mut self,
+        waiting_for: &str,
+        arrived: impl Fn(&BoardState) -> bool,
+    ) -> Result<(), EngineError> {
         let timeout = self.spec.markers.timeout;
         let started = Instant::now();
-        let waiting_for = match after {
-            Some(turn) => format!("after turn {turn}'s marker, before the next one"),
-            None => "before its first turn marker".to_owned(),
-        };
         loop {
             {
                 let state = self
                     .board
-                    .wait_for(LIVENESS_POLL, |s| s.violation.is_some() || newer(s, after));
+                    .wait_for(LIVENESS_POLL, |s| s.violation.is_some() || arrived(s));
                 if let Some(violation) = &state.violation {
                     return Err(EngineError::new(
                         EngineErrorKind::Protocol,
                         violation.clone(),
                     ));
                 }
-                if newer(&state, after) {
-                    return Ok(state.latest.map_or(0, |m| m.turn));
+                if arrived(&state) {
+                    return Ok(());
                 }
             }
-            if let Some(error) = self.ended(&waiting_for, true) {
+            if let Some(error) = self.ended(waiting_for, true) {
                 // The last lines may still be in the pipe: a marker written just before the
                 // end still counts (its sample then finds the process gone).
-                let state = self.board.wait_for(DRAIN, |s| newer(s, after));
-                if newer(&state, after) {
-                    return Ok(state.latest.map_or(0, |m| m.turn));
+                let state = self.board.wait_for(DRAIN, &arrived);
+                if arrived(&state) {
+                    return Ok(());
                 }
                 drop(state);
                 return Err(error);
@@ -278,6 +288,39 @@ impl TurnMarks for AttachEngine {
                 ));
             }
         }
+    }
+}
+
+impl TurnMarks for AttachEngine {
+    fn wait_ready(&mut self) -> Result<Ready, EngineError> {
+        self.wait_board("before its ready line or first turn marker", |s| {
+            s.ready.is_some() || s.latest.is_some()
+        })?;
+        let (ready, latest) = {
+            let state = self.board.lock();
+            (state.ready, state.latest)
+        };
+        let (ready, at) = match (ready, latest) {
+            (None, Some(mark)) => (
+                Ready::Turn(mark.turn),
+                format!("turn marker {} (line {})", mark.turn, mark.line),
+            ),
+            (line, _) => (
+                Ready::Line,
+                format!("ready line (line {})", line.unwrap_or(0)),
+            ),
+        };
+        self.ready_at = Some(at);
+        Ok(ready)
+    }
+
+    fn wait_turn_closed(&mut self, after: Option<u64>) -> Result<u64, EngineError> {
+        let waiting_for = match after {
+            Some(turn) => format!("after turn {turn}'s marker, before the next one"),
+            None => "before its first turn marker".to_owned(),
+        };
+        self.wait_board(&waiting_for, |s| newer(s, after))?;
+        Ok(self.board.lock().latest.map_or(0, |m| m.turn))
     }
 
     fn take_latest_turn(&mut self) -> Option<u64> {
@@ -352,6 +395,10 @@ impl Engine for AttachEngine {
                 "ledger".to_owned(),
                 "no LEDGER marker: create/delete counts are unknown".to_owned(),
             );
+        }
+        if let Some(at) = &self.ready_at {
+            // What the baseline stands for: the loaded process, not its start.
+            details.insert("baseline_at".to_owned(), at.clone());
         }
         if let Some(how) = &self.stopped {
             details.insert("stopped".to_owned(), how.clone());

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use crate::engine::attach::board::{Board, Patterns};
 use crate::engine::KindCounts;
 use crate::process::lines::for_each_line;
-use crate::scenario::{DEFAULT_LEDGER_PATTERN, DEFAULT_MARKER_PATTERN, MAX_MARKER_LINE};
+use crate::scenario::{
+    DEFAULT_LEDGER_PATTERN, DEFAULT_MARKER_PATTERN, DEFAULT_READY_PATTERN, MAX_MARKER_LINE,
+};
 
 /// What the marker board held after a replay.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,8 +34,12 @@ pub(crate) fn feed_marker_bytes(
     on_turn: &mut dyn FnMut(u64, &BTreeMap<String, KindCounts>),
 ) -> MarkerReading {
     let board = Board::default();
-    let patterns = Patterns::new(DEFAULT_MARKER_PATTERN, DEFAULT_LEDGER_PATTERN)
-        .expect("the default marker patterns compile");
+    let patterns = Patterns::new(
+        DEFAULT_MARKER_PATTERN,
+        DEFAULT_LEDGER_PATTERN,
+        DEFAULT_READY_PATTERN,
+    )
+    .expect("the default marker patterns compile");
     let _ = for_each_line(bytes, MAX_MARKER_LINE, |line| {
         let before = board.lock().markers;
         patterns.feed(&board, "stdout", line);

@@ -243,12 +243,17 @@ impl Follow {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::{DEFAULT_LEDGER_PATTERN, DEFAULT_MARKER_PATTERN};
+    use crate::scenario::{DEFAULT_LEDGER_PATTERN, DEFAULT_MARKER_PATTERN, DEFAULT_READY_PATTERN};
     use std::io::Write;
     use std::time::Instant;
 
     fn patterns() -> Patterns {
-        Patterns::new(DEFAULT_MARKER_PATTERN, DEFAULT_LEDGER_PATTERN).unwrap()
+        Patterns::new(
+            DEFAULT_MARKER_PATTERN,
+            DEFAULT_LEDGER_PATTERN,
+            DEFAULT_READY_PATTERN,
+        )
+        .unwrap()
     }
 
     fn wait_for_turn(board: &Board, turn: u64) -> bool {

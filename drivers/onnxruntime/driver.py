@@ -190,7 +190,8 @@ class Driver:
             self._track(output, "output")
             logits = output[0, -1]
         elif mode == "ortvalue":
-            value = session.run_with_ort_values(["logits"], {"ids": ids})[0]
+            feed = {"ids": self.ort.OrtValue.ortvalue_from_numpy(ids)}
+            value = session.run_with_ort_values(["logits"], feed)[0]
             native = value._ortvalue if hasattr(value, "_ortvalue") else value
             self._track(native, "output")
             output = value

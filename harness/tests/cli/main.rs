@@ -22,6 +22,7 @@ mod init;
 mod interrupted;
 mod library;
 mod max_live;
+mod onnxruntime;
 mod opencl;
 mod out_dir;
 mod python_driver;

@@ -8,13 +8,20 @@ new input shape the runtime plans memory for. It speaks leakloop's worker protoc
 (docs/protocol.md, version 2); the plumbing (ledger, line reading, the protocol's file descriptor)
 is the Python-binding driver's, imported from drivers/litert_lm_python.py.
 
+With `api: genai` it drives onnxruntime-genai instead (fixtures/onnxruntime/models/tiny-lm-genai/,
+a decoder with a key/value cache): a `Model` per load and a `Generator` per session, which holds
+that conversation's cache.
+
 Ledger (cumulative, counted when the native object is really destroyed: a weakref finaliser on
 the binding's own pybind11 object, not on the Python wrapper):
   session     an `InferenceSession` (the C++ session: the model's weights, its planned memory)
   output      an output of `run`: a numpy array, or a native `OrtValue`
   io_binding  an `IOBinding` (with `output: iobinding`)
+  model, generator  onnxruntime-genai's `Model` and `Generator` (with `api: genai`)
 
 Options (the scenario's `engine.options`, sent in `hello`):
+  api: session          ONNX Runtime's InferenceSession (the default)
+  api: genai            onnxruntime-genai; then only `release` applies (to generators)
   session: reuse        one InferenceSession built at `load`, released at `unload` (the default)
   session: per_request  an InferenceSession built at every `open_session`, released at its close
   release: drop         a released session loses its last reference (the default)
@@ -62,9 +69,11 @@ from litert_lm_python import (  # noqa: E402 - the sibling module, found through
 PROTOCOL_VERSION = 2
 BACKEND = "onnxruntime"
 INSTALL = "python3 -m pip install onnxruntime==1.32.0"
+INSTALL_GENAI = "python3 -m pip install onnxruntime-genai==0.18.0"
 
 # Each option's allowed values (a tuple) or type (a type), and its default.
 OPTIONS = {
+    "api": (("session", "genai"), "session"),
     "session": (("reuse", "per_request"), "reuse"),
     "release": (("drop", "keep"), "drop"),
     "output": (("numpy", "ortvalue", "iobinding"), "numpy"),
@@ -106,6 +115,11 @@ def parse_options(given) -> dict:
             raise DriverError("unavailable",
                               f"option `{name}` must be {wanted}, got {json.dumps(value)}")
         options[name] = value
+    if options["api"] == "genai":
+        other = [name for name in given if name not in ("api", "release")]
+        if other:
+            raise DriverError("unavailable", f"option `{other[0]}` does not apply with `api: genai` "
+                              "(only `release` does)")
     return options
 
 
@@ -316,6 +330,96 @@ class Driver:
         return entry
 
 
+class GenaiDriver(Driver):
+    """The same calls over onnxruntime-genai: a `Model` per load, a `Generator` per session."""
+
+    def __init__(self, engine: dict, options: dict, ort, np, og):
+        super().__init__(engine, options, ort, np)
+        self.og = og
+        self.genai_model = None
+
+    def describe(self) -> dict:
+        details = {
+            "python": sys.version.split()[0],
+            "onnxruntime": self.ort.__version__,
+            "model": str(self.model),
+            "api": "genai",
+            "release": self.options["release"],
+        }
+        return {"backend": BACKEND, "version": f"genai {self.og.__version__}", "details": details}
+
+    def load(self) -> dict:
+        if self.genai_model is not None:
+            raise DriverError("load", "the model is already loaded")
+        folder = self.model
+        if folder and os.path.isfile(folder):
+            folder = os.path.dirname(folder)
+        if not folder or not os.path.isfile(os.path.join(folder, "genai_config.json")):
+            raise DriverError("unavailable", f"no genai_config.json in the model folder {self.model}")
+        with open(os.path.join(folder, "genai_config.json"), encoding="utf-8") as f:
+            context = json.load(f).get("model", {}).get("context_length") or self.max_tokens
+        # A generator may not ask for more than the model's context.
+        self.max_length = min(self.max_tokens, int(context))
+        try:
+            self.genai_model = self.og.Model(folder)
+        except Exception as e:  # noqa: BLE001
+            raise DriverError("load", f"onnxruntime_genai.Model({folder}): {e}") from e
+        self._track(self.genai_model, "model")
+        self.loaded = True
+        return {"reply": "loaded", "backend": self.describe()}
+
+    def open_session(self, turn: int) -> dict:
+        if self.genai_model is None:
+            raise DriverError("open", "no model is loaded")
+        try:
+            params = self.og.GeneratorParams(self.genai_model)
+            params.set_search_options(max_length=self.max_length)
+            generator = self.og.Generator(self.genai_model, params)
+        except Exception as e:  # noqa: BLE001
+            raise DriverError("open", f"Generator: {e}") from e
+        self._track(generator, "generator")
+        session = self.next_session
+        self.next_session += 1
+        self.sessions[session] = {"turn": turn, "session": generator}
+        return {"reply": "opened", "session": session}
+
+    def send(self, session: int, prompt: dict) -> dict:
+        entry = self._session(session, "send")
+        super().send(session, prompt)
+        # Token ids 0 to 2 are padding, start and end: the prompt keeps clear of them.
+        ids = [3 + i % 250 for i in entry.pop("ids")]
+        try:
+            entry["session"].append_tokens([ids])
+        except Exception as e:  # noqa: BLE001
+            raise DriverError("send", f"append_tokens: {e}") from e
+        return {"reply": "done"}
+
+    def generate(self, session: int, request: dict) -> dict:
+        generator = self._session(session, "generate")["session"]
+        limit = int(request.get("max_output_tokens") or 0)
+        cancel_after = request.get("cancel_after_tokens")
+        produced = 0
+        cancelled = False
+        try:
+            while produced < limit and not generator.is_done():
+                if cancel_after is not None and produced >= cancel_after:
+                    cancelled = True
+                    break
+                generator.generate_next_token()
+                produced += 1
+        except Exception as e:  # noqa: BLE001
+            raise DriverError("generate", f"generate_next_token: {e}") from e
+        return {"reply": "generated", "outcome": {"tokens": produced, "cancelled": cancelled}}
+
+    def unload(self) -> dict:
+        if self.genai_model is None:
+            raise DriverError("unload", "no model is loaded")
+        self.loaded = False
+        model, self.genai_model = self.genai_model, None
+        self._release(model)
+        return {"reply": "done"}
+
+
 def dispatch(driver: Driver, request: dict) -> dict:
     call = request.get("call")
     if call == "hello":
@@ -355,6 +459,13 @@ def handshake(first: dict) -> Driver:
         import onnxruntime as ort
     except ImportError as e:
         raise DriverError("unavailable", f"cannot import onnxruntime ({e}); install it: {INSTALL}") from e
+    if options["api"] == "genai":
+        try:
+            import onnxruntime_genai as og
+        except ImportError as e:
+            raise DriverError("unavailable", f"cannot import onnxruntime_genai ({e}); "
+                              f"install it: {INSTALL_GENAI}") from e
+        return GenaiDriver(engine, options, ort, np, og)
     return Driver(engine, options, ort, np)
 
 

@@ -2,9 +2,9 @@
 //! docs/protocol.md (`driver-check`, in each output mode), and every scenario of
 //! `fixtures/onnxruntime/` run as leakloop runs it, each ending with the verdict its header
 //! states and the ledger kinds and classifications that verdict rests on (measured on
-//! onnxruntime 1.32.0). Without `python3` or its `onnxruntime` package each test says
-//! `SKIPPED: ...`; `LEAKLOOP_REQUIRE_PYTHON=1` (set by CI, which installs the package) makes that
-//! a failure.
+//! onnxruntime 1.32.0; the `ort-genai-*` scenarios on onnxruntime-genai 0.18.0). Without
+//! `python3` or the package a test needs it says `SKIPPED: ...`; `LEAKLOOP_REQUIRE_PYTHON=1` (set
+//! by CI, which installs both) makes that a failure.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -19,27 +19,36 @@ use crate::fixtures::expected_exit;
 use crate::python_driver::memory_lock;
 
 const INSTALL: &str = "python3 -m pip install onnxruntime==1.32.0";
+const INSTALL_GENAI: &str = "python3 -m pip install onnxruntime-genai==0.18.0";
 const MODEL: &str = "fixtures/onnxruntime/models/tiny-lm.onnx";
+const GENAI_MODEL: &str = "fixtures/onnxruntime/models/tiny-lm-genai";
 const DRIVER: &str = "drivers/onnxruntime/driver.py";
 
 /// Whether `python3` imports `onnxruntime`; reports the skip when it does not.
 fn have_onnxruntime(test: &str) -> bool {
+    have_package(test, "onnxruntime", INSTALL)
+}
+
+/// Whether `python3` imports `module`; reports the skip (with how to install it) when it does not.
+fn have_package(test: &str, module: &str, install: &str) -> bool {
     let imports = Command::new("python3")
-        .args(["-c", "import onnxruntime"])
+        .args(["-c", &format!("import {module}")])
         .output()
         .is_ok_and(|o| o.status.success());
     if !imports {
         skip_or_require(
             "LEAKLOOP_REQUIRE_PYTHON",
-            &format!("{test}: python3 cannot import onnxruntime ({INSTALL})"),
+            &format!("{test}: python3 cannot import {module} ({install})"),
         );
     }
     imports
 }
 
 fn driver_check(options: &[&str]) -> Output {
+    let genai = options.contains(&"api=\"genai\"");
     let mut command = leakloop_command();
-    command.args(["driver-check", "--model", MODEL]);
+    let model = if genai { GENAI_MODEL } else { MODEL };
+    command.args(["driver-check", "--model", model]);
     for option in options {
         command.args(["--option", option]);
     }
@@ -56,15 +65,27 @@ fn driver_check(options: &[&str]) -> Output {
 #[case::ortvalue_outputs(&["output=\"ortvalue\""], "output 8/8")]
 #[case::iobinding_outputs(&["output=\"iobinding\"", "batch=[1,4]"], "io_binding 8/8")]
 #[case::shared_arena(&["arena_extend_strategy=\"next_power_of_two\""], "session 1/1")]
+#[case::genai_generator(&["api=\"genai\""], "generator 1/1, model 1/1")]
 fn the_driver_conforms_to_the_protocol(#[case] options: &[&str], #[case] ledger: &str) {
-    if !have_onnxruntime("the_driver_conforms_to_the_protocol") {
+    let test = "the_driver_conforms_to_the_protocol";
+    if !have_onnxruntime(test) {
+        return;
+    }
+    let genai = options.contains(&"api=\"genai\"");
+    if genai && !have_package(test, "onnxruntime_genai", INSTALL_GENAI) {
         return;
     }
     let output = driver_check(options);
     let shown = text(&output);
     assert_eq!(output.status.code(), Some(0), "{options:?}:\n{shown}");
     assert!(shown.contains("conforming:"), "{shown}");
-    assert!(shown.contains("onnxruntime 1."), "{shown}");
+    // The runtime's version, as a release sweep reads it from the report.
+    let version = if genai {
+        "onnxruntime genai 0."
+    } else {
+        "onnxruntime 1."
+    };
+    assert!(shown.contains(version), "{shown}");
     // The counts after the first unload: everything the session made was destroyed.
     let after_unload = shown
         .lines()
@@ -92,6 +113,9 @@ fn the_driver_refuses_an_option_it_does_not_know() {
 /// header states, and its report.
 fn run_scenario(name: &str) -> Option<(ReportFile, String)> {
     if !have_onnxruntime(name) {
+        return None;
+    }
+    if name.starts_with("ort-genai") && !have_package(name, "onnxruntime_genai", INSTALL_GENAI) {
         return None;
     }
     let path = workspace().join(format!("fixtures/onnxruntime/{name}.yaml"));
@@ -134,13 +158,19 @@ fn failed_expectations(report: &ReportFile) -> Vec<&str> {
 #[case::no_arena_no_mem_pattern("ort-no-arena", &[])]
 #[case::shared_arena_outlives_sessions("ort-shared-arena", &[])]
 #[case::reload_every_10_turns("ort-reload", &[])]
+#[case::genai_generator_per_conversation("ort-genai-chat", &[])]
 fn a_sound_lifecycle_passes(#[case] name: &str, #[case] not_growth: &[&str]) {
     let Some((report, shown)) = run_scenario(name) else {
         return;
     };
     assert_eq!(report.verdict.status, VerdictStatus::Pass, "{shown}");
     assert_eq!(unbalanced(&report), Vec::<String>::new(), "{shown}");
-    let sessions = report.record.ledger.totals["onnxruntime/session"];
+    let native = if name.starts_with("ort-genai") {
+        "onnxruntime/generator"
+    } else {
+        "onnxruntime/session"
+    };
+    let sessions = report.record.ledger.totals[native];
     assert!(sessions.created >= 1, "{shown}");
     for metric in not_growth {
         let class = report.verdict.metrics[*metric].classification;
@@ -160,12 +190,21 @@ fn a_sound_lifecycle_passes(#[case] name: &str, #[case] not_growth: &[&str]) {
 #[rstest]
 #[case::session_rebuilt_per_request_never_released("ort-per-request-kept", "onnxruntime/session")]
 #[case::outputs_kept("ort-outputs-kept", "onnxruntime/output")]
+#[case::genai_generators_kept("ort-genai-kept", "onnxruntime/generator")]
 fn an_anti_pattern_fails_on_its_ledger_kind_and_growth(#[case] name: &str, #[case] kind: &str) {
     let Some((report, shown)) = run_scenario(name) else {
         return;
     };
     assert_eq!(report.verdict.status, VerdictStatus::Fail, "{shown}");
-    assert_eq!(unbalanced(&report), [kind], "{shown}");
+    let unbalanced = unbalanced(&report);
+    assert!(unbalanced.iter().any(|k| k == kind), "{shown}");
+    // What else is unbalanced is the model kept at unload (release: keep applies to it too).
+    assert!(
+        unbalanced
+            .iter()
+            .all(|k| k == kind || k == "onnxruntime/model"),
+        "{shown}"
+    );
     let live = report.record.ledger.totals[kind];
     assert_eq!(live.deleted, 0, "{shown}");
     let failed = failed_expectations(&report);
@@ -193,6 +232,8 @@ fn every_scenario_of_the_library_is_run_by_a_test_here() {
         "ort-reload",
         "ort-per-request-kept",
         "ort-outputs-kept",
+        "ort-genai-chat",
+        "ort-genai-kept",
     ];
     let folder: PathBuf = workspace().join("fixtures/onnxruntime");
     let mut found: Vec<String> = std::fs::read_dir(&folder)

@@ -24,6 +24,7 @@ mod interrupted;
 mod library;
 mod litert_interpreter;
 mod max_live;
+mod onnxruntime;
 mod opencl;
 mod out_dir;
 mod python_driver;

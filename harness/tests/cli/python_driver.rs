@@ -21,8 +21,9 @@ const INSTALL: &str = "python3 -m pip install litert-lm-api==0.18.1";
 /// Set in CI, where python3, the `litert_lm` package and the C library must all be there.
 const REQUIRE_ENV: &str = "LEAKLOOP_REQUIRE_ENGINE";
 
-/// One real-engine run at a time in this test binary: two would measure each other's load.
-fn memory_lock() -> MutexGuard<'static, ()> {
+/// One real-engine run at a time in this test binary: two would measure each other's load
+/// (onnxruntime.rs takes it too).
+pub(crate) fn memory_lock() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -130,6 +130,14 @@ fn missing_resource(args: &[String]) -> Option<String> {
                 .into(),
         );
     }
+    if args.iter().any(|a| a.contains("onnxruntime"))
+        && !runs("python3", &["-c", "import onnxruntime"])
+    {
+        return Some(
+            "Python's onnxruntime is not installed (python3 -m pip install onnxruntime==1.32.0)"
+                .into(),
+        );
+    }
     None
 }
 

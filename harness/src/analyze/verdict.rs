@@ -27,6 +27,16 @@ impl MetricAnalysis {
     pub fn fails(&self) -> bool {
         self.classification == Classification::Growth && self.growth_matters != Some(false)
     }
+
+    /// The turn where the growth began: where the samples join the rising line (see the
+    /// classifier's onset), which may be before the steady part its slope was fitted on; the
+    /// steady part's first turn when the reason does not say.
+    pub fn growth_from_turn(&self) -> Option<u64> {
+        match &self.reason {
+            Reason::Growth { rise, .. } => Some(rise.from_turn),
+            _ => self.steady_from_turn,
+        }
+    }
 }
 
 impl Classification {

@@ -41,8 +41,9 @@
 //!   significant against the scatter around the line (`p <` [`LEAST_SQUARES_ALPHA`]: a sawtooth
 //!   is not a leak); no sample set aside as warm-up stands above where the steady line starts
 //!   unless the steady line ends clearly above it (a heap that ratchets past its earlier peaks);
-//!   and, when the steps shrink from the (re)load on (`p <` [`DECELERATION_ALPHA`]), the rise is
-//!   significant without the first third of the steady part. A saturating warm-up whose tail is
+//!   and, when the steps shrink from the (re)load on (`p <` [`DECELERATION_ALPHA`], and still
+//!   halving after the largest early step: `classify/shapes.rs`), the rise is significant without
+//!   the first third of the steady part. A saturating warm-up whose tail is
 //!   still settling after the detected settle turn rises early and stops; a leak keeps rising. A
 //!   rise that fails only these checks is inconclusive (a run twice as long would tell). Whether
 //!   the growth *matters* (fails `leakloop analyze`) is judged apart: `growth_matters`;
@@ -52,9 +53,13 @@
 //! - **plateau** if the rise is beyond tolerance even at its lower bound (`rise_lo > T`) and the
 //!   worst-case drift after settling is small: `max(hi, 0) * D <= max(T, `
 //!   [`PLATEAU_DRIFT_FRACTION`] ` * rise)`;
+//! - an undecided series whose slope interval lies below zero and whose fitted level at the last
+//!   turn is within `T` is **clean** (memory given back); one whose steady part is a single step
+//!   between two flat levels is **inconclusive**, named as that step (`classify/shapes.rs`);
 //! - **inconclusive** otherwise, and always with fewer than [`MIN_STEADY_POINTS`] steady samples
 //!   or no slope interval. `turns_needed` is the smallest run length at which, with the present
-//!   slope, level and noise, one of the three decisions above would be reached.
+//!   slope, level and noise, one of the three decisions above would be reached with
+//!   `PROJECTION_POWER`.
 //!
 //! With reloads, the epochs' steady levels are also compared (see `classify/reloads.rs`): with at
 //! least [`MIN_RATCHET_EPOCHS`] epochs a persistent, significant rise of the levels is **growth**

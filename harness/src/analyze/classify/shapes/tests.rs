@@ -148,12 +148,15 @@ fn a_falling_series_still_above_the_tolerance_is_not_clean() {
     assert_ne!(a.classification, Classification::Clean, "{a:#?}");
 }
 
+/// A series' shape over its turns.
+type Shape = fn(u32) -> f64;
+
 #[test]
 fn the_plateau_onset_is_where_the_series_settled() {
     // Known onsets: a step at turn 4, a ramp that stops at turn 6, a pool that fills by turn 3
     // with its last turn a little short; 60 turns, so that the warm-up search may set aside up to
     // 30 of them.
-    let cases: [(u64, fn(u32) -> f64); 3] = [
+    let cases: [(u64, Shape); 3] = [
         (4, |t| if t >= 4 { 64.0 * MIB } else { 0.0 }),
         (6, |t| 10.0 * MIB * f64::from(t.min(6))),
         (3, |t| match t {

@@ -988,7 +988,9 @@ impl Steady {
                     interval: interval_text,
                 };
             }
-            _ if shapes::falling(&evidence).is_some() => {
+            // With reloads the epoch levels are judged apart (`levels_stay_put`); a fall within
+            // epochs says nothing about them.
+            _ if prepared.epochs.len() == 1 && shapes::falling(&evidence).is_some() => {
                 analysis.classification = Classification::Clean;
                 analysis.reason = Reason::Falling {
                     slope,

@@ -38,7 +38,7 @@ pub enum Reason {
         /// When it was decided soon after the warm-up, how soon.
         early: Option<EarlyGrowth>,
     },
-    /// Rising, but every step is smaller than the one before.
+    /// Rising, but its steps shrink: a warm-up still settling.
     Decelerating {
         /// The rise.
         rise: Rise,

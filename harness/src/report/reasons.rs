@@ -222,9 +222,10 @@ impl Words {
                 self.size(*tolerance)
             ),
             Reason::Decelerating { rise, alpha } => format!(
-                "rose {} but every step is smaller than the one before it (Mann-Kendall on the \
-                 steps p < {alpha}) and without its first third the rise is not significant: a \
-                 warm-up still settling or a leak; a run twice as long would tell",
+                "rose {} but its steps shrink (Mann-Kendall on the steps p < {alpha}, and to half \
+                 their size after the largest early one) and without its first third the rise is \
+                 not significant: a warm-up still settling or a leak; a run twice as long would \
+                 tell",
                 self.rise(rise)
             ),
             Reason::RoseInDoubt { rise, doubt } => format!(

@@ -56,7 +56,8 @@ impl Classification {
 pub struct PlateauInfo {
     /// Size of the rise above the baseline, in bytes.
     pub size_bytes: i64,
-    /// The turn from which the series stays on the plateau.
+    /// The turn from which the series stays on the plateau (within 4 noise deviations or half the
+    /// tolerance of its level), which may be before `steady_from_turn`.
     pub settled_at_turn: u64,
 }
 
@@ -79,7 +80,8 @@ pub struct MetricAnalysis {
     pub confidence: f64,
     /// The one-time rise, when there is one.
     pub plateau: Option<PlateauInfo>,
-    /// For `inconclusive`: how many turns would be needed to decide.
+    /// For `inconclusive`: how many turns would be needed to decide (a run length planned for 80%
+    /// power at the present slope, level and noise, so that it does not recede turn by turn).
     pub turns_needed: Option<u64>,
     /// Number of post-close points the analysis used.
     pub points: usize,

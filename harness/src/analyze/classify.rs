@@ -322,7 +322,7 @@ impl<'a> Prepared<'a> {
     /// of every epoch shrink (see `shapes::steps_shrink`). A saturating warm-up does; a leak,
     /// with or without a one-time step at its start, does not.
     fn decelerating(&self) -> bool {
-        shapes::steps_shrink(&self.epochs)
+        shapes::steps_shrink(&self.epochs, self.sigma)
     }
 
     /// The noise scale from the cleaned first differences at or after `settle` in every epoch,

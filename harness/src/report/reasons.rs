@@ -223,9 +223,9 @@ impl Words {
             ),
             Reason::Decelerating { rise, alpha } => format!(
                 "rose {} but its steps shrink (Mann-Kendall on the steps p < {alpha}, and to half \
-                 their size after the largest early one) and without its first third the rise is \
-                 not significant: a warm-up still settling or a leak; a run twice as long would \
-                 tell",
+                 their size or to the noise after the largest early one) and without its first \
+                 third the rise is not significant: a warm-up still settling or a leak; a run \
+                 twice as long would tell",
                 self.rise(rise)
             ),
             Reason::RoseInDoubt { rise, doubt } => format!(

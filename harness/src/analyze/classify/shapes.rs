@@ -14,7 +14,8 @@
 //!   (re)load makes that test significant by itself, though it says nothing about the steps after
 //!   it (a runtime that maps its arena at the first inference and then leaks a fixed amount per
 //!   turn); so the steps after each epoch's largest step in its first half must also shrink to
-//!   [`SHRINK_FRACTION`] of their size, median of the later half against median of the earlier.
+//!   [`SHRINK_FRACTION`] of their size, median of the later half against median of the earlier,
+//!   or to within [`SETTLED_STEP_SIGMAS`] noise deviations of a step of zero.
 //! - **Late step** ([`late_step`]): one step up inside the steady part, flat before and after (a
 //!   runtime's arena growing once when a request larger than any before arrives). The trend tests
 //!   see a slope with a wide interval; the reason names the step, its turn and its size.
@@ -35,8 +36,10 @@ use crate::analyze::stats::{robust, theil_sen};
 pub const ONSET_SIGMAS: f64 = SPIKE_SIGMAS;
 /// One-sided significance level of the test that the steps shrink.
 pub const SHRINK_ALPHA: f64 = super::DECELERATION_ALPHA;
-/// The steps after the largest early one must shrink to this fraction of their size.
+/// The steps after the largest early one must shrink to this fraction of their size...
 pub const SHRINK_FRACTION: f64 = 0.5;
+/// ...or to within this many noise deviations of a step (`sqrt(2) sigma`) of zero.
+pub const SETTLED_STEP_SIGMAS: f64 = 2.0;
 /// Each side of a late step keeps at least this many samples.
 const MIN_STEP_SIDE: usize = 3;
 
@@ -85,7 +88,7 @@ pub(super) fn growth_band(prepared: &Prepared<'_>, slope: f64) -> f64 {
 
 /// Whether the steps between consecutive samples shrink: a warm-up still settling (see the module
 /// documentation). `epochs` are `(offset, turn, value)` per load epoch.
-pub(super) fn steps_shrink(epochs: &[Vec<(u64, u64, f64)>]) -> bool {
+pub(super) fn steps_shrink(epochs: &[Vec<(u64, u64, f64)>], sigma: f64) -> bool {
     let steps: Vec<Vec<f64>> = epochs
         .iter()
         .map(|e| e.windows(2).map(|w| w[1].2 - w[0].2).collect())
@@ -95,8 +98,9 @@ pub(super) fn steps_shrink(epochs: &[Vec<(u64, u64, f64)>]) -> bool {
         return false;
     }
     // The steps after each epoch's largest early step (a jump at the load, which alone makes the
-    // test above significant however equal the steps after it are) must still halve: the median
-    // of their later half at most half the median of their earlier half.
+    // test above significant however equal the steps after it are) must still halve (the median
+    // of their later half at most half the median of their earlier half), or have come down to
+    // the noise (a warm-up that has all but settled: nothing of a step is left to compare).
     let (mut earlier, mut later) = (Vec::new(), Vec::new());
     for s in &steps {
         let half = s.len().div_ceil(2);
@@ -111,7 +115,11 @@ pub(super) fn steps_shrink(epochs: &[Vec<(u64, u64, f64)>]) -> bool {
         later.extend_from_slice(&rest[rest.len() - middle..]);
     }
     match (robust::median(&earlier), robust::median(&later)) {
-        (Some(earlier), Some(later)) => earlier > 0.0 && later <= SHRINK_FRACTION * earlier,
+        (Some(earlier), Some(later)) => {
+            let step_noise = std::f64::consts::SQRT_2 * sigma;
+            later <= SETTLED_STEP_SIGMAS * step_noise
+                || (earlier > 0.0 && later <= SHRINK_FRACTION * earlier)
+        }
         _ => false,
     }
 }

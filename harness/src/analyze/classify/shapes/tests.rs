@@ -82,10 +82,14 @@ fn a_large_first_jump_then_equal_steps_is_growth_within_ten_samples() {
 #[test]
 fn the_deceleration_test_fires_only_when_steps_really_shrink() {
     let on_equal_steps =
-        rate(|seed| steps_shrink(&epoch(&shaped(9, MIB, seed, jump_then_equal_steps))));
-    let on_a_leak =
-        rate(|seed| steps_shrink(&epoch(&shaped(30, MIB, seed, |t| 2.0 * MIB * f64::from(t)))));
-    let on_saturating = rate(|seed| steps_shrink(&epoch(&shaped(20, MIB, seed, saturating))));
+        rate(|seed| steps_shrink(&epoch(&shaped(9, MIB, seed, jump_then_equal_steps)), MIB));
+    let on_a_leak = rate(|seed| {
+        steps_shrink(
+            &epoch(&shaped(30, MIB, seed, |t| 4.0 * MIB * f64::from(t))),
+            MIB,
+        )
+    });
+    let on_saturating = rate(|seed| steps_shrink(&epoch(&shaped(20, MIB, seed, saturating)), MIB));
     // The test on all steps alone, as the classifier had it: one large first step is enough.
     let all_steps = |points: &[(u64, u64)]| {
         let steps: Vec<f64> = points

@@ -41,8 +41,9 @@
 //!   significant against the scatter around the line (`p <` [`LEAST_SQUARES_ALPHA`]: a sawtooth
 //!   is not a leak); no sample set aside as warm-up stands above where the steady line starts
 //!   unless the steady line ends clearly above it (a heap that ratchets past its earlier peaks);
-//!   and, when the steps shrink from the (re)load on (`p <` [`DECELERATION_ALPHA`]), the rise is
-//!   significant without the first third of the steady part. A saturating warm-up whose tail is
+//!   and, when the steps shrink from the (re)load on (`p <` [`DECELERATION_ALPHA`], and still
+//!   halving after the largest early step: `classify/shapes.rs`), the rise is significant without
+//!   the first third of the steady part. A saturating warm-up whose tail is
 //!   still settling after the detected settle turn rises early and stops; a leak keeps rising. A
 //!   rise that fails only these checks is inconclusive (a run twice as long would tell). Whether
 //!   the growth *matters* (fails `leakloop analyze`) is judged apart: `growth_matters`;
@@ -52,9 +53,13 @@
 //! - **plateau** if the rise is beyond tolerance even at its lower bound (`rise_lo > T`) and the
 //!   worst-case drift after settling is small: `max(hi, 0) * D <= max(T, `
 //!   [`PLATEAU_DRIFT_FRACTION`] ` * rise)`;
+//! - an undecided series whose slope interval lies below zero and whose fitted level at the last
+//!   turn is within `T` is **clean** (memory given back); one whose steady part is a single step
+//!   between two flat levels is **inconclusive**, named as that step (`classify/shapes.rs`);
 //! - **inconclusive** otherwise, and always with fewer than [`MIN_STEADY_POINTS`] steady samples
 //!   or no slope interval. `turns_needed` is the smallest run length at which, with the present
-//!   slope, level and noise, one of the three decisions above would be reached.
+//!   slope, level and noise, one of the three decisions above would be reached with
+//!   `PROJECTION_POWER`.
 //!
 //! With reloads, the epochs' steady levels are also compared (see `classify/reloads.rs`): with at
 //! least [`MIN_RATCHET_EPOCHS`] epochs a persistent, significant rise of the levels is **growth**
@@ -314,17 +319,10 @@ impl<'a> Prepared<'a> {
     }
 
     /// Whether the series slows down from its (re)loads on: the steps between consecutive samples
-    /// of every epoch, warm-up included, shrink (Mann-Kendall on the steps, one-sided `p <`
-    /// [`DECELERATION_ALPHA`]). A saturating warm-up does; a leak, with or without a one-time step
-    /// at its start, does not (one large first step alone is not significant).
+    /// of every epoch shrink (see `shapes::steps_shrink`). A saturating warm-up does; a leak,
+    /// with or without a one-time step at its start, does not.
     fn decelerating(&self) -> bool {
-        let steps: Vec<Vec<f64>> = self
-            .epochs
-            .iter()
-            .map(|e| e.windows(2).map(|w| w[1].2 - w[0].2).collect())
-            .collect();
-        let test = mann_kendall(&steps);
-        test.z < 0.0 && 1.0 - test.p_increasing < DECELERATION_ALPHA
+        shapes::steps_shrink(&self.epochs, self.sigma)
     }
 
     /// The noise scale from the cleaned first differences at or after `settle` in every epoch,
@@ -768,6 +766,22 @@ impl Steady {
         )
     }
 
+    /// Makes an undecided series inconclusive for a one-off step after the warm-up, when it shows
+    /// one (see `shapes::late_step`): no run length decides it, a wider warm-up does.
+    fn name_late_step(&self, prepared: &Prepared<'_>, analysis: &mut MetricAnalysis) -> bool {
+        let Some(step) = shapes::late_step(prepared, self) else {
+            return false;
+        };
+        analysis.classification = Classification::Inconclusive;
+        analysis.turns_needed = None;
+        analysis.reason = Reason::LateStep {
+            turn: step.turn,
+            size: step.size,
+            noise: prepared.sigma,
+        };
+        true
+    }
+
     fn decide(&self, prepared: &Prepared<'_>, analysis: &mut MetricAnalysis) {
         let options = prepared.options;
         let values: Vec<Vec<f64>> = self
@@ -884,9 +898,17 @@ impl Steady {
         if rising && persists {
             analysis.classification = Classification::Growth;
             let too_small = GrowthGate::new(prepared).judge(lo, hi, analysis);
+            // Named from where the samples join the rising line, not where its fit starts.
+            let from_turn =
+                shapes::onset(prepared, self, slope, shapes::growth_band(prepared, slope))
+                    .unwrap_or(settle);
             analysis.reason = Reason::Growth {
-                rise: rise_text,
+                rise: Rise {
+                    from_turn,
+                    ..rise_text
+                },
                 too_small,
+                early: shapes::early_growth(prepared, self),
             };
             return;
         }
@@ -895,8 +917,11 @@ impl Steady {
             return;
         }
 
-        // Rising without persisting: the doubt is what stands in the way.
+        // Rising without persisting: the doubt is what stands in the way, unless it is one step.
         if let Some(doubt) = doubt.filter(|_| rising) {
+            if self.name_late_step(prepared, analysis) {
+                return;
+            }
             analysis.classification = Classification::Inconclusive;
             analysis.turns_needed = Some(prepared.twice_as_long());
             analysis.reason = Reason::RoseInDoubt {
@@ -950,16 +975,31 @@ impl Steady {
             }
             Some(Classification::Plateau) => {
                 analysis.classification = Classification::Plateau;
+                let settled_at =
+                    shapes::onset(prepared, self, slope, shapes::plateau_band(prepared))
+                        .unwrap_or(settle);
                 analysis.plateau = Some(PlateauInfo {
                     size_bytes: rise.round() as i64,
-                    settled_at_turn: settle,
+                    settled_at_turn: settled_at,
                 });
                 analysis.reason = Reason::Plateau {
                     rise,
-                    settled_at: settle,
+                    settled_at,
                     interval: interval_text,
                 };
             }
+            // With reloads the epoch levels are judged apart (`levels_stay_put`); a fall within
+            // epochs says nothing about them.
+            _ if prepared.epochs.len() == 1 && shapes::falling(&evidence).is_some() => {
+                analysis.classification = Classification::Clean;
+                analysis.reason = Reason::Falling {
+                    slope,
+                    interval: interval_text,
+                    end: shapes::falling(&evidence).unwrap_or(0.0),
+                    tolerance: evidence.tolerance,
+                };
+            }
+            _ if self.name_late_step(prepared, analysis) => {}
             _ => {
                 analysis.classification = Classification::Inconclusive;
                 analysis.turns_needed = project_turns(prepared, &evidence);
@@ -1145,7 +1185,10 @@ fn project_turns(prepared: &Prepared<'_>, evidence: &Evidence) -> Option<u64> {
     let sigma = prepared.sigma;
     let z2 = standard_normal().inverse_cdf(0.5 + options.confidence / 2.0);
     let z_alpha = standard_normal().inverse_cdf(1.0 - TREND_ALPHA);
-    let t1 = prepared.one_sided_t();
+    // Planned for power: with a run just long enough for the present estimate to cross its
+    // threshold, half of all runs would fall short and ask for one turn more each time.
+    let z_power = standard_normal().inverse_cdf(PROJECTION_POWER);
+    let t1 = prepared.one_sided_t() + z_power;
     let spacing = prepared.turn_spacing();
     let decides = |samples: u64| -> bool {
         let shape = projected_shape(prepared, samples, spacing);
@@ -1153,11 +1196,11 @@ fn project_turns(prepared: &Prepared<'_>, evidence: &Evidence) -> Option<u64> {
             return false;
         }
         let se = THEIL_SEN_SE_FACTOR * sigma / shape.sxx.sqrt();
-        if shape.count >= MIN_GROWTH_POINTS && evidence.slope - z_alpha * se > 0.0 {
+        if shape.count >= MIN_GROWTH_POINTS && evidence.slope - (z_alpha + z_power) * se > 0.0 {
             return true;
         }
         let projected = Evidence {
-            hi: evidence.slope + z2 * se,
+            hi: evidence.slope + (z2 + z_power) * se,
             rise_margin: t1
                 * sigma
                 * (prepared.baseline_variance() + 1.0 / shape.count as f64).sqrt(),
@@ -1181,6 +1224,11 @@ fn project_turns(prepared: &Prepared<'_>, evidence: &Evidence) -> Option<u64> {
     }
     None
 }
+
+/// The chance a run of the projected length decides, if the slope, level and noise are what they
+/// are now: `turns_needed` is a sample size planned for this power, so that it does not recede
+/// by a turn with every turn added.
+const PROJECTION_POWER: f64 = 0.8;
 
 /// The steady part a run would have, in turns.
 struct Shape {
@@ -1223,6 +1271,7 @@ fn projected_shape(prepared: &Prepared<'_>, samples: u64, spacing: f64) -> Shape
 }
 
 mod reloads;
+mod shapes;
 
 pub use reloads::MIN_RATCHET_EPOCHS;
 

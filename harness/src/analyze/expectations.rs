@@ -140,7 +140,7 @@ pub(crate) fn check_metric(
             turn: if passed {
                 None
             } else {
-                analysis.steady_from_turn
+                analysis.growth_from_turn()
             },
         });
     }

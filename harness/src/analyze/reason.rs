@@ -35,8 +35,10 @@ pub enum Reason {
         rise: Rise,
         /// When the growth does not matter, why.
         too_small: Option<TooSmall>,
+        /// When it was decided soon after the warm-up, how soon.
+        early: Option<EarlyGrowth>,
     },
-    /// Rising, but every step is smaller than the one before.
+    /// Rising, but its steps shrink: a warm-up still settling.
     Decelerating {
         /// The rise.
         rise: Rise,
@@ -108,6 +110,27 @@ pub enum Reason {
         noise: f64,
         /// What would decide.
         outlook: Outlook,
+    },
+    /// One step up after the warm-up, flat before and after it.
+    LateStep {
+        /// The first turn on the higher level.
+        turn: u64,
+        /// The step.
+        size: f64,
+        /// The noise of one sample.
+        noise: f64,
+    },
+    /// The slope's interval lies entirely below zero and the fitted level at the last turn is
+    /// within the tolerance: memory given back, not leaked.
+    Falling {
+        /// The slope per turn.
+        slope: f64,
+        /// Its interval.
+        interval: Interval,
+        /// The fitted level at the last turn, above the baseline.
+        end: f64,
+        /// The tolerance.
+        tolerance: f64,
     },
     /// The steady level steps up from load epoch to load epoch: growth.
     Ratchet {
@@ -225,6 +248,15 @@ pub enum Significance {
         /// The slope's p-value against the noise.
         p: f64,
     },
+}
+
+/// Growth decided over no more turns than twice the warm-up before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EarlyGrowth {
+    /// Turns before the steady part.
+    pub warmup_turns: u64,
+    /// Turns of the steady part.
+    pub steady_turns: u64,
 }
 
 /// Why a rise is not taken for growth.

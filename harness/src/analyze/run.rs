@@ -278,6 +278,25 @@ mod tests {
     }
 
     #[test]
+    fn failed_growth_limit_names_the_turn_the_growth_began() {
+        // A leak of 256 KiB per turn from turn 1, with a pool of 128 KiB released after turn 10:
+        // the slope is fitted from turn 11 on, but the growth began at turn 1.
+        let series: Vec<u64> = (0..=30u32)
+            .map(|t| {
+                let pool = if (1..=10).contains(&t) { 128 << 10 } else { 0 };
+                let wiggle = WIGGLE[t as usize % WIGGLE.len()] / 10;
+                (BASE as i64 + (256 << 10) * i64::from(t) + pool + wiggle) as u64
+            })
+            .collect();
+        let verdict = analyze_run(&record(&series, expect(None, None, Some(64 << 10))));
+        assert!(verdict.metrics["native_heap"].steady_from_turn > Some(1));
+        let growth = &verdict.expectations[0];
+        assert_eq!(growth.name, "native_heap.max_growth_per_turn");
+        assert!(!growth.passed);
+        assert_eq!(growth.turn, Some(1), "{verdict:#?}");
+    }
+
+    #[test]
     fn too_few_turns_cannot_show_a_growth_limit() {
         let series = values(1, |_| BASE);
         let verdict = analyze_run(&record(&series, expect(None, None, Some(MIB))));

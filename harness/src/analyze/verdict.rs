@@ -27,6 +27,16 @@ impl MetricAnalysis {
     pub fn fails(&self) -> bool {
         self.classification == Classification::Growth && self.growth_matters != Some(false)
     }
+
+    /// The turn where the growth began: where the samples join the rising line (see the
+    /// classifier's onset), which may be before the steady part its slope was fitted on; the
+    /// steady part's first turn when the reason does not say.
+    pub fn growth_from_turn(&self) -> Option<u64> {
+        match &self.reason {
+            Reason::Growth { rise, .. } => Some(rise.from_turn),
+            _ => self.steady_from_turn,
+        }
+    }
 }
 
 impl Classification {
@@ -46,7 +56,8 @@ impl Classification {
 pub struct PlateauInfo {
     /// Size of the rise above the baseline, in bytes.
     pub size_bytes: i64,
-    /// The turn from which the series stays on the plateau.
+    /// The turn from which the series stays on the plateau (within 4 noise deviations or half the
+    /// tolerance of its level), which may be before `steady_from_turn`.
     pub settled_at_turn: u64,
 }
 
@@ -69,7 +80,8 @@ pub struct MetricAnalysis {
     pub confidence: f64,
     /// The one-time rise, when there is one.
     pub plateau: Option<PlateauInfo>,
-    /// For `inconclusive`: how many turns would be needed to decide.
+    /// For `inconclusive`: how many turns would be needed to decide (a run length planned for 80%
+    /// power at the present slope, level and noise, so that it does not recede turn by turn).
     pub turns_needed: Option<u64>,
     /// Number of post-close points the analysis used.
     pub points: usize,

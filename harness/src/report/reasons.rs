@@ -9,8 +9,8 @@ use leakloop_units::Quantity;
 
 use crate::analyze::units::{confidence_percent, probability, quantity};
 use crate::analyze::{
-    Doubt, Interval, IntervalKind, MetricAnalysis, Outlook, RatchetDoubt, Reason, Rise,
-    Significance, TooSmall, Verdict,
+    Doubt, EarlyGrowth, Interval, IntervalKind, MetricAnalysis, Outlook, RatchetDoubt, Reason,
+    Rise, Significance, TooSmall, Verdict,
 };
 
 /// `reason`, a reason given for `metric`, as a sentence.
@@ -133,6 +133,21 @@ impl Words {
         format!("; too small to fail: {why}")
     }
 
+    /// `; decided N turns after a warm-up of W: ...`, or nothing.
+    fn early(early: &Option<EarlyGrowth>) -> String {
+        match early {
+            None => String::new(),
+            Some(EarlyGrowth {
+                warmup_turns,
+                steady_turns,
+            }) => format!(
+                "; decided {steady_turns} turns after a warm-up of {warmup_turns}: a cache that \
+                 fills more slowly than the warm-up rises the same way until it is full (if the \
+                 engine caches by design, widen the warm-up past its fill or run longer)"
+            ),
+        }
+    }
+
     fn outlook(&self, outlook: &Outlook) -> String {
         match outlook {
             Outlook::Turns(n) => format!("about {n} turns would decide"),
@@ -174,15 +189,43 @@ impl Words {
             ),
             Reason::NoSteadyPair => "no two steady samples in the same load epoch".to_owned(),
             Reason::Unbounded => "the slope cannot be bounded from these samples".to_owned(),
-            Reason::Growth { rise, too_small } => format!(
-                "keeps rising {}{}",
+            Reason::Growth {
+                rise,
+                too_small,
+                early,
+            } => format!(
+                "keeps rising {}{}{}",
                 self.rise(rise),
-                self.too_small(too_small)
+                self.too_small(too_small),
+                Self::early(early)
+            ),
+            Reason::LateStep { turn, size, noise } => format!(
+                "one step of {} at turn {turn}, flat before and after it (noise {}): the runtime \
+                 grew once after the warm-up (a request larger than any before, its arena or a \
+                 pool growing), not a leak shown; widen the warm-up to {turn} turns \
+                 (`--warmup-turns {turn}`, or `warmup_turns` in the scenario) or move the largest \
+                 request shape into it",
+                self.signed(*size),
+                self.size(*noise),
+            ),
+            Reason::Falling {
+                slope,
+                interval,
+                end,
+                tolerance,
+            } => format!(
+                "falls {} per turn ({}, entirely below zero) and ends {} from the baseline, \
+                 within the {} tolerance: memory given back, not leaked",
+                self.signed(*slope),
+                self.interval(interval),
+                self.signed(*end),
+                self.size(*tolerance)
             ),
             Reason::Decelerating { rise, alpha } => format!(
-                "rose {} but every step is smaller than the one before it (Mann-Kendall on the \
-                 steps p < {alpha}) and without its first third the rise is not significant: a \
-                 warm-up still settling or a leak; a run twice as long would tell",
+                "rose {} but its steps shrink (Mann-Kendall on the steps p < {alpha}, and to half \
+                 their size or to the noise after the largest early one) and without its first \
+                 third the rise is not significant: a warm-up still settling or a leak; a run \
+                 twice as long would tell",
                 self.rise(rise)
             ),
             Reason::RoseInDoubt { rise, doubt } => format!(
@@ -361,6 +404,7 @@ mod tests {
                 significance: Significance::MannKendall { p: 1.5e-4 },
             },
             too_small,
+            early: None,
         }
     }
 

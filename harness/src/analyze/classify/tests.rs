@@ -636,7 +636,11 @@ fn flat_noisy_rss(seed: u64) -> Vec<(u64, u64)> {
 
 #[test]
 fn several_baseline_samples_let_a_flat_noisy_series_be_clean() {
-    let points = flat_noisy_rss(8);
+    // Without the drift: a series that falls is clean however noisy its one baseline sample.
+    let points: Vec<(u64, u64)> = flat_noisy_rss(8)
+        .into_iter()
+        .map(|(t, v)| (t, v + 50_000 * t))
+        .collect();
     let tolerance = ClassifyOptions {
         tolerance: Some(Tolerance::Bytes(15_000_000)),
         ..ClassifyOptions::default()

@@ -115,7 +115,10 @@ pub fn derive_status(outcome: &RunOutcome, expectations: &[ExpectationResult]) -
         RunOutcome::EngineFailed { .. } => VerdictStatus::EngineFailed,
         RunOutcome::Completed if unexpected_errors => VerdictStatus::EngineFailed,
         RunOutcome::Completed if expectations.iter().all(|e| e.passed) => VerdictStatus::Pass,
-        RunOutcome::Completed => VerdictStatus::Fail,
+        RunOutcome::Completed if expectations.iter().any(ExpectationResult::failed) => {
+            VerdictStatus::Fail
+        }
+        RunOutcome::Completed => VerdictStatus::Inconclusive,
     }
 }
 
@@ -141,6 +144,7 @@ fn not_evaluated(name: &str, expected: &str, why: &str) -> ExpectationResult {
     ExpectationResult {
         name: name.to_owned(),
         passed: false,
+        inconclusive: false,
         expected: expected.to_owned(),
         measured: format!("not evaluated: {why}"),
         turn: None,
@@ -179,6 +183,7 @@ fn check_engine_errors(record: &RunRecord) -> ExpectationResult {
     ExpectationResult {
         name: ENGINE_ERRORS.to_owned(),
         passed: unexpected.is_empty(),
+        inconclusive: false,
         expected: EXPECTED.to_owned(),
         measured,
         turn: unexpected.first().map(|(turn, _, _)| u64::from(*turn)),
@@ -498,6 +503,7 @@ mod tests {
             .map(|(i, &passed)| ExpectationResult {
                 name: format!("m{i}.tolerance"),
                 passed,
+                inconclusive: false,
                 expected: String::new(),
                 measured: String::new(),
                 turn: None,

@@ -65,6 +65,7 @@ use crate::runner::{RunAllTurns, RunRecord, StopRule};
 use crate::scenario::{MetricExpectation, Scenario, StopMode};
 
 use super::classify::{ClassifyOptions, CONFIDENCE, TREND_ALPHA};
+use super::expectations::Judged;
 use super::run::analyze_run_with;
 use super::units::probability;
 use super::verdict::{Classification, MetricAnalysis, Verdict};
@@ -203,9 +204,11 @@ pub fn undecided(
     let expectation = expectation?;
     if let Some(limit) = expectation.max_growth_per_turn {
         let limit = limit as f64;
-        match interval {
-            Some((lo, hi)) if hi <= limit || lo > limit => {}
-            _ => return Some("growth limit inside the slope interval"),
+        let decided = interval.is_some_and(|(lo, hi)| {
+            super::expectations::growth_limit_outcome(lo, hi, limit) != Judged::Undecided
+        });
+        if !decided {
+            return Some("growth limit inside the slope interval");
         }
     }
     if let Some(max) = expectation.max {
@@ -302,7 +305,7 @@ impl StopWhenDecided {
         levels: Levels,
     ) -> Option<String> {
         let failed = verdict.expectations.iter().find(|e| {
-            !e.passed
+            e.failed()
                 && e.name
                     .strip_prefix(metric)
                     .is_some_and(|rest| rest.starts_with('.'))

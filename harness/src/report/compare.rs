@@ -254,6 +254,7 @@ mod tests {
             expectations: vec![ExpectationResult {
                 name: "rss.max_growth_per_turn".into(),
                 passed,
+                inconclusive: false,
                 expected: "<= 64 KiB/turn".into(),
                 measured: leakloop_units::format_bytes_per_turn(rss_slope),
                 turn: (!passed).then_some(2),

@@ -105,6 +105,7 @@ fn expectation(
     ExpectationResult {
         name: name.to_owned(),
         passed,
+        inconclusive: false,
         expected: expected.to_owned(),
         measured: measured.to_owned(),
         turn: turn.map(u64::from),

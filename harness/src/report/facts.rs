@@ -112,7 +112,8 @@ pub(crate) fn stop_line(record: &RunRecord) -> Option<String> {
     })
 }
 
-/// The one-line verdict: `PASS`, `FAIL`, `ENGINE FAILED` or `INTERRUPTED`, with what it rests on.
+/// The one-line verdict: `PASS`, `FAIL`, `INCONCLUSIVE`, `ENGINE FAILED` or `INTERRUPTED`, with
+/// what it rests on.
 pub(crate) fn verdict_line(record: &RunRecord, verdict: &Verdict) -> (VerdictStatus, String) {
     let failed = verdict.expectations.iter().filter(|e| !e.passed).count();
     let total = verdict.expectations.len();
@@ -132,7 +133,14 @@ pub(crate) fn verdict_line(record: &RunRecord, verdict: &Verdict) -> (VerdictSta
         (VerdictStatus::Interrupted, _) => {
             "INTERRUPTED (the run record says it was not)".to_owned()
         }
-        (VerdictStatus::Fail, _) => format!("FAIL: {failed} of {total} expectations failed"),
+        (VerdictStatus::Fail, _) => {
+            let failed = verdict.expectations.iter().filter(|e| e.failed()).count();
+            format!("FAIL: {failed} of {total} expectations failed")
+        }
+        (VerdictStatus::Inconclusive, _) => format!(
+            "INCONCLUSIVE: {failed} of {total} expectations could not be decided within the run \
+             (not shown clean, not shown leaking)"
+        ),
         (VerdictStatus::Pass, _) if total == 0 => "PASS: no expectations to check".to_owned(),
         (VerdictStatus::Pass, _) => format!("PASS: all {total} expectations held"),
     };
@@ -156,6 +164,7 @@ pub(crate) fn status_word(status: VerdictStatus) -> &'static str {
     match status {
         VerdictStatus::Pass => "pass",
         VerdictStatus::Fail => "fail",
+        VerdictStatus::Inconclusive => "inconclusive",
         VerdictStatus::EngineFailed => "engine failed",
         VerdictStatus::Interrupted => "interrupted",
     }

@@ -144,10 +144,11 @@ pub(crate) fn check_metric(
                 amount(metric, limit as f64)
             ),
             measured,
-            turn: if passed {
-                None
-            } else {
+            // A turn names where a limit broke; an undecided one broke nowhere.
+            turn: if judged == Judged::Broken {
                 analysis.steady_from_turn
+            } else {
+                None
             },
         });
     }
@@ -352,6 +353,15 @@ mod tests {
                 .expect("rising counts");
         }
         ledger
+    }
+
+    #[test]
+    fn a_growth_limit_is_held_broken_or_undecided_by_where_it_lies_in_the_interval() {
+        assert_eq!(growth_limit_outcome(-10.0, 90.0, 100.0), Judged::Held);
+        assert_eq!(growth_limit_outcome(-10.0, 100.0, 100.0), Judged::Held);
+        assert_eq!(growth_limit_outcome(110.0, 190.0, 100.0), Judged::Broken);
+        assert_eq!(growth_limit_outcome(50.0, 150.0, 100.0), Judged::Undecided);
+        assert_eq!(growth_limit_outcome(100.0, 150.0, 100.0), Judged::Undecided);
     }
 
     #[test]

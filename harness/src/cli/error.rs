@@ -94,11 +94,7 @@ impl Exit {
     /// How bad the code is, for [`Exit::worst`]: the number itself, except that an inconclusive
     /// run (5, a code added after the others) ranks just above a pass and below a leak shown.
     fn severity(self) -> u16 {
-        match self {
-            Exit::Pass => 0,
-            Exit::Inconclusive => 1,
-            other => 1 + u16::from(other as u8),
-        }
+        crate::suite::exit_severity(self as u8)
     }
 
     /// The exit code a saved or compared verdict maps to, inconclusive by the default policy

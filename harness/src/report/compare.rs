@@ -188,6 +188,7 @@ mod tests {
                 expect: Expectations::default(),
                 seed: 0,
                 stop: crate::scenario::StopMode::Turns,
+                max_turns: None,
                 target: crate::scenario::Target::Local,
                 concurrency: None,
             },

@@ -62,6 +62,7 @@ fn scenario(name: &str, profile: &str, warmup_turns: u32, turns: u32) -> Scenari
         seed: 7,
         target: crate::scenario::Target::Local,
         stop: crate::scenario::StopMode::Turns,
+        max_turns: None,
         concurrency: None,
     }
 }

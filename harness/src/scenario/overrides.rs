@@ -33,6 +33,8 @@ pub struct Overrides {
     pub seed: Option<u64>,
     /// `stop`.
     pub stop: Option<StopMode>,
+    /// `max_turns`.
+    pub max_turns: Option<u32>,
 }
 
 impl Overrides {
@@ -49,6 +51,7 @@ impl Overrides {
             warmup_turns: None,
             seed: None,
             stop: None,
+            max_turns: None,
             ..self.clone()
         }
     }
@@ -97,6 +100,9 @@ impl Overrides {
         if let Some(stop) = self.stop {
             raw.stop = Some(stop);
         }
+        if let Some(max_turns) = self.max_turns {
+            raw.max_turns = Some(i64::from(max_turns));
+        }
     }
 
     /// Puts the paths back exactly as they were given (validation saw them as text).
@@ -139,6 +145,11 @@ impl Overrides {
             ),
             ("seed", "--seed", self.seed.map(|n| n.to_string())),
             ("stop", "--stop", self.stop.map(|s| s.as_str().to_owned())),
+            (
+                "max_turns",
+                "--max-turns",
+                self.max_turns.map(|n| n.to_string()),
+            ),
         ]
         .into_iter()
         .filter_map(|(key, flag, value)| value.map(|v| (key, format!("{flag} {v}"))))

@@ -24,6 +24,7 @@ mod library;
 mod max_live;
 mod opencl;
 mod out_dir;
+mod outcomes;
 mod python_driver;
 mod readme;
 mod real_traces;

@@ -162,10 +162,18 @@ pub(crate) fn verdict_line(record: &RunRecord, verdict: &Verdict) -> (VerdictSta
             let failed = verdict.expectations.iter().filter(|e| e.failed()).count();
             format!("FAIL: {failed} of {total} expectations failed")
         }
-        (VerdictStatus::Inconclusive, _) => format!(
-            "INCONCLUSIVE: {failed} of {total} expectations could not be decided within the run \
-             (not shown clean, not shown leaking)"
-        ),
+        (VerdictStatus::Inconclusive, _) => {
+            // A run that could have gone on says how: more turns is the usual cure.
+            let hint = if record.scenario.extends() || record.scenario.stop == StopMode::Decided {
+                ""
+            } else {
+                "; `max_turns` lets a run go on until it is decided"
+            };
+            format!(
+                "INCONCLUSIVE: {failed} of {total} expectations could not be decided within the \
+                 run (not shown clean, not shown leaking){hint}"
+            )
+        }
         (VerdictStatus::Pass, _) if total == 0 => "PASS: no expectations to check".to_owned(),
         (VerdictStatus::Pass, _) => format!("PASS: all {total} expectations held"),
     };

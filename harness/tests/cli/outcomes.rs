@@ -105,6 +105,15 @@ fn an_undecided_run_exits_by_its_policy_and_says_why() {
     );
     assert_eq!(lenient.status.code(), Some(0), "{}", text(&lenient));
     assert!(text(&lenient).contains("INCONCLUSIVE"));
+    // A run that could not extend says how it could have; one that did extend does not.
+    assert!(!stdout.contains("lets a run go on"), "{stdout}");
+    let fixed = run(&scenario, &dir.path().join("fixed"), &["--max-turns", "4"]);
+    assert_eq!(fixed.status.code(), Some(5), "{}", text(&fixed));
+    assert!(
+        text(&fixed).contains("`max_turns` lets a run go on until it is decided"),
+        "{}",
+        text(&fixed)
+    );
     // `report` reads the verdict back by the default policy.
     let again = leakloop_command()
         .arg("report")

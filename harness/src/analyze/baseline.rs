@@ -67,6 +67,7 @@ fn growth_check(
     ExpectationResult {
         name: format!("baseline.{metric}.growth_per_turn"),
         passed: !regressed,
+        inconclusive: false,
         expected: format!(
             "no significant rise over baseline {label}: {}{}",
             interval_text(metric, old),
@@ -104,6 +105,7 @@ fn plateau_check(
     ExpectationResult {
         name: format!("baseline.{metric}.plateau"),
         passed: !regressed,
+        inconclusive: false,
         expected: format!(
             "a one-time rise at most {} above baseline {label}'s {} ({PLATEAU_Z} x the runs' \
              combined noise {}{})",

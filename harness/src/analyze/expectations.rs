@@ -6,8 +6,10 @@
 //! - `warmup_budget`: the one-time rise (fitted steady level at the settling turn minus the
 //!   baseline) must stay within the budget. Without a fit (too few samples) the highest sample is
 //!   used instead.
-//! - `max_growth_per_turn`: judged on the upper bound of the slope's confidence interval, not on
-//!   the point estimate; a slope that cannot be bounded fails, because the limit is not shown.
+//! - `max_growth_per_turn`: judged on the slope's confidence interval, not on the point estimate:
+//!   held when its upper bound is within the limit, failed when its lower bound is beyond it,
+//!   inconclusive when the limit lies inside it or the slope cannot be bounded (not shown clean,
+//!   not shown leaking: a longer run decides).
 //! - `max`: no sample of the series may exceed it (a ceiling such as a latency budget).
 //! - `balanced`: every kind in the ledger has as many deletes as creates; each unbalanced kind is
 //!   its own failed expectation naming the counts and the turn where it went off balance.
@@ -48,6 +50,7 @@ pub(crate) fn check_metric(
                 results.push(ExpectationResult {
                     name: kind.name_for(metric),
                     passed: false,
+                    inconclusive: false,
                     expected: format!("samples of `{metric}`"),
                     measured: "no samples of this metric were taken".to_owned(),
                     turn: None,
@@ -71,6 +74,7 @@ pub(crate) fn check_metric(
         results.push(ExpectationResult {
             name: ExpectationKind::Tolerance.name_for(metric),
             passed,
+            inconclusive: false,
             expected: format!(
                 "at most baseline {} + tolerance {}{budget_text} = {}",
                 amount(metric, baseline),
@@ -98,6 +102,7 @@ pub(crate) fn check_metric(
         results.push(ExpectationResult {
             name: ExpectationKind::WarmupBudget.name_for(metric),
             passed,
+            inconclusive: false,
             expected: format!("one-time rise of at most {}", amount(metric, budget as f64)),
             measured: format!(
                 "rose {} by turn {}",
@@ -109,9 +114,9 @@ pub(crate) fn check_metric(
     }
     if let Some(limit) = expectation.max_growth_per_turn {
         let level = confidence_percent(analysis.confidence);
-        let (passed, measured) = match analysis.slope_interval {
+        let (judged, measured) = match analysis.slope_interval {
             Some((lo, hi)) => (
-                hi <= limit as f64,
+                growth_limit_outcome(lo, hi, limit as f64),
                 format!(
                     "{} per turn ({level} CI {}..{})",
                     signed_amount(metric, analysis.slope_bytes_per_turn),
@@ -120,7 +125,7 @@ pub(crate) fn check_metric(
                 ),
             ),
             None => (
-                false,
+                Judged::Undecided,
                 format!(
                     "cannot be bounded from {} samples ({})",
                     analysis.points,
@@ -129,18 +134,22 @@ pub(crate) fn check_metric(
                 ),
             ),
         };
+        let passed = judged == Judged::Held;
         results.push(ExpectationResult {
             name: ExpectationKind::MaxGrowthPerTurn.name_for(metric),
             passed,
+            inconclusive: judged == Judged::Undecided,
             expected: format!(
                 "at most {} per turn (upper {level} bound)",
                 amount(metric, limit as f64)
             ),
             measured,
-            turn: if passed {
-                None
-            } else {
+            // A turn names where a limit broke (where the growth began); an undecided one broke
+            // nowhere.
+            turn: if judged == Judged::Broken {
                 analysis.growth_from_turn()
+            } else {
+                None
             },
         });
     }
@@ -152,6 +161,7 @@ pub(crate) fn check_metric(
         results.push(ExpectationResult {
             name: ExpectationKind::Max.name_for(metric),
             passed: over.is_none(),
+            inconclusive: false,
             expected: format!("at most {} in every turn", amount(metric, max as f64)),
             measured: match highest {
                 Some((turn, value)) => {
@@ -163,6 +173,30 @@ pub(crate) fn check_metric(
         });
     }
     results
+}
+
+/// What the data show about one expectation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Judged {
+    /// Shown to hold.
+    Held,
+    /// Shown broken.
+    Broken,
+    /// Not shown either way.
+    Undecided,
+}
+
+/// A growth limit against the slope's confidence interval `lo..hi`: held when the whole interval
+/// is within it, broken when the whole interval is beyond it, undecided when the limit lies
+/// inside (a longer run narrows the interval until one side wins).
+pub(crate) fn growth_limit_outcome(lo: f64, hi: f64, limit: f64) -> Judged {
+    if hi <= limit {
+        Judged::Held
+    } else if lo > limit {
+        Judged::Broken
+    } else {
+        Judged::Undecided
+    }
 }
 
 /// The first turn from which every sample stays above `limit` (the last turn if none does).
@@ -229,6 +263,7 @@ pub(crate) fn check_max_live(
             results.push(ExpectationResult {
                 name: ExpectationKind::MaxLive.name_for(bound),
                 passed: false,
+                inconclusive: false,
                 expected: format!("at most {most} `{bound}` alive at once"),
                 measured: format!(
                     "no ledger kind `{bound}` was counted (kinds: {})",
@@ -249,6 +284,7 @@ pub(crate) fn check_max_live(
             results.push(ExpectationResult {
                 name: ExpectationKind::MaxLive.name_for(kind),
                 passed,
+                inconclusive: false,
                 expected: format!("at most {most} `{kind}` alive at once"),
                 measured: format!("at most {peak} alive (first reached at turn {turn})"),
                 turn: (!passed).then_some(u64::from(turn)),
@@ -274,6 +310,7 @@ pub(crate) fn check_balanced(
         return vec![ExpectationResult {
             name: ExpectationKind::Balanced.name_for(""),
             passed: true,
+            inconclusive: false,
             expected: "every create has its delete".to_owned(),
             measured: format!("{} kinds balanced", ledger.totals.len()),
             turn: None,
@@ -284,6 +321,7 @@ pub(crate) fn check_balanced(
         .map(|i| ExpectationResult {
             name: ExpectationKind::Balanced.name_for(&i.kind),
             passed: false,
+            inconclusive: false,
             expected: format!("as many deletes of `{}` as creates", i.kind),
             measured: format!(
                 "{} created, {} deleted ({:+} live){}",
@@ -316,6 +354,15 @@ mod tests {
                 .expect("rising counts");
         }
         ledger
+    }
+
+    #[test]
+    fn a_growth_limit_is_held_broken_or_undecided_by_where_it_lies_in_the_interval() {
+        assert_eq!(growth_limit_outcome(-10.0, 90.0, 100.0), Judged::Held);
+        assert_eq!(growth_limit_outcome(-10.0, 100.0, 100.0), Judged::Held);
+        assert_eq!(growth_limit_outcome(110.0, 190.0, 100.0), Judged::Broken);
+        assert_eq!(growth_limit_outcome(50.0, 150.0, 100.0), Judged::Undecided);
+        assert_eq!(growth_limit_outcome(100.0, 150.0, 100.0), Judged::Undecided);
     }
 
     #[test]

@@ -115,7 +115,10 @@ pub fn derive_status(outcome: &RunOutcome, expectations: &[ExpectationResult]) -
         RunOutcome::EngineFailed { .. } => VerdictStatus::EngineFailed,
         RunOutcome::Completed if unexpected_errors => VerdictStatus::EngineFailed,
         RunOutcome::Completed if expectations.iter().all(|e| e.passed) => VerdictStatus::Pass,
-        RunOutcome::Completed => VerdictStatus::Fail,
+        RunOutcome::Completed if expectations.iter().any(ExpectationResult::failed) => {
+            VerdictStatus::Fail
+        }
+        RunOutcome::Completed => VerdictStatus::Inconclusive,
     }
 }
 
@@ -141,6 +144,7 @@ fn not_evaluated(name: &str, expected: &str, why: &str) -> ExpectationResult {
     ExpectationResult {
         name: name.to_owned(),
         passed: false,
+        inconclusive: false,
         expected: expected.to_owned(),
         measured: format!("not evaluated: {why}"),
         turn: None,
@@ -179,6 +183,7 @@ fn check_engine_errors(record: &RunRecord) -> ExpectationResult {
     ExpectationResult {
         name: ENGINE_ERRORS.to_owned(),
         passed: unexpected.is_empty(),
+        inconclusive: false,
         expected: EXPECTED.to_owned(),
         measured,
         turn: unexpected.first().map(|(turn, _, _)| u64::from(*turn)),
@@ -297,10 +302,12 @@ mod tests {
     }
 
     #[test]
-    fn too_few_turns_cannot_show_a_growth_limit() {
+    fn too_few_turns_cannot_decide_a_growth_limit() {
         let series = values(1, |_| BASE);
         let verdict = analyze_run(&record(&series, expect(None, None, Some(MIB))));
-        assert_eq!(verdict.status, VerdictStatus::Fail);
+        // Not shown within the limit, not shown beyond it: undecided, not failed.
+        assert_eq!(verdict.status, VerdictStatus::Inconclusive);
+        assert!(verdict.expectations[0].inconclusive);
         assert!(verdict.expectations[0]
             .measured
             .starts_with("cannot be bounded"));
@@ -517,12 +524,66 @@ mod tests {
             .map(|(i, &passed)| ExpectationResult {
                 name: format!("m{i}.tolerance"),
                 passed,
+                inconclusive: false,
                 expected: String::new(),
                 measured: String::new(),
                 turn: None,
             })
             .collect();
         assert_eq!(derive_status(&outcome, &expectations), status);
+    }
+
+    /// An undecided expectation makes a completed run inconclusive, unless another one failed:
+    /// a leak shown is a failure whatever else could not be decided.
+    #[test]
+    fn an_undecided_expectation_is_inconclusive_unless_another_failed() {
+        let result = |passed, inconclusive| ExpectationResult {
+            name: "native_heap.max_growth_per_turn".to_owned(),
+            passed,
+            inconclusive,
+            expected: String::new(),
+            measured: String::new(),
+            turn: None,
+        };
+        let completed = RunOutcome::Completed;
+        let undecided = [result(true, false), result(false, true)];
+        assert_eq!(
+            derive_status(&completed, &undecided),
+            VerdictStatus::Inconclusive
+        );
+        let and_failed = [result(false, true), result(false, false)];
+        assert_eq!(derive_status(&completed, &and_failed), VerdictStatus::Fail);
+    }
+
+    /// A slow leak at its growth limit under noise: the limit lies inside the slope's interval,
+    /// so the run is neither passed nor failed.
+    #[test]
+    fn a_limit_inside_the_slope_interval_is_undecided() {
+        // 1 MiB/turn under noise of a few MiB (the wiggle scaled, in another order).
+        let noisy = values(10, |t| {
+            (BASE as i64 + i64::from(t) * MIB as i64 + 20 * WIGGLE[(3 * t as usize) % 7]) as u64
+        });
+        let slope = |limit| {
+            let verdict = analyze_run(&record(&noisy, expect(None, None, Some(limit))));
+            let (lo, hi) = verdict.metrics["native_heap"].slope_interval.unwrap();
+            (verdict, lo, hi)
+        };
+        let (_, lo, hi) = slope(MIB);
+        assert!(
+            0.0 < lo && lo < hi,
+            "the test needs a rising interval: {lo}..{hi}"
+        );
+        let inside = ((lo + hi) / 2.0) as u64;
+        let (verdict, ..) = slope(inside);
+        let limit = &verdict.expectations[0];
+        assert!(!limit.passed && limit.inconclusive, "{limit:?}");
+        assert_eq!(limit.turn, None);
+        assert_eq!(verdict.status, VerdictStatus::Inconclusive);
+        let (verdict, ..) = slope(hi.ceil() as u64 + 1);
+        assert_eq!(verdict.status, VerdictStatus::Pass, "{verdict:#?}");
+        let (verdict, ..) = slope((lo / 2.0) as u64);
+        assert!(verdict.expectations[0].failed(), "{verdict:#?}");
+        assert_eq!(verdict.status, VerdictStatus::Fail);
     }
 
     #[test]

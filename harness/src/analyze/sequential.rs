@@ -65,6 +65,7 @@ use crate::runner::{RunAllTurns, RunRecord, StopRule};
 use crate::scenario::{MetricExpectation, Scenario, StopMode};
 
 use super::classify::{ClassifyOptions, CONFIDENCE, TREND_ALPHA};
+use super::expectations::Judged;
 use super::run::analyze_run_with;
 use super::units::probability;
 use super::verdict::{Classification, MetricAnalysis, Verdict};
@@ -115,11 +116,18 @@ pub fn spent(t: f64) -> f64 {
 /// The looks of a run of at most `max_measured` measured turns, in measured turns; the last is
 /// `max_measured` itself. Empty when `max_measured` is 0.
 pub fn look_schedule(max_measured: u32) -> Vec<u32> {
+    looks_between(FIRST_LOOK, max_measured)
+}
+
+/// The looks of a run that looks first after `first` measured turns (at most `max_measured`)
+/// and then on the same geometric schedule; the last is `max_measured`. Empty when
+/// `max_measured` is 0.
+pub fn looks_between(first: u32, max_measured: u32) -> Vec<u32> {
     let mut looks = Vec::new();
     if max_measured == 0 {
         return looks;
     }
-    let mut m = FIRST_LOOK.min(max_measured);
+    let mut m = first.clamp(1, max_measured);
     while m < max_measured {
         looks.push(m);
         let grown = (f64::from(m) * LOOK_GROWTH).ceil() as u32;
@@ -130,12 +138,14 @@ pub fn look_schedule(max_measured: u32) -> Vec<u32> {
 }
 
 /// The share of the budgets one analysis of a run with `max_measured` measured turns at most
-/// may spend after `measured` turns: a scheduled look spends the increment since the look
-/// before it; the last analysis of a run (`last`) spends all that is left.
-fn share(measured: u32, max_measured: u32, last: bool) -> f64 {
+/// (looking after the measured turns `looks`) may spend after `measured` turns: a scheduled look
+/// spends the increment since the look before it; the last analysis of a run (`last`) spends
+/// all that is left.
+fn share(measured: u32, looks: &[u32], max_measured: u32, last: bool) -> f64 {
     let t = |m: u32| f64::from(m) / f64::from(max_measured.max(1));
-    let before = look_schedule(max_measured)
-        .into_iter()
+    let before = looks
+        .iter()
+        .copied()
         .take_while(|&m| m < measured)
         .last()
         .unwrap_or(0);
@@ -145,14 +155,33 @@ fn share(measured: u32, max_measured: u32, last: bool) -> f64 {
 
 /// The levels a look after `measured` of at most `max_measured` measured turns runs at.
 pub fn look_levels(measured: u32, max_measured: u32) -> Levels {
-    Levels::spending(share(measured, max_measured, false))
+    Levels::spending(share(
+        measured,
+        &look_schedule(max_measured),
+        max_measured,
+        false,
+    ))
 }
 
-/// The levels a finished run is judged at: the default for `stop: turns`; with `stop: decided`,
-/// those of the look that stopped it, or what is left of the budgets when it was not stopped.
+/// The measured turns after which a run of `scenario` is looked at: from the first look
+/// ([`FIRST_LOOK`]) with `stop: decided`, from `turns` (its minimum) when it extends to
+/// `max_turns`; empty for a run that is looked at once, at its end.
+fn scenario_looks(scenario: &Scenario) -> Vec<u32> {
+    let max = scenario.max_measured_turns();
+    match scenario.stop {
+        StopMode::Decided => looks_between(FIRST_LOOK, max),
+        StopMode::Turns if scenario.extends() => looks_between(scenario.turns, max),
+        StopMode::Turns => Vec::new(),
+    }
+}
+
+/// The levels a finished run is judged at: the default for `stop: turns` without `max_turns`;
+/// with `stop: decided` or a run that may extend, those of the look that stopped it, or what is
+/// left of the budgets when it was not stopped.
 pub fn final_levels(record: &RunRecord) -> Levels {
     let scenario = &record.scenario;
-    if scenario.stop != crate::scenario::StopMode::Decided {
+    let looks = scenario_looks(scenario);
+    if looks.is_empty() {
         return Levels::default();
     }
     let measured = record
@@ -161,7 +190,7 @@ pub fn final_levels(record: &RunRecord) -> Levels {
         .map_or(record.turns_completed, |s| s.turn)
         .saturating_sub(scenario.warmup_turns);
     let last = record.early_stop.is_none();
-    Levels::spending(share(measured, scenario.turns, last))
+    Levels::spending(share(measured, &looks, scenario.max_measured_turns(), last))
 }
 
 /// Why a metric is not decided yet, or `None` when it is (see the module documentation).
@@ -203,9 +232,11 @@ pub fn undecided(
     let expectation = expectation?;
     if let Some(limit) = expectation.max_growth_per_turn {
         let limit = limit as f64;
-        match interval {
-            Some((lo, hi)) if hi <= limit || lo > limit => {}
-            _ => return Some("growth limit inside the slope interval"),
+        let decided = interval.is_some_and(|(lo, hi)| {
+            super::expectations::growth_limit_outcome(lo, hi, limit) != Judged::Undecided
+        });
+        if !decided {
+            return Some("growth limit inside the slope interval");
         }
     }
     if let Some(max) = expectation.max {
@@ -231,35 +262,42 @@ pub fn undecided(
     None
 }
 
-/// The [`StopRule`] that `scenario.stop` names: every turn, or [`StopWhenDecided`].
+/// The [`StopRule`] that `scenario.stop` and `max_turns` name: every turn, or
+/// [`StopWhenDecided`] (with `stop: decided`, or `stop: turns` with a `max_turns` beyond
+/// `turns`: then it first looks at `turns`).
 pub fn stop_rule_for(scenario: &Scenario) -> Box<dyn StopRule> {
-    match scenario.stop {
-        StopMode::Turns => Box::new(RunAllTurns),
-        StopMode::Decided => Box::new(StopWhenDecided::new(scenario)),
+    if scenario.stop == StopMode::Turns && !scenario.extends() {
+        return Box::new(RunAllTurns);
     }
+    Box::new(StopWhenDecided::new(scenario))
 }
 
-/// The [`StopRule`] of `stop: decided`: looks on [`look_schedule`], analyses at
-/// [`look_levels`], stops when every analysed metric is decided.
+/// The [`StopRule`] of `stop: decided` (looks on [`look_schedule`]) and of a run that extends
+/// to `max_turns` (looks from `turns` on, [`looks_between`]): analyses at each look's share of
+/// the error budgets, stops when every analysed metric is decided.
 #[derive(Debug, Clone)]
 pub struct StopWhenDecided {
     /// The looks, as turns of the run (warm-up included).
     looks: Vec<u32>,
+    /// The same looks, in measured turns.
+    measured_looks: Vec<u32>,
     warmup_turns: u32,
     max_measured: u32,
+    /// Whether `turns` is a minimum (the run extends): with nothing to analyse it stops there.
+    extending: bool,
 }
 
 impl StopWhenDecided {
-    /// The rule for `scenario` (its `turns` are the maximum).
+    /// The rule for `scenario` (the maximum is [`Scenario::max_measured_turns`]).
     pub fn new(scenario: &Scenario) -> Self {
         let warmup_turns = scenario.warmup_turns;
+        let measured_looks = scenario_looks(scenario);
         Self {
-            looks: look_schedule(scenario.turns)
-                .into_iter()
-                .map(|m| m + warmup_turns)
-                .collect(),
+            looks: measured_looks.iter().map(|m| m + warmup_turns).collect(),
+            measured_looks,
             warmup_turns,
-            max_measured: scenario.turns,
+            max_measured: scenario.max_measured_turns(),
+            extending: scenario.extends(),
         }
     }
 
@@ -302,7 +340,7 @@ impl StopWhenDecided {
         levels: Levels,
     ) -> Option<String> {
         let failed = verdict.expectations.iter().find(|e| {
-            !e.passed
+            e.failed()
                 && e.name
                     .strip_prefix(metric)
                     .is_some_and(|rest| rest.starts_with('.'))
@@ -329,10 +367,18 @@ impl StopRule for StopWhenDecided {
 
     fn look(&mut self, so_far: &RunRecord) -> Option<String> {
         let measured = so_far.turns_completed.saturating_sub(self.warmup_turns);
-        let levels = look_levels(measured, self.max_measured);
+        let levels = Levels::spending(share(
+            measured,
+            &self.measured_looks,
+            self.max_measured,
+            false,
+        ));
         let verdict = analyze_run_with(so_far, levels);
         if verdict.metrics.is_empty() {
-            return None;
+            // Nothing a longer run could decide: a run that extends ends at its minimum.
+            return self.extending.then(|| {
+                format!("no metric to decide after the minimum of {measured} measured turns")
+            });
         }
         let turns_left = self.max_measured.saturating_sub(measured);
         let expect = &so_far.scenario.expect.metrics;

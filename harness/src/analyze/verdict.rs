@@ -125,12 +125,24 @@ pub struct ExpectationResult {
     pub name: String,
     /// Whether it held.
     pub passed: bool,
+    /// Whether the data could not decide it (`passed` is then false): a growth limit inside the
+    /// slope's confidence interval, or a slope that could not be bounded. Neither held nor shown
+    /// broken; absent (false) in reports written before the three outcomes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub inconclusive: bool,
     /// What was expected, in words and units.
     pub expected: String,
     /// What was measured, in words and units.
     pub measured: String,
     /// The turn where it failed, when one can be named.
     pub turn: Option<u64>,
+}
+
+impl ExpectationResult {
+    /// Whether it was shown broken: neither held nor undecided.
+    pub fn failed(&self) -> bool {
+        !self.passed && !self.inconclusive
+    }
 }
 
 /// The overall result.
@@ -141,6 +153,9 @@ pub enum VerdictStatus {
     Pass,
     /// At least one expectation failed.
     Fail,
+    /// No expectation failed, but at least one could not be decided within the run: it was not
+    /// shown clean (`--on-inconclusive` says what that exits with).
+    Inconclusive,
     /// The engine failed before the run could be judged completely.
     EngineFailed,
     /// The run was stopped by a signal before it ended; what it measured so far is analysed.
@@ -148,11 +163,13 @@ pub enum VerdictStatus {
 }
 
 impl VerdictStatus {
-    /// The word used in report.json (`pass`, `fail`, `engine_failed`, `interrupted`).
+    /// The word used in report.json (`pass`, `fail`, `inconclusive`, `engine_failed`,
+    /// `interrupted`).
     pub fn as_str(&self) -> &'static str {
         match self {
             VerdictStatus::Pass => "pass",
             VerdictStatus::Fail => "fail",
+            VerdictStatus::Inconclusive => "inconclusive",
             VerdictStatus::EngineFailed => "engine_failed",
             VerdictStatus::Interrupted => "interrupted",
         }

@@ -4,16 +4,19 @@
 //!
 //! Exit codes: 0 when no metric grows enough to matter, 1 when at least one metric is `growth`
 //! that matters (beyond `--max-growth-per-turn`, or by default its lower bound over `--horizon`
-//! turns beyond the tolerance), 2 for a malformed trace or bad arguments.
+//! turns beyond the tolerance), 5 when none does but one is `inconclusive` and
+//! `--on-inconclusive fail` asks a gate to require every metric shown clean, 2 for a malformed
+//! trace or bad arguments.
 
 use std::path::PathBuf;
 
+use crate::analyze::Classification;
 use crate::analyze::{
     classify_trace, load_trace_with, MetricAnalysis, ProcessSelector, TraceOptions,
     DEFAULT_HORIZON_TURNS,
 };
 use crate::cli::output;
-use crate::cli::{CliError, Exit, Outcome};
+use crate::cli::{CliError, Exit, OnInconclusive, Outcome};
 use crate::report::{render_analysis_json, render_analysis_text};
 use crate::scenario::{parse_tolerance_arg, Tolerance};
 
@@ -49,6 +52,12 @@ pub(crate) struct AnalyzeArgs {
     /// exceeds the tolerance.
     #[arg(long, default_value_t = DEFAULT_HORIZON_TURNS, value_parser = clap::value_parser!(u64).range(1..))]
     horizon: u64,
+    /// What a trace with an `inconclusive` metric (and none that fails) exits with: `pass`
+    /// (exit 0, the default: a trace recorded elsewhere is often too short to decide, and
+    /// `analyze` is first a diagnosis) or `fail` (exit 5: a gate that must show every metric
+    /// clean).
+    #[arg(long, value_enum, value_name = "POLICY", default_value_t = OnInconclusive::Pass)]
+    on_inconclusive: OnInconclusive,
 }
 
 /// Output formats.
@@ -90,8 +99,13 @@ pub(crate) fn run(args: AnalyzeArgs) -> Result<Outcome, CliError> {
     };
     output::println(&text);
     let grows = metrics.values().any(MetricAnalysis::fails);
+    let undecided = metrics
+        .values()
+        .any(|a| a.classification == Classification::Inconclusive);
     Ok(Outcome::Verdict(if grows {
         Exit::ExpectationFailed
+    } else if undecided {
+        args.on_inconclusive.exit()
     } else {
         Exit::Pass
     }))

@@ -41,14 +41,17 @@ Exit codes (every command):
      the figure; driver-check: the driver cannot be started
   4  output could not be written before there was a verdict: the --out folder, or stdout of a
      command without a verdict (bench, bisect)
+  5  inconclusive: no expectation failed, but one could not be decided within the run's
+     turns (not shown clean; analyze: a metric is inconclusive), with --on-inconclusive fail
+     (run's default); with --on-inconclusive pass such a run exits 0
   130  run: interrupted by SIGINT; the partial report is written, marked interrupted
   143  run: interrupted by SIGTERM (a CI job's timeout); the partial report is written
 Once a verdict is known it decides the code; a later failure to write output is a warning.
 A closed pipe on stdout (`| head`) ends the output quietly.";
 
 /// The documented exit codes (docs/exit-codes.md, generated from this type, and `leakloop
-/// --help`), ordered so that the worse of two verdicts is the larger.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// --help`), ordered so that the worse of two verdicts is the larger (see [`Exit::severity`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Exit {
     /// Every expectation held (`check`: every file is valid; `analyze`: no metric grows).
@@ -63,6 +66,10 @@ pub enum Exit {
     /// Output could not be written before there was a verdict (the `--out` folder, standard
     /// output of a command without a verdict).
     OutputFailed = 4,
+    /// No expectation failed, but at least one could not be decided within the run (`analyze`:
+    /// a metric is inconclusive), and `--on-inconclusive fail` asked for a non-zero code. Worse
+    /// than a pass, better than a leak shown.
+    Inconclusive = 5,
     /// `run` was stopped by SIGINT; it wrote a partial report marked interrupted (128 + 2, what a
     /// shell reports for a process that SIGINT ended).
     InterruptedBySigint = 130,
@@ -71,31 +78,56 @@ pub enum Exit {
     InterruptedBySigterm = 143,
 }
 
+impl PartialOrd for Exit {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Exit {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.severity().cmp(&other.severity())
+    }
+}
+
 impl Exit {
-    /// The exit code a saved or compared verdict maps to. A run that was interrupted did not
-    /// finish, so its verdict read back (`report`) counts as an engine failure.
+    /// How bad the code is, for [`Exit::worst`]: the number itself, except that an inconclusive
+    /// run (5, a code added after the others) ranks just above a pass and below a leak shown.
+    fn severity(self) -> u16 {
+        crate::suite::exit_severity(self as u8)
+    }
+
+    /// The exit code a saved or compared verdict maps to, inconclusive by the default policy
+    /// (`--on-inconclusive fail`). A run that was interrupted did not finish, so its verdict read
+    /// back (`report`) counts as an engine failure.
     pub fn of_verdict(status: VerdictStatus) -> Exit {
+        Exit::of_verdict_with(status, OnInconclusive::default())
+    }
+
+    /// As [`Exit::of_verdict`], with an inconclusive verdict mapped by `policy`.
+    pub fn of_verdict_with(status: VerdictStatus, policy: OnInconclusive) -> Exit {
         match status {
             VerdictStatus::Pass => Exit::Pass,
             VerdictStatus::Fail => Exit::ExpectationFailed,
+            VerdictStatus::Inconclusive => policy.exit(),
             VerdictStatus::EngineFailed | VerdictStatus::Interrupted => Exit::EngineFailed,
         }
     }
 
-    /// The exit code of a run that just ended with `verdict`: its verdict's, or 128 + the
-    /// signal's number when a signal stopped it.
-    pub fn of_run(record: &RunRecord, verdict: &Verdict) -> Exit {
+    /// The exit code of a run that just ended with `verdict`: its verdict's (an inconclusive
+    /// one by `policy`), or 128 + the signal's number when a signal stopped it.
+    pub fn of_run(record: &RunRecord, verdict: &Verdict, policy: OnInconclusive) -> Exit {
         match (&record.outcome, verdict.status) {
             (RunOutcome::Interrupted { signal, .. }, VerdictStatus::Interrupted) => {
                 Exit::interrupted(signal)
             }
-            (_, status) => Exit::of_verdict(status),
+            (_, status) => Exit::of_verdict_with(status, policy),
         }
     }
 
     /// The worst of several scenarios' codes (a suite, a merge): the largest in the order of
-    /// this enum (pass < an expectation failed < bad input < engine failed < output failed <
-    /// interrupted), so that a suite with a leak and a crash exits 3, one with a leak and a
+    /// [`Exit::severity`] (pass < inconclusive < an expectation failed < bad input < engine
+    /// failed < output failed < interrupted), so that a suite with a leak and a crash exits 3, one with a leak and a
     /// scenario that was interrupted exits 130 or 143. No codes at all: pass.
     pub fn worst(codes: impl IntoIterator<Item = Exit>) -> Exit {
         codes.into_iter().max().unwrap_or(Exit::Pass)
@@ -122,6 +154,10 @@ impl Exit {
                  errors the scenario did not script"
             }
             Exit::OutputFailed => "output could not be written before there was a verdict",
+            Exit::Inconclusive => {
+                "inconclusive: no expectation failed, but one could not be decided within the \
+                 run (not shown clean), with `--on-inconclusive fail`"
+            }
             Exit::InterruptedBySigint => {
                 "interrupted by SIGINT (Ctrl-C): 128 + 2, as a shell reports it"
             }
@@ -132,12 +168,13 @@ impl Exit {
     }
 
     /// Every documented code, in order.
-    pub const ALL: [Exit; 7] = [
+    pub const ALL: [Exit; 8] = [
         Exit::Pass,
         Exit::ExpectationFailed,
         Exit::BadInput,
         Exit::EngineFailed,
         Exit::OutputFailed,
+        Exit::Inconclusive,
         Exit::InterruptedBySigint,
         Exit::InterruptedBySigterm,
     ];
@@ -148,6 +185,27 @@ impl Exit {
             Exit::InterruptedBySigint
         } else {
             Exit::InterruptedBySigterm
+        }
+    }
+}
+
+/// What an inconclusive verdict exits with (`--on-inconclusive`): a gate that must show a build
+/// clean fails it, one that only stops builds shown leaking passes it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnInconclusive {
+    /// Exit 5: not shown clean is not a pass (the default of `run`).
+    #[default]
+    Fail,
+    /// Exit 0: only a leak shown fails (the report still says inconclusive).
+    Pass,
+}
+
+impl OnInconclusive {
+    /// The exit code of an inconclusive verdict under this policy.
+    pub fn exit(self) -> Exit {
+        match self {
+            OnInconclusive::Fail => Exit::Inconclusive,
+            OnInconclusive::Pass => Exit::Pass,
         }
     }
 }
@@ -447,10 +505,17 @@ mod tests {
             Exit::worst([InterruptedBySigint, OutputFailed]),
             InterruptedBySigint
         );
-        for code in [Pass, BadInput, InterruptedBySigterm] {
+        // Inconclusive is worse than a pass, better than a leak shown, whatever its number.
+        assert_eq!(Exit::worst([Pass, Inconclusive]), Inconclusive);
+        assert_eq!(
+            Exit::worst([Inconclusive, ExpectationFailed]),
+            ExpectationFailed
+        );
+        assert_eq!(Exit::worst([OutputFailed, Inconclusive]), OutputFailed);
+        for code in [Pass, BadInput, Inconclusive, InterruptedBySigterm] {
             assert_eq!(Exit::from_code(code as u8), Some(code));
         }
-        assert_eq!(Exit::from_code(5), None);
+        assert_eq!(Exit::from_code(6), None);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 /// One column per visible command, in `leakloop --help`'s order; each holds one cell per code
 /// of [`Exit::ALL`](super::error::Exit::ALL), in its order.
-pub(crate) const BY_COMMAND: &[(&str, [&str; 7])] = &[
+pub(crate) const BY_COMMAND: &[(&str, [&str; 8])] = &[
     (
         "check",
         [
@@ -13,6 +13,7 @@ pub(crate) const BY_COMMAND: &[(&str, [&str; 7])] = &[
             "-",
             "a file is invalid (a target's refused ssh option, host or serial included), or the library (`--lib`, `engine.lib`, ...) cannot run one of its steps",
             "`--lib` names no file, or one that is no LiteRT-LM library",
+            "-",
             "-",
             "-",
             "-",
@@ -26,6 +27,7 @@ pub(crate) const BY_COMMAND: &[(&str, [&str; 7])] = &[
             "the scenario (with its overrides) is invalid, its library cannot run one of its steps, its target cannot be used as written (a refused ssh option or host, an ssh host that does not resolve, a refused key, an unknown adb serial), another run holds the `--out` folder, a bad `--build-id`/`--build-date`, or `--baseline` holds no completed report of the scenario",
             "the engine failed or cannot be built, or its remote machine or device is unreachable or lost",
             "the `--out` folder cannot be created or claimed",
+            "no expectation failed, but one could not be decided by the last turn allowed (`max_turns`) and `--on-inconclusive fail` (the default); with `--on-inconclusive pass` such a run exits 0",
             "stopped; the partial report is written, marked `interrupted`",
             "stopped; the partial report is written, marked `interrupted`",
         ],
@@ -38,6 +40,7 @@ pub(crate) const BY_COMMAND: &[(&str, [&str; 7])] = &[
             "the shares overlap, one is missing or comes from another suite, a share's entry is refused (a symlink, FIFO or device, an unsafe name), or a scenario's own code is 2",
             "a scenario's engine failed",
             "the `--out` folder cannot be created or claimed, or a file in it cannot be written",
+            "a scenario was inconclusive (the suite's worst code)",
             "-",
             "-",
         ],
@@ -50,6 +53,7 @@ pub(crate) const BY_COMMAND: &[(&str, [&str; 7])] = &[
             "the trace is malformed (turns out of order, no samples, a saturated value) or `--warmup-turns` is beyond it",
             "-",
             "-",
+            "no metric fails, but one is `inconclusive`, with `--on-inconclusive fail` (the default is `pass`)",
             "-",
             "-",
         ],
@@ -62,6 +66,7 @@ pub(crate) const BY_COMMAND: &[(&str, [&str; 7])] = &[
             "DIR holds no readable report, or one whose stored verdict does not follow from its expectations",
             "the run's engine failed, or the run did not finish: killed, interrupted, or still running (only samples.jsonl)",
             "-",
+            "the run was inconclusive and exited 5 (`--on-inconclusive` is not stored: read back, inconclusive exits 5)",
             "-",
             "-",
         ],
@@ -76,6 +81,7 @@ pub(crate) const BY_COMMAND: &[(&str, [&str; 7])] = &[
             "stdout could not be written",
             "-",
             "-",
+            "-",
         ],
     ),
     (
@@ -86,6 +92,7 @@ pub(crate) const BY_COMMAND: &[(&str, [&str; 7])] = &[
             "the scenario is invalid or not `litert-lm`, not two `--lib`, a library cannot run one of its steps, or an `--out` folder is busy",
             "a side's engine failed, or a `--lib` is missing",
             "an `--out` folder cannot be created or claimed",
+            "a side was inconclusive, none failed or crashed",
             "-",
             "-",
         ],
@@ -100,6 +107,7 @@ pub(crate) const BY_COMMAND: &[(&str, [&str; 7])] = &[
             "the `--out` folder (or a run folder in it) cannot be created or claimed, `trend.svg` or `bisect.txt` cannot be written, or stdout could not be written",
             "-",
             "-",
+            "-",
         ],
     ),
     (
@@ -109,6 +117,7 @@ pub(crate) const BY_COMMAND: &[(&str, [&str; 7])] = &[
             "the driver broke the protocol (each violation listed)",
             "no COMMAND, a bad flag",
             "the driver cannot be started (no such program) or its engine is unavailable or fails a call",
+            "-",
             "-",
             "-",
             "-",
@@ -124,6 +133,7 @@ pub(crate) const BY_COMMAND: &[(&str, [&str; 7])] = &[
             "`--out` cannot be created",
             "-",
             "-",
+            "-",
         ],
     ),
     (
@@ -136,6 +146,7 @@ pub(crate) const BY_COMMAND: &[(&str, [&str; 7])] = &[
             "FILE cannot be created or written",
             "-",
             "-",
+            "-",
         ],
     ),
 ];
@@ -143,8 +154,9 @@ pub(crate) const BY_COMMAND: &[(&str, [&str; 7])] = &[
 /// The rules under the table: suites, late output failures, closed pipes, the hidden worker.
 pub(crate) const NOTES: &str = "\
 A suite (`run` with several scenarios, `merge`, `report` on a suite folder) exits with the worst\n\
-of its scenarios' codes, in the order of the rows above: 0 < 1 < 2 < 3 < 4 < 130 < 143 (a leak\n\
-and a crash: 3); each scenario's own code is in the suite's report.json.\n\
+of its scenarios' codes, in this order: 0 < 5 < 1 < 2 < 3 < 4 < 130 < 143 (an inconclusive run\n\
+is worse than a pass and better than a leak shown; a leak and a crash: 3); each scenario's own\n\
+code is in the suite's report.json.\n\
 \n\
 Once a verdict is known it decides the code: a report file that cannot be written or a full\n\
 standard output afterwards (`> /dev/full`) is a warning on stderr next to it, so a FAIL stays 1.\n\

@@ -28,7 +28,7 @@ use clap::{Parser, Subcommand};
 
 pub use compare::compare_exit;
 use error::EXIT_CODES_HELP;
-pub use error::{decide, CliError, Decision, Exit, Outcome};
+pub use error::{decide, CliError, Decision, Exit, OnInconclusive, Outcome};
 
 /// Catches memory-leak regressions in on-device LLM inference engines.
 #[derive(Debug, Parser)]

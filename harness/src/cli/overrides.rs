@@ -36,6 +36,10 @@ pub(crate) struct OverrideArgs {
     /// Override the seed.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// The most measured turns a run still undecided after `--turns` may extend to (overrides
+    /// the scenario's `max_turns`; equal to the turns: no extension).
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
 }
 
 impl OverrideArgs {
@@ -50,6 +54,7 @@ impl OverrideArgs {
             warmup_turns: self.warmup_turns,
             seed: self.seed,
             stop: self.stop,
+            max_turns: self.max_turns,
             ..Overrides::default()
         }
     }

@@ -111,6 +111,10 @@ fn suite_exit(dir: &Path, suite: &SuiteReport) -> (Exit, Vec<String>) {
         let run_code = match status {
             EntryStatus::Pass => Exit::Pass,
             EntryStatus::Fail => Exit::ExpectationFailed,
+            // Which of the two the run exited with is its `--on-inconclusive` policy's choice.
+            EntryStatus::Inconclusive => stored
+                .filter(|e| matches!(e, Exit::Pass | Exit::Inconclusive))
+                .unwrap_or(Exit::Inconclusive),
             EntryStatus::EngineFailed => Exit::EngineFailed,
             EntryStatus::Interrupted => stored
                 .filter(|e| *e >= Exit::InterruptedBySigint)

@@ -13,7 +13,7 @@ use crate::cli::interrupt::{self, InFlight};
 use crate::cli::output;
 use crate::cli::overrides::OverrideArgs;
 use crate::cli::suite::{self, Partition};
-use crate::cli::{CliError, Exit, Outcome};
+use crate::cli::{CliError, Exit, OnInconclusive, Outcome};
 use crate::report::{print_terminal, render_report_json, OutDir, ProgressObserver};
 use crate::runner::{RunObserver, RunRecord, Sample};
 use crate::scenario::{BackendKind, Overrides, Scenario};
@@ -65,6 +65,11 @@ pub(crate) struct RunArgs {
     /// for plateaus; e.g. `4KiB`).
     #[arg(long, value_name = "SIZE", requires = "baseline")]
     pub baseline_min_change: Option<String>,
+    /// What an inconclusive verdict (no expectation failed, one could not be decided within
+    /// `max_turns`) exits with: `fail` exits 5, `pass` exits 0; the report says inconclusive
+    /// either way.
+    #[arg(long, value_enum, value_name = "POLICY", default_value_t = OnInconclusive::Fail)]
+    pub on_inconclusive: OnInconclusive,
     /// Suites: how many scenarios run at once (default: the cores); scenarios of a real engine
     /// run one at a time per device unless they say `concurrency: shared`.
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
@@ -116,6 +121,7 @@ pub(crate) fn run(args: RunArgs) -> Result<Outcome, CliError> {
     Ok(Outcome::Verdict(Exit::of_run(
         &outcome.record,
         &outcome.verdict,
+        args.on_inconclusive,
     )))
 }
 
@@ -199,7 +205,8 @@ pub(crate) fn finish_run(judged: Judged, format: Format) -> Exit {
     let mut printer = Printer::new(true, format);
     printer.on_verdict(&judged.record, &judged.verdict, judged.out_dir());
     let outcome = judged.write(&mut printer);
-    Exit::of_run(&outcome.record, &outcome.verdict)
+    // A stopped run's code is its signal's; the policy only maps a finished inconclusive run.
+    Exit::of_run(&outcome.record, &outcome.verdict, OnInconclusive::default())
 }
 
 /// Prints the verdict table (or report.json with `--format json`), then where the reports go.

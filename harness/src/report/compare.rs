@@ -188,6 +188,7 @@ mod tests {
                 expect: Expectations::default(),
                 seed: 0,
                 stop: crate::scenario::StopMode::Turns,
+                max_turns: None,
                 target: crate::scenario::Target::Local,
                 concurrency: None,
             },
@@ -254,6 +255,7 @@ mod tests {
             expectations: vec![ExpectationResult {
                 name: "rss.max_growth_per_turn".into(),
                 passed,
+                inconclusive: false,
                 expected: "<= 64 KiB/turn".into(),
                 measured: leakloop_units::format_bytes_per_turn(rss_slope),
                 turn: (!passed).then_some(2),

@@ -62,6 +62,7 @@ fn scenario(name: &str, profile: &str, warmup_turns: u32, turns: u32) -> Scenari
         seed: 7,
         target: crate::scenario::Target::Local,
         stop: crate::scenario::StopMode::Turns,
+        max_turns: None,
         concurrency: None,
     }
 }
@@ -105,6 +106,7 @@ fn expectation(
     ExpectationResult {
         name: name.to_owned(),
         passed,
+        inconclusive: false,
         expected: expected.to_owned(),
         measured: measured.to_owned(),
         turn: turn.map(u64::from),

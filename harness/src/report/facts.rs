@@ -20,13 +20,27 @@ pub(crate) fn metric_passed(verdict: &Verdict, metric: &str) -> Option<bool> {
     Some(results.all(|passed| passed))
 }
 
-/// `pass`, `FAIL` or `-` for a metric's expectations.
+/// `pass`, `FAIL`, `UNDECIDED` (none failed, one could not be decided) or `-` for a metric's
+/// expectations.
 pub(crate) fn metric_result_word(verdict: &Verdict, metric: &str) -> &'static str {
     match metric_passed(verdict, metric) {
         Some(true) => "pass",
+        Some(false) if metric_undecided(verdict, metric) => "UNDECIDED",
         Some(false) => "FAIL",
         None => "-",
     }
+}
+
+/// Whether none of `metric`'s expectations failed but one could not be decided.
+fn metric_undecided(verdict: &Verdict, metric: &str) -> bool {
+    let prefix = format!("{metric}.");
+    let mine = || {
+        verdict
+            .expectations
+            .iter()
+            .filter(|e| e.name.starts_with(&prefix))
+    };
+    mine().any(|e| e.inconclusive) && !mine().any(|e| e.failed())
 }
 
 /// An engine error in words, e.g. `crashed (signal 9 (SIGKILL)): the worker died`.
@@ -89,30 +103,42 @@ pub(crate) fn turns_line(record: &RunRecord) -> String {
     )
 }
 
-/// For `stop: decided`, what the stop rule did: `stopped early at turn 9 of 13: <why>`, or, for
-/// a run that ran to its last turn, that no look found every metric decided (a run that crashed
-/// or was interrupted ended for that reason, which the verdict line says).
+/// For `stop: decided` or a run that may extend to `max_turns`, what the stop rule did:
+/// `stopped early at turn 9 of 13: <why>`, or, for a run that ran to its last turn, that no look
+/// found every metric decided (a run that crashed or was interrupted ended for that reason, which
+/// the verdict line says).
 pub(crate) fn stop_line(record: &RunRecord) -> Option<String> {
+    let scenario = &record.scenario;
+    let rule = if scenario.extends() {
+        format!(
+            "turns {}, extended while undecided up to max_turns {}",
+            scenario.turns,
+            scenario.max_measured_turns()
+        )
+    } else {
+        "stop: decided".to_owned()
+    };
     if let Some(stop) = &record.early_stop {
         return Some(format!(
-            "stopped early at turn {} of {} (stop: decided): {}",
+            "stopped early at turn {} of {} ({rule}): {}",
             stop.turn,
             stop.max_turns,
             // The reason comes from report.json when re-rendered: escaped and bounded.
             shorten(&printable(&stop.reason), 400)
         ));
     }
-    let ran_out = record.scenario.stop == StopMode::Decided
+    let ran_out = (scenario.stop == StopMode::Decided || scenario.extends())
         && matches!(record.outcome, RunOutcome::Completed);
     ran_out.then(|| {
         format!(
-            "stop: decided, but no look before turn {} found every watched metric decided",
-            record.scenario.total_turns()
+            "{rule}, but no look before turn {} found every watched metric decided",
+            scenario.total_turns()
         )
     })
 }
 
-/// The one-line verdict: `PASS`, `FAIL`, `ENGINE FAILED` or `INTERRUPTED`, with what it rests on.
+/// The one-line verdict: `PASS`, `FAIL`, `INCONCLUSIVE`, `ENGINE FAILED` or `INTERRUPTED`, with
+/// what it rests on.
 pub(crate) fn verdict_line(record: &RunRecord, verdict: &Verdict) -> (VerdictStatus, String) {
     let failed = verdict.expectations.iter().filter(|e| !e.passed).count();
     let total = verdict.expectations.len();
@@ -132,7 +158,22 @@ pub(crate) fn verdict_line(record: &RunRecord, verdict: &Verdict) -> (VerdictSta
         (VerdictStatus::Interrupted, _) => {
             "INTERRUPTED (the run record says it was not)".to_owned()
         }
-        (VerdictStatus::Fail, _) => format!("FAIL: {failed} of {total} expectations failed"),
+        (VerdictStatus::Fail, _) => {
+            let failed = verdict.expectations.iter().filter(|e| e.failed()).count();
+            format!("FAIL: {failed} of {total} expectations failed")
+        }
+        (VerdictStatus::Inconclusive, _) => {
+            // A run that could have gone on says how: more turns is the usual cure.
+            let hint = if record.scenario.extends() || record.scenario.stop == StopMode::Decided {
+                ""
+            } else {
+                "; `max_turns` lets a run go on until it is decided"
+            };
+            format!(
+                "INCONCLUSIVE: {failed} of {total} expectations could not be decided within the \
+                 run (not shown clean, not shown leaking){hint}"
+            )
+        }
         (VerdictStatus::Pass, _) if total == 0 => "PASS: no expectations to check".to_owned(),
         (VerdictStatus::Pass, _) => format!("PASS: all {total} expectations held"),
     };
@@ -156,6 +197,7 @@ pub(crate) fn status_word(status: VerdictStatus) -> &'static str {
     match status {
         VerdictStatus::Pass => "pass",
         VerdictStatus::Fail => "fail",
+        VerdictStatus::Inconclusive => "inconclusive",
         VerdictStatus::EngineFailed => "engine failed",
         VerdictStatus::Interrupted => "interrupted",
     }

@@ -36,7 +36,11 @@ pub fn junit_suite(record: &RunRecord, verdict: &Verdict) -> TestSuite {
                 .map_or(String::new(), |t| format!(" (turn {t})"));
             let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
             status
-                .set_type("expectation")
+                .set_type(if expectation.inconclusive {
+                    "inconclusive"
+                } else {
+                    "expectation"
+                })
                 .set_message(format!(
                     "expected {}; measured {}{turn}",
                     expectation.expected, expectation.measured

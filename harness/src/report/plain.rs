@@ -34,6 +34,7 @@ pub(crate) fn status_word(status: VerdictStatus) -> &'static str {
     match status {
         VerdictStatus::Pass => "PASS",
         VerdictStatus::Fail => "FAIL",
+        VerdictStatus::Inconclusive => "INCONCLUSIVE",
         VerdictStatus::EngineFailed => "ENGINE FAILED",
         VerdictStatus::Interrupted => "INTERRUPTED",
     }
@@ -45,6 +46,7 @@ pub(crate) fn status_counts(statuses: impl IntoIterator<Item = VerdictStatus>) -
     let words: Vec<String> = [
         VerdictStatus::Pass,
         VerdictStatus::Fail,
+        VerdictStatus::Inconclusive,
         VerdictStatus::EngineFailed,
         VerdictStatus::Interrupted,
     ]

@@ -86,6 +86,8 @@ pub enum EntryStatus {
     Pass,
     /// An expectation failed.
     Fail,
+    /// No expectation failed, but one could not be decided within the run.
+    Inconclusive,
     /// The engine failed (crashed, hung, could not start).
     EngineFailed,
     /// A signal stopped the run.
@@ -100,6 +102,7 @@ impl EntryStatus {
         match status {
             VerdictStatus::Pass => EntryStatus::Pass,
             VerdictStatus::Fail => EntryStatus::Fail,
+            VerdictStatus::Inconclusive => EntryStatus::Inconclusive,
             VerdictStatus::EngineFailed => EntryStatus::EngineFailed,
             VerdictStatus::Interrupted => EntryStatus::Interrupted,
         }
@@ -110,6 +113,7 @@ impl EntryStatus {
         match self {
             EntryStatus::Pass => status_word(VerdictStatus::Pass),
             EntryStatus::Fail => status_word(VerdictStatus::Fail),
+            EntryStatus::Inconclusive => status_word(VerdictStatus::Inconclusive),
             EntryStatus::EngineFailed => status_word(VerdictStatus::EngineFailed),
             EntryStatus::Interrupted => status_word(VerdictStatus::Interrupted),
             EntryStatus::Error => "error",
@@ -120,6 +124,7 @@ impl EntryStatus {
         match self {
             EntryStatus::Pass => "✅",
             EntryStatus::Fail => "❌",
+            EntryStatus::Inconclusive => "❔",
             EntryStatus::EngineFailed => "💥",
             EntryStatus::Interrupted => "⏹️",
             EntryStatus::Error => "⚠️",
@@ -222,6 +227,7 @@ impl SuiteReport {
         let statuses = [
             EntryStatus::Pass,
             EntryStatus::Fail,
+            EntryStatus::Inconclusive,
             EntryStatus::EngineFailed,
             EntryStatus::Interrupted,
             EntryStatus::Error,
@@ -323,10 +329,11 @@ pub fn render_suite_summary_md(report: &SuiteReport) -> String {
         .map(|e| e.status)
         .max_by_key(|s| match s {
             EntryStatus::Pass => 0,
-            EntryStatus::Fail => 1,
-            EntryStatus::Interrupted => 2,
-            EntryStatus::EngineFailed => 3,
-            EntryStatus::Error => 4,
+            EntryStatus::Inconclusive => 1,
+            EntryStatus::Fail => 2,
+            EntryStatus::Interrupted => 3,
+            EntryStatus::EngineFailed => 4,
+            EntryStatus::Error => 5,
         })
         .unwrap_or(EntryStatus::Pass);
     let mut out = format!(

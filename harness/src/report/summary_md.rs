@@ -32,11 +32,16 @@ pub fn render_summary_md(record: &RunRecord, verdict: &Verdict) -> String {
     out.push_str(&ledger_line(record));
     let failed: Vec<_> = verdict.expectations.iter().filter(|e| !e.passed).collect();
     if !failed.is_empty() {
-        out.push_str("\n**Failed expectations**\n\n");
+        out.push_str(if failed.iter().any(|e| e.failed()) {
+            "\n**Failed expectations**\n\n"
+        } else {
+            "\n**Undecided expectations**\n\n"
+        });
         for e in failed {
             let turn = e.turn.map_or(String::new(), |t| format!(" (turn {t})"));
+            let undecided = if e.inconclusive { " (undecided)" } else { "" };
             out.push_str(&format!(
-                "- {}: expected {}; measured {}{turn}\n",
+                "- {}{undecided}: expected {}; measured {}{turn}\n",
                 markdown_code(&e.name),
                 markdown(&e.expected),
                 markdown(&e.measured)
@@ -57,6 +62,7 @@ fn status_mark(status: VerdictStatus) -> &'static str {
     match status {
         VerdictStatus::Pass => "✅",
         VerdictStatus::Fail => "❌",
+        VerdictStatus::Inconclusive => "❔",
         VerdictStatus::EngineFailed => "💥",
         VerdictStatus::Interrupted => "⏹️",
     }

@@ -189,11 +189,18 @@ fn failures_section(verdict: &Verdict) -> String {
     if failed.is_empty() {
         return String::new();
     }
-    let mut out = format!("{HEADER}failed expectations{HEADER:#}\n");
+    let heading = if failed.iter().any(|e| e.failed()) {
+        "failed expectations"
+    } else {
+        "undecided expectations"
+    };
+    let mut out = format!("{HEADER}{heading}{HEADER:#}\n");
     for e in failed {
         let turn = e.turn.map_or(String::new(), |t| format!(" (turn {t})"));
+        // Undecided is not shown broken: its own mark, so that a reader tells them apart.
+        let mark = if e.inconclusive { "?" } else { "✗" };
         out.push_str(&format!(
-            "  {BAD}✗ {}{BAD:#}: expected {}; measured {}{turn}\n",
+            "  {BAD}{mark} {}{BAD:#}: expected {}; measured {}{turn}\n",
             printable(&e.name),
             printable(&e.expected),
             printable(&e.measured)

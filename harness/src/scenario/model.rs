@@ -50,6 +50,10 @@ pub struct Scenario {
     /// `turns` is the maximum).
     #[serde(default)]
     pub stop: StopMode,
+    /// With `stop: turns`: the most measured turns a run still undecided after `turns` may
+    /// extend to; `None`: `turns` (see [`Scenario::max_measured_turns`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
     /// Where the engine's process lives: this machine (the default), an ssh host, an Android
     /// device.
     #[serde(default, skip_serializing_if = "Target::is_local")]
@@ -84,14 +88,27 @@ impl Scenario {
             expect: Expectations::default(),
             seed: 0,
             stop: StopMode::Turns,
+            max_turns: None,
             target: Target::Local,
             concurrency: None,
         }
     }
 
-    /// Total number of turns: warm-up plus measured.
+    /// Total number of turns at most: warm-up plus the most measured turns
+    /// ([`Scenario::max_measured_turns`]).
     pub fn total_turns(&self) -> u32 {
-        self.warmup_turns + self.turns
+        self.warmup_turns + self.max_measured_turns()
+    }
+
+    /// The most measured turns a run may take: `max_turns` when the run may extend, else
+    /// `turns`.
+    pub fn max_measured_turns(&self) -> u32 {
+        self.max_turns.unwrap_or(self.turns).max(self.turns)
+    }
+
+    /// Whether a run still undecided after `turns` goes on (up to `max_turns`).
+    pub fn extends(&self) -> bool {
+        self.stop == StopMode::Turns && self.max_measured_turns() > self.turns
     }
 
     /// The metrics the analyzer should look at.

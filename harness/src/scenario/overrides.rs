@@ -35,6 +35,8 @@ pub struct Overrides {
     pub stop: Option<StopMode>,
     /// `engine.pid`: attach to this running process; replaces an attach engine's `command`.
     pub pid: Option<u32>,
+    /// `max_turns`.
+    pub max_turns: Option<u32>,
 }
 
 impl Overrides {
@@ -51,6 +53,7 @@ impl Overrides {
             warmup_turns: None,
             seed: None,
             stop: None,
+            max_turns: None,
             ..self.clone()
         }
     }
@@ -107,6 +110,9 @@ impl Overrides {
             }
             raw.engine.pid = Some(i64::from(pid));
         }
+        if let Some(max_turns) = self.max_turns {
+            raw.max_turns = Some(i64::from(max_turns));
+        }
     }
 
     /// Puts the paths back exactly as they were given (validation saw them as text).
@@ -150,6 +156,11 @@ impl Overrides {
             ("seed", "--seed", self.seed.map(|n| n.to_string())),
             ("stop", "--stop", self.stop.map(|s| s.as_str().to_owned())),
             ("engine.pid", "--pid", self.pid.map(|n| n.to_string())),
+            (
+                "max_turns",
+                "--max-turns",
+                self.max_turns.map(|n| n.to_string()),
+            ),
         ]
         .into_iter()
         .filter_map(|(key, flag, value)| value.map(|v| (key, format!("{flag} {v}"))))

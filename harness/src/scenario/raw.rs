@@ -62,6 +62,17 @@ pub(crate) struct RawScenario {
     #[serde(default)]
     #[cfg_attr(test, schemars(extend("default" = "turns")))]
     pub stop: Option<StopMode>,
+    /// With `stop: turns`: the most measured turns a run may extend to when its verdict is
+    /// still undecided after `turns` (a growth limit inside the slope's interval, a metric
+    /// inconclusive). `turns` is then the minimum; the runner looks after `turns` and then every
+    /// 25% more turns (at least 2), and stops at the first look that decides; error rates are
+    /// held across the looks by alpha spending over `max_turns` (docs/analyzer.md). A run
+    /// still undecided at `max_turns` is inconclusive. Unset: `turns` (no extension). At least
+    /// `turns`; `warmup_turns + max_turns` may not exceed 100000; not with `stop: decided`
+    /// (there `turns` is already the maximum).
+    #[serde(default)]
+    #[cfg_attr(test, schemars(range(min = 1, max = 100_000)))]
+    pub max_turns: Option<i64>,
     /// When `leakloop run` is given a suite: `shared` runs alongside any other scenario (up to
     /// `-j` at a time); `exclusive` runs while no other exclusive scenario runs on the same
     /// device. Unset: `shared` for the simulator, `exclusive` for every other backend

@@ -14,8 +14,8 @@ use crate::scenario::error::{did_you_mean, ScenarioError, ScenarioErrorKind};
 use crate::scenario::model::text_tokens;
 use crate::scenario::model::{
     Device, EngineSpec, Expectations, Fault, FaultKind, MetricExpectation, PromptSpec, SamplePlan,
-    SamplePoint, Scenario, SessionOptions, Step, Tolerance, MAX_BASELINE_SAMPLES, MAX_TURNS,
-    SIM_PROFILES,
+    SamplePoint, Scenario, SessionOptions, Step, StopMode, Tolerance, MAX_BASELINE_SAMPLES,
+    MAX_TURNS, SIM_PROFILES,
 };
 use crate::scenario::raw::{
     RawEngine, RawExpect, RawMetricExpect, RawScenario, RawSend, RawStep, UnitText,
@@ -132,7 +132,8 @@ pub(crate) fn validate(raw: RawScenario, cx: &Context<'_>) -> Result<Scenario, S
             ),
         ));
     }
-    let total_turns = warmup_turns + turns;
+    let max_turns = validate_max_turns(&raw, warmup_turns, turns, cx)?;
+    let total_turns = warmup_turns + max_turns.unwrap_or(turns);
     let reload_every = match raw.reload_every {
         Some(v) => cx.count("reload_every", v, 0)?,
         None => 0,
@@ -210,9 +211,41 @@ pub(crate) fn validate(raw: RawScenario, cx: &Context<'_>) -> Result<Scenario, S
         expect,
         seed: raw.seed.unwrap_or(0),
         stop: raw.stop.unwrap_or_default(),
+        max_turns,
         target,
         concurrency: raw.concurrency,
     })
+}
+
+/// `max_turns`: at least `turns`, within the turn limit with the warm-up, and only where `turns`
+/// is the minimum (`stop: turns`).
+fn validate_max_turns(
+    raw: &RawScenario,
+    warmup_turns: u32,
+    turns: u32,
+    cx: &Context<'_>,
+) -> Result<Option<u32>, ScenarioError> {
+    let Some(value) = raw.max_turns else {
+        return Ok(None);
+    };
+    let max_turns = cx.count("max_turns", value, turns.max(1))?;
+    if raw.stop == Some(StopMode::Decided) {
+        return Err(cx.invalid(
+            "max_turns",
+            "`max_turns` extends a `stop: turns` run; with `stop: decided`, `turns` is already \
+             the maximum",
+        ));
+    }
+    if u64::from(warmup_turns) + u64::from(max_turns) > u64::from(MAX_TURNS) {
+        return Err(cx.invalid(
+            "max_turns",
+            format!(
+                "warmup_turns + max_turns = {} is more than the limit of {MAX_TURNS} turns",
+                u64::from(warmup_turns) + u64::from(max_turns)
+            ),
+        ));
+    }
+    Ok(Some(max_turns))
 }
 
 fn is_identifier(name: &str) -> bool {

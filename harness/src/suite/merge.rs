@@ -283,7 +283,7 @@ pub(crate) fn join(parts: &[Share]) -> Result<SuiteReport, MergeError> {
             suite: first.suite.scenarios,
         });
     }
-    let worst = entries.iter().map(|e| e.exit_code).max().unwrap_or(0);
+    let worst = super::worst_exit_code(entries.iter().map(|e| e.exit_code));
     Ok(SuiteReport::new(first.suite.clone(), None, worst, entries))
 }
 

@@ -148,7 +148,7 @@ pub(crate) fn run_plan(
             progress(SuiteEvent::Finished { done, total, entry });
         },
     );
-    let worst = entries.iter().map(|e| e.exit_code).max().unwrap_or(0);
+    let worst = super::worst_exit_code(entries.iter().map(|e| e.exit_code));
     let partition = options.partition.map(|p| SuitePartition {
         index: p.index,
         count: p.count,

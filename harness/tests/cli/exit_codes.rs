@@ -110,6 +110,11 @@ const BUILDS: &str = "fixtures/scenarios/bisect-sim-builds.yaml";
 #[case::run_missing_library(&["run", LITERT, "--lib", "{tmp}/no-such-lib.so"], Stdout::Open, "", 3)]
 #[case::run_out_folder_cannot_be_made(&["run", FLAT, "--turns", "3", "--out", "/dev/null/out"], Stdout::Open, "", 4)]
 // A suite exits with its worst scenario's code.
+#[case::run_inconclusive(&["run", "fixtures/scenarios/outcome-undecided.yaml"], Stdout::Open, "", 5)]
+#[case::run_inconclusive_on_inconclusive_pass(&["run", "fixtures/scenarios/outcome-undecided.yaml", "--on-inconclusive", "pass"], Stdout::Open, "", 0)]
+#[case::suite_inconclusive_and_pass(&["run", "fixtures/scenarios/outcome-undecided.yaml", FLAT, "-q"], Stdout::Open, "", 5)]
+#[case::suite_inconclusive_on_inconclusive_pass(&["run", "fixtures/scenarios/outcome-undecided.yaml", FLAT, "-q", "--on-inconclusive", "pass"], Stdout::Open, "", 0)]
+#[case::suite_inconclusive_and_leak(&["run", "fixtures/scenarios/outcome-undecided.yaml", LEAK, "-q"], Stdout::Open, "", 1)]
 #[case::suite_pass(&["run", FLAT, "fixtures/scenarios/stop-decided-flat.yaml", "-q"], Stdout::Open, "", 0)]
 #[case::suite_leak_full_stdout(&["run", FLAT, LEAK, "-q"], Stdout::Full, "", 1)]
 #[case::suite_bad_scenario_and_leak(&["run", LEAK, "fixtures/bad/unknown-key.yaml", "-q"], Stdout::Open, "", 2)]

@@ -142,6 +142,7 @@ fn simulator_fixture_verdict_does_not_depend_on_the_seed(
     let expected = match expected_exit(&text, &path) {
         0 => VerdictStatus::Pass,
         1 => VerdictStatus::Fail,
+        5 => VerdictStatus::Inconclusive,
         _ => VerdictStatus::EngineFailed,
     };
     let mut scenario = leakloop::scenario::load_scenario(&path).unwrap();

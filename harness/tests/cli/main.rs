@@ -27,6 +27,7 @@ mod max_live;
 mod onnxruntime;
 mod opencl;
 mod out_dir;
+mod outcomes;
 mod python_driver;
 mod readme;
 mod real_traces;

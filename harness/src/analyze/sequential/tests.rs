@@ -270,3 +270,55 @@ fn clean_and_plateau_are_decided_only_when_the_slope_is_bounded_to_the_maximum(
         why
     );
 }
+
+#[test]
+fn an_extending_run_looks_first_at_its_minimum_and_spends_exactly_the_budget() {
+    assert_eq!(
+        looks_between(8, 64),
+        [8, 10, 13, 17, 22, 28, 35, 44, 55, 64]
+    );
+    let mut scenario = crate::analyze::test_support::scenario();
+    scenario.warmup_turns = 2;
+    scenario.turns = 8;
+    scenario.max_turns = Some(64);
+    assert!(scenario.extends());
+    assert_eq!(scenario.total_turns(), 66);
+    let rule = StopWhenDecided::new(&scenario);
+    assert_eq!(rule.looks()[..3], [10, 12, 15]);
+    let looks = scenario_looks(&scenario);
+    let alpha: f64 = looks
+        .iter()
+        .map(|&m| TREND_ALPHA * share(m, &looks, 64, false))
+        .sum();
+    assert!((alpha - TREND_ALPHA).abs() < 1e-12, "{alpha}");
+    // The first look spends only its share: a run that decides at its minimum is judged at a
+    // stricter level than one that never extends.
+    assert!(share(8, &looks, 64, false) < 1.0);
+    // Without `max_turns` (or with it equal to `turns`) nothing changes: one analysis, at the end.
+    scenario.max_turns = Some(8);
+    assert!(!scenario.extends() && scenario_looks(&scenario).is_empty());
+}
+
+#[test]
+fn an_extending_run_without_metrics_ends_at_its_minimum() {
+    let mut run = record(&values(8, 0), 8, limit(MIB));
+    run.scenario.stop = StopMode::Turns;
+    run.scenario.max_turns = Some(40);
+    run.scenario.expect.metrics.clear();
+    run.scenario.watch.clear();
+    run.samples.clear();
+    let mut rule = StopWhenDecided::new(&run.scenario);
+    let reason = rule.look(&run).expect("nothing to extend for");
+    assert!(reason.contains("no metric to decide"), "{reason}");
+}
+
+#[test]
+fn an_extending_run_undecided_at_its_minimum_goes_on() {
+    // A flat series judged against a limit just above zero: the interval straddles it at the
+    // minimum's share of the budget, so the first look does not stop the run.
+    let mut run = record(&values(8, 0), 8, limit(1));
+    run.scenario.stop = StopMode::Turns;
+    run.scenario.max_turns = Some(64);
+    let mut rule = StopWhenDecided::new(&run.scenario);
+    assert_eq!(rule.look(&run), None);
+}

@@ -128,9 +128,9 @@ mod tests {
         };
         let report = SuiteReport::new(identity.clone(), None, 3, vec![entry(1), entry(3)]);
         assert_eq!(worst_exit(&report).unwrap(), Exit::EngineFailed);
-        let report = SuiteReport::new(identity, None, 5, vec![entry(1), entry(5)]);
+        let report = SuiteReport::new(identity, None, 6, vec![entry(1), entry(6)]);
         let err = worst_exit(&report).unwrap_err();
         assert_eq!(err.exit(), Exit::BadInput);
-        assert!(err.to_string().contains("exit code 5, which no"), "{err}");
+        assert!(err.to_string().contains("exit code 6, which no"), "{err}");
     }
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::cli::history::min_change_flag;
 use crate::cli::output;
 use crate::cli::run::{claim_out, Format, Printer, RunArgs};
-use crate::cli::{CliError, Exit, Outcome};
+use crate::cli::{CliError, Exit, OnInconclusive, Outcome};
 use crate::report::provenance::{process_env, resolve_build};
 use crate::report::{render_suite_text, write_suite_reports, OutDir, SuiteReport};
 use crate::runner::{BuildStamp, CiRun};
@@ -53,6 +53,7 @@ pub(crate) fn run_suite(args: &RunArgs) -> Result<Outcome, CliError> {
         build: Some(build),
         baseline: args.baseline.clone(),
         baseline_min_change: args.baseline_min_change.clone(),
+        on_inconclusive: args.on_inconclusive,
     };
     let report = run_plan(&options, &plan, root.as_ref().map(OutDir::dir));
     match args.format {
@@ -103,6 +104,8 @@ pub(crate) struct SuiteOptions {
     pub baseline: Option<PathBuf>,
     /// `--baseline-min-change`.
     pub baseline_min_change: Option<String>,
+    /// `--on-inconclusive`: each scenario's exit code for an inconclusive verdict.
+    pub on_inconclusive: OnInconclusive,
 }
 
 /// Runs every file of `plan` (the library's suite run), each into `root/<folder>` when there is
@@ -185,7 +188,7 @@ fn run_into_folder(
         session = session.out(folder);
     }
     let outcome = session.run(&mut Printer::without_verdict(true))?;
-    let exit_code = Exit::of_run(&outcome.record, &outcome.verdict) as u8;
+    let exit_code = Exit::of_run(&outcome.record, &outcome.verdict, options.on_inconclusive) as u8;
     Ok(Ran {
         verdict: outcome.verdict,
         exit_code,

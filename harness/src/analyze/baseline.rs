@@ -83,6 +83,7 @@ fn growth_check(
             }
         ),
         turn: None,
+        defaulted: false,
     }
 }
 
@@ -118,6 +119,7 @@ fn plateau_check(
             signed_amount(metric, rise)
         ),
         turn: None,
+        defaulted: false,
     }
 }
 

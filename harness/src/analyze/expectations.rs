@@ -51,6 +51,7 @@ pub(crate) fn check_metric(
                     expected: format!("samples of `{metric}`"),
                     measured: "no samples of this metric were taken".to_owned(),
                     turn: None,
+                    defaulted: false,
                 });
             }
         }
@@ -83,6 +84,7 @@ pub(crate) fn check_metric(
                 signed_amount(metric, end - baseline)
             ),
             turn: (!passed).then(|| first_sustained_crossing(series, limit)),
+            defaulted: false,
         });
     }
     if let Some(budget) = expectation.warmup_budget {
@@ -105,6 +107,7 @@ pub(crate) fn check_metric(
                 turn.unwrap_or(0)
             ),
             turn: if passed { None } else { turn },
+            defaulted: false,
         });
     }
     if let Some(limit) = expectation.max_growth_per_turn {
@@ -142,6 +145,7 @@ pub(crate) fn check_metric(
             } else {
                 analysis.steady_from_turn
             },
+            defaulted: false,
         });
     }
     if let Some(max) = expectation.max {
@@ -160,6 +164,7 @@ pub(crate) fn check_metric(
                 None => "no samples".to_owned(),
             },
             turn: over.map(|p| p.0),
+            defaulted: false,
         });
     }
     results
@@ -240,6 +245,7 @@ pub(crate) fn check_max_live(
                         .join(", ")
                 ),
                 turn: None,
+                defaulted: false,
             });
             continue;
         }
@@ -252,6 +258,7 @@ pub(crate) fn check_max_live(
                 expected: format!("at most {most} `{kind}` alive at once"),
                 measured: format!("at most {peak} alive (first reached at turn {turn})"),
                 turn: (!passed).then_some(u64::from(turn)),
+                defaulted: false,
             });
         }
     }
@@ -277,6 +284,7 @@ pub(crate) fn check_balanced(
             expected: "every create has its delete".to_owned(),
             measured: format!("{} kinds balanced", ledger.totals.len()),
             turn: None,
+            defaulted: false,
         }];
     }
     imbalances
@@ -294,6 +302,7 @@ pub(crate) fn check_balanced(
                     .map_or_else(String::new, |t| format!(", off balance from turn {t}"))
             ),
             turn: i.first_turn.map(u64::from),
+            defaulted: false,
         })
         .collect()
 }

@@ -257,6 +257,7 @@ mod tests {
                 expected: "<= 64 KiB/turn".into(),
                 measured: leakloop_units::format_bytes_per_turn(rss_slope),
                 turn: (!passed).then_some(2),
+                defaulted: false,
             }],
         }
     }

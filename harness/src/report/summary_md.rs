@@ -76,7 +76,8 @@ fn notes_lines(verdict: &Verdict) -> String {
         out.push_str(&format!(
             "\n**Default expectations:** {} ({}).\n",
             names.join(", "),
-            markdown(notes::OPT_OUT)
+            // Our own words, already Markdown.
+            notes::OPT_OUT
         ));
     }
     out

@@ -170,8 +170,12 @@ impl Verdict {
     /// let record = run_scenario(&scenario, engine.as_mut(), &mut NoObserver);
     /// let verdict = analyze_run(&record);
     ///
-    /// let check = &verdict.checks(&scenario.expect)[0];
-    /// assert_eq!(check.kind, Some(ExpectationKind::MaxGrowthPerTurn));
+    /// // The ledger's balance, on by default, fails too: find the growth limit by its kind.
+    /// let checks = verdict.checks(&scenario.expect);
+    /// let check = checks
+    ///     .iter()
+    ///     .find(|c| c.kind == Some(ExpectationKind::MaxGrowthPerTurn))
+    ///     .unwrap();
     /// assert_eq!(check.metric.as_deref(), Some("native_heap"));
     /// assert_eq!(check.limit, Some(1048576.0));
     /// let growth = check.growth.unwrap();

@@ -103,9 +103,10 @@ pub(crate) fn compare_runs(
             let turn = e.turn.map(|t| format!(" (turn {t})")).unwrap_or_default();
             let _ = writeln!(
                 out,
-                "  [{}] {}: expected {}, measured {}{turn}",
+                "  [{}] {}{}: expected {}, measured {}{turn}",
                 if e.passed { "ok" } else { "FAIL" },
                 e.name,
+                crate::report::notes::default_mark(e.defaulted),
                 e.expected,
                 e.measured
             );

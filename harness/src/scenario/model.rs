@@ -426,6 +426,7 @@ pub struct Expectations {
     /// Every create has its delete (call ledger). Kinds with a [`max_live`](Self::max_live)
     /// bound are judged by that bound instead. `None` (not written) is on by default wherever
     /// the run records a ledger; `Some(false)` is the opt-out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub balanced: Option<bool>,
     /// The most objects alive at once per ledger kind (a cache that keeps the last N
     /// conversations by design): `conversation` bounds that kind from every source,

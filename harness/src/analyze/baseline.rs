@@ -84,6 +84,7 @@ fn growth_check(
             }
         ),
         turn: None,
+        defaulted: false,
     }
 }
 
@@ -120,6 +121,7 @@ fn plateau_check(
             signed_amount(metric, rise)
         ),
         turn: None,
+        defaulted: false,
     }
 }
 

@@ -30,15 +30,19 @@ pub enum ExpectationKind {
     EngineErrors,
     /// `max_live.<kind>`: at most so many objects of a ledger kind alive at once.
     MaxLive,
+    /// `<metric>.horizon`: the default expectation of a watched metric without limits: no
+    /// growth that matters over the horizon (as `leakloop analyze` judges it).
+    Horizon,
 }
 
 impl ExpectationKind {
     /// The per-metric kinds, by the key that follows the metric in an expectation's name.
-    const PER_METRIC: [(ExpectationKind, &'static str); 4] = [
+    const PER_METRIC: [(ExpectationKind, &'static str); 5] = [
         (ExpectationKind::Tolerance, "tolerance"),
         (ExpectationKind::WarmupBudget, "warmup_budget"),
         (ExpectationKind::MaxGrowthPerTurn, "max_growth_per_turn"),
         (ExpectationKind::Max, "max"),
+        (ExpectationKind::Horizon, "horizon"),
     ];
 
     /// The name of this expectation on `metric` (`rss.max_growth_per_turn`); for the kinds that
@@ -166,8 +170,12 @@ impl Verdict {
     /// let record = run_scenario(&scenario, engine.as_mut(), &mut NoObserver);
     /// let verdict = analyze_run(&record);
     ///
-    /// let check = &verdict.checks(&scenario.expect)[0];
-    /// assert_eq!(check.kind, Some(ExpectationKind::MaxGrowthPerTurn));
+    /// // The ledger's balance, on by default, fails too: find the growth limit by its kind.
+    /// let checks = verdict.checks(&scenario.expect);
+    /// let check = checks
+    ///     .iter()
+    ///     .find(|c| c.kind == Some(ExpectationKind::MaxGrowthPerTurn))
+    ///     .unwrap();
     /// assert_eq!(check.metric.as_deref(), Some("native_heap"));
     /// assert_eq!(check.limit, Some(1048576.0));
     /// let growth = check.growth.unwrap();
@@ -232,9 +240,11 @@ impl Verdict {
             ),
             // The highest sample is not kept in the analysis; the measured text names it.
             ExpectationKind::Max => (rule.max.map(|m| m as f64), None),
+            // A default has no written rule: the early return above took it.
             ExpectationKind::Balanced
             | ExpectationKind::MaxLive
-            | ExpectationKind::EngineErrors => (None, None),
+            | ExpectationKind::EngineErrors
+            | ExpectationKind::Horizon => (None, None),
         };
         check
     }
@@ -283,6 +293,7 @@ mod tests {
                 warmup_budget: Some(4 << 20),
                 max_growth_per_turn: Some(64 << 10),
                 max: None,
+                report_only: false,
             },
         );
         let verdict = analyze_run(&record);

@@ -54,6 +54,7 @@ pub(crate) fn check_metric(
                     expected: format!("samples of `{metric}`"),
                     measured: "no samples of this metric were taken".to_owned(),
                     turn: None,
+                    defaulted: false,
                 });
             }
         }
@@ -87,6 +88,7 @@ pub(crate) fn check_metric(
                 signed_amount(metric, end - baseline)
             ),
             turn: (!passed).then(|| first_sustained_crossing(series, limit)),
+            defaulted: false,
         });
     }
     if let Some(budget) = expectation.warmup_budget {
@@ -110,6 +112,7 @@ pub(crate) fn check_metric(
                 turn.unwrap_or(0)
             ),
             turn: if passed { None } else { turn },
+            defaulted: false,
         });
     }
     if let Some(limit) = expectation.max_growth_per_turn {
@@ -151,6 +154,7 @@ pub(crate) fn check_metric(
             } else {
                 None
             },
+            defaulted: false,
         });
     }
     if let Some(max) = expectation.max {
@@ -170,6 +174,7 @@ pub(crate) fn check_metric(
                 None => "no samples".to_owned(),
             },
             turn: over.map(|p| p.0),
+            defaulted: false,
         });
     }
     results
@@ -275,6 +280,7 @@ pub(crate) fn check_max_live(
                         .join(", ")
                 ),
                 turn: None,
+                defaulted: false,
             });
             continue;
         }
@@ -288,6 +294,7 @@ pub(crate) fn check_max_live(
                 expected: format!("at most {most} `{kind}` alive at once"),
                 measured: format!("at most {peak} alive (first reached at turn {turn})"),
                 turn: (!passed).then_some(u64::from(turn)),
+                defaulted: false,
             });
         }
     }
@@ -314,6 +321,7 @@ pub(crate) fn check_balanced(
             expected: "every create has its delete".to_owned(),
             measured: format!("{} kinds balanced", ledger.totals.len()),
             turn: None,
+            defaulted: false,
         }];
     }
     imbalances
@@ -332,6 +340,7 @@ pub(crate) fn check_balanced(
                     .map_or_else(String::new, |t| format!(", off balance from turn {t}"))
             ),
             turn: i.first_turn.map(u64::from),
+            defaulted: false,
         })
         .collect()
 }

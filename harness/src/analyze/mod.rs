@@ -8,10 +8,12 @@
 //! documented part is the [`Verdict`] they produce.
 
 mod baseline;
+mod below_limit;
 mod checks;
 mod classify;
 #[cfg(feature = "cli")]
 mod classify_trace;
+mod defaults;
 mod dumpsys_trace;
 mod expectations;
 mod history;
@@ -28,6 +30,7 @@ mod verdict;
 pub(crate) mod test_support;
 
 pub use checks::{Check, ExpectationKind, GrowthPerTurn};
+pub use defaults::{metric_rule, planned_expectations, MetricRule, PlannedExpectation};
 pub use series::{Epoch, MetricSeries};
 pub use verdict::{
     Classification, ExpectationResult, MetricAnalysis, PlateauInfo, Verdict, VerdictStatus,

@@ -6,6 +6,7 @@ use crate::runner::{RunOutcome, RunRecord};
 use crate::scenario::FaultKind;
 
 use super::classify::{classify, ClassifyOptions};
+use super::defaults::{balanced_rule, check_horizon, metric_rule, MetricRule};
 use super::expectations::{check_balanced, check_max_live, check_metric};
 use super::reason::Reason;
 use super::sequential::{final_levels, Levels};
@@ -44,14 +45,23 @@ pub fn analyze_run_with(record: &RunRecord, levels: Levels) -> Verdict {
     let unknown_ledger = unknown_ledger(record);
     let mut metrics = BTreeMap::new();
     let mut expectations = Vec::new();
-    if scenario.expect.balanced {
+    // An unknown ledger is not judged by default: only a written `balanced` fails for it.
+    let balanced = match &unknown_ledger {
+        Some(_) => (scenario.expect.balanced == Some(true)).then_some(false),
+        None => balanced_rule(&scenario.expect, &record.ledger),
+    };
+    if let Some(defaulted) = balanced {
         match &unknown_ledger {
             Some(why) => expectations.push(not_evaluated(
                 "balanced",
                 "every create has its delete",
                 why,
             )),
-            None => expectations.extend(check_balanced(&record.ledger, &scenario.expect.max_live)),
+            None => expectations.extend(
+                check_balanced(&record.ledger, &scenario.expect.max_live)
+                    .into_iter()
+                    .map(|e| ExpectationResult { defaulted, ..e }),
+            ),
         }
     }
     if !scenario.expect.max_live.is_empty() {
@@ -82,8 +92,15 @@ pub fn analyze_run_with(record: &RunRecord, levels: Levels) -> Verdict {
             };
             classify(&series, &options)
         });
-        if let Some(expectation) = expectation {
-            expectations.extend(check_metric(&name, expectation, analysis.as_ref(), &series));
+        match (metric_rule(&scenario.expect, &name), expectation, &analysis) {
+            (MetricRule::Written, Some(expectation), _) => {
+                expectations.extend(check_metric(&name, expectation, analysis.as_ref(), &series));
+            }
+            // A metric the run could not sample has nothing a default could judge.
+            (MetricRule::Defaulted, _, Some(analysis)) => {
+                expectations.push(check_horizon(&name, analysis));
+            }
+            _ => {}
         }
         let analysis = analysis.or_else(|| {
             unreadable.map(|why| MetricAnalysis {
@@ -148,6 +165,7 @@ fn not_evaluated(name: &str, expected: &str, why: &str) -> ExpectationResult {
         expected: expected.to_owned(),
         measured: format!("not evaluated: {why}"),
         turn: None,
+        defaulted: false,
     }
 }
 
@@ -187,6 +205,7 @@ fn check_engine_errors(record: &RunRecord) -> ExpectationResult {
         expected: EXPECTED.to_owned(),
         measured,
         turn: unexpected.first().map(|(turn, _, _)| u64::from(*turn)),
+        defaulted: false,
     }
 }
 
@@ -221,6 +240,7 @@ mod tests {
             warmup_budget,
             max_growth_per_turn: max_growth,
             max: None,
+            report_only: false,
         }
     }
 
@@ -316,7 +336,7 @@ mod tests {
     #[test]
     fn unbalanced_ledger_names_the_kind_and_turn() {
         let mut record = record(&values(6, |_| BASE), expect(Some(5 * MIB), None, None));
-        record.scenario.expect.balanced = true;
+        record.scenario.expect.balanced = Some(true);
         for turn in 1..=6 {
             record.ledger.record_create(turn, "sim/conversation");
             if turn < 4 {
@@ -441,7 +461,7 @@ mod tests {
     #[test]
     fn an_engine_that_never_loaded_passes_no_expectation() {
         let mut record = record_with_samples(Vec::new());
-        record.scenario.expect.balanced = true;
+        record.scenario.expect.balanced = Some(true);
         record
             .scenario
             .expect
@@ -484,7 +504,7 @@ mod tests {
             &values(8, |t| BASE + 50 * MIB * u64::from(t)),
             expect(None, None, Some(MIB)),
         );
-        record.scenario.expect.balanced = true;
+        record.scenario.expect.balanced = Some(true);
         record.outcome = RunOutcome::Interrupted {
             signal: "SIGTERM".to_owned(),
             turn: 9,
@@ -528,6 +548,7 @@ mod tests {
                 expected: String::new(),
                 measured: String::new(),
                 turn: None,
+                defaulted: false,
             })
             .collect();
         assert_eq!(derive_status(&outcome, &expectations), status);

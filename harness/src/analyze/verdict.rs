@@ -136,6 +136,10 @@ pub struct ExpectationResult {
     pub measured: String,
     /// The turn where it failed, when one can be named.
     pub turn: Option<u64>,
+    /// Whether a default put it there (the scenario did not write it; see
+    /// `analyze/defaults.rs`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub defaulted: bool,
 }
 
 impl ExpectationResult {

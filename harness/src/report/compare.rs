@@ -103,9 +103,10 @@ pub(crate) fn compare_runs(
             let turn = e.turn.map(|t| format!(" (turn {t})")).unwrap_or_default();
             let _ = writeln!(
                 out,
-                "  [{}] {}: expected {}, measured {}{turn}",
+                "  [{}] {}{}: expected {}, measured {}{turn}",
                 if e.passed { "ok" } else { "FAIL" },
                 e.name,
+                crate::report::notes::default_mark(e.defaulted),
                 e.expected,
                 e.measured
             );
@@ -259,6 +260,7 @@ mod tests {
                 expected: "<= 64 KiB/turn".into(),
                 measured: leakloop_units::format_bytes_per_turn(rss_slope),
                 turn: (!passed).then_some(2),
+                defaulted: false,
             }],
         }
     }

@@ -110,6 +110,7 @@ fn expectation(
         expected: expected.to_owned(),
         measured: measured.to_owned(),
         turn: turn.map(u64::from),
+        defaulted: false,
     }
 }
 
@@ -120,7 +121,7 @@ pub fn leak_run() -> (RunRecord, Verdict) {
     let mut scenario = scenario("per-turn-chat-leak", "android-opencl-leak", 1, 8);
     scenario.reload_every = 5;
     scenario.expect = Expectations {
-        balanced: true,
+        balanced: Some(true),
         max_live: BTreeMap::new(),
         metrics: BTreeMap::from([
             (
@@ -130,6 +131,7 @@ pub fn leak_run() -> (RunRecord, Verdict) {
                     warmup_budget: None,
                     max_growth_per_turn: Some(MIB),
                     max: None,
+                    report_only: false,
                 },
             ),
             (
@@ -139,6 +141,7 @@ pub fn leak_run() -> (RunRecord, Verdict) {
                     warmup_budget: Some(2 * GIB),
                     max_growth_per_turn: None,
                     max: None,
+                    report_only: false,
                 },
             ),
         ]),
@@ -290,7 +293,7 @@ pub fn clean_run() -> (RunRecord, Verdict) {
     scenario.engine.isolate = true;
     scenario.watch = vec!["native_heap".to_owned(), "rss".to_owned()];
     scenario.expect = Expectations {
-        balanced: true,
+        balanced: Some(true),
         max_live: BTreeMap::new(),
         metrics: BTreeMap::from([(
             "native_heap".to_owned(),
@@ -299,6 +302,7 @@ pub fn clean_run() -> (RunRecord, Verdict) {
                 warmup_budget: None,
                 max_growth_per_turn: Some(256 * 1024),
                 max: None,
+                report_only: false,
             },
         )]),
     };

@@ -9,6 +9,7 @@ use crate::report::escape;
 use crate::report::facts::{
     backend_line, engine_error_kind_name, engine_error_text, status_word, turns_line,
 };
+use crate::report::notes;
 use crate::report::ReportError;
 use crate::runner::{RunOutcome, RunRecord};
 
@@ -27,6 +28,7 @@ pub fn junit_suite(record: &RunRecord, verdict: &Verdict) -> TestSuite {
         Property::new("verdict", status_word(verdict.status)),
     ]);
     suite.add_test_case(engine_case(record));
+    let below_limit = notes::growth_below_limit(verdict);
     for expectation in &verdict.expectations {
         let status = if expectation.passed {
             TestCaseStatus::success()
@@ -56,6 +58,26 @@ pub fn junit_suite(record: &RunRecord, verdict: &Verdict) -> TestSuite {
         };
         let mut case = TestCase::new(expectation.name.as_str(), status);
         case.set_classname(scenario.as_str());
+        // A test case holds no properties in the JUnit schema: what a reader must know of a
+        // case goes to its output. A default says so, and a passing case of a metric that still
+        // grows says that: growth below the limit is never silent.
+        let mut out = String::new();
+        if expectation.defaulted {
+            out.push_str(&format!("default expectation ({})\n", notes::OPT_OUT));
+        }
+        let grows = below_limit.iter().find(|(metric, _)| {
+            expectation.passed
+                && expectation
+                    .name
+                    .strip_prefix(*metric)
+                    .is_some_and(|rest| rest.starts_with('.'))
+        });
+        if let Some((_, text)) = grows {
+            out.push_str(&format!("{text}\n"));
+        }
+        if !out.is_empty() {
+            case.set_system_out(escape::xml(&out).into_owned());
+        }
         suite.add_test_case(case);
     }
     if !record.engine_errors.is_empty() {

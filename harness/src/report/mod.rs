@@ -31,6 +31,7 @@ mod history_table;
 mod json;
 #[cfg(feature = "reports")]
 mod junit;
+mod notes;
 mod out_dir;
 mod partial;
 #[cfg(feature = "cli")]

@@ -6,6 +6,7 @@ use crate::report::escape::{markdown, markdown_code};
 use crate::report::facts::{
     backend_line, empty_ledger_text, metric_passed, stop_line, turns_line, verdict_line,
 };
+use crate::report::notes;
 use crate::report::provenance::describe;
 use crate::report::units::{format_rate_with_interval_of, format_value};
 use crate::runner::RunRecord;
@@ -41,19 +42,48 @@ pub fn render_summary_md(record: &RunRecord, verdict: &Verdict) -> String {
             let turn = e.turn.map_or(String::new(), |t| format!(" (turn {t})"));
             let undecided = if e.inconclusive { " (undecided)" } else { "" };
             out.push_str(&format!(
-                "- {}{undecided}: expected {}; measured {}{turn}\n",
+                "- {}{}{undecided}: expected {}; measured {}{turn}\n",
                 markdown_code(&e.name),
+                notes::default_mark(e.defaulted),
                 markdown(&e.expected),
                 markdown(&e.measured)
             ));
         }
     }
+    out.push_str(&notes_lines(verdict));
     if let Some(p) = &record.provenance {
         out.push_str("\n<details><summary>Provenance</summary>\n\n");
         for (label, text) in describe(p) {
             out.push_str(&format!("- **{label}:** {}\n", markdown(&text)));
         }
         out.push_str("\n</details>\n");
+    }
+    out
+}
+
+/// Growth below its limit, and which expectations were defaults.
+fn notes_lines(verdict: &Verdict) -> String {
+    let mut out = String::new();
+    let below = notes::growth_below_limit(verdict);
+    if !below.is_empty() {
+        out.push_str("\n**Growth below the limit**\n\n");
+        for (metric, text) in below {
+            out.push_str(&format!(
+                "- {}: {}\n",
+                markdown_code(metric),
+                markdown(&text)
+            ));
+        }
+    }
+    let defaulted = notes::defaulted_names(verdict);
+    if !defaulted.is_empty() {
+        let names: Vec<String> = defaulted.iter().map(|n| markdown_code(n)).collect();
+        out.push_str(&format!(
+            "\n**Default expectations:** {} ({}).\n",
+            names.join(", "),
+            // Our own words, already Markdown.
+            notes::OPT_OUT
+        ));
     }
     out
 }

@@ -13,6 +13,7 @@ use crate::report::facts::{
     backend_line, empty_ledger_text, engine_error_text, metric_passed, metric_result_word,
     stop_line, turns_line, verdict_line,
 };
+use crate::report::notes;
 use crate::report::table::{render_table, Cell};
 use crate::report::units::{format_rate_with_interval_of, format_value};
 use crate::runner::RunRecord;
@@ -60,6 +61,7 @@ pub fn render_terminal(record: &RunRecord, verdict: &Verdict) -> String {
     out.push_str(&ledger_section(record));
     out.push_str(&errors_section(record));
     out.push_str(&failures_section(verdict));
+    out.push_str(&notes_section(verdict));
     let (status, line) = verdict_line(record, verdict);
     let style = if status == VerdictStatus::Pass {
         GOOD.bold()
@@ -200,13 +202,38 @@ fn failures_section(verdict: &Verdict) -> String {
         // Undecided is not shown broken: its own mark, so that a reader tells them apart.
         let mark = if e.inconclusive { "?" } else { "✗" };
         out.push_str(&format!(
-            "  {BAD}{mark} {}{BAD:#}: expected {}; measured {}{turn}\n",
+            "  {BAD}{mark} {}{}{BAD:#}: expected {}; measured {}{turn}\n",
             printable(&e.name),
+            notes::default_mark(e.defaulted),
             printable(&e.expected),
             printable(&e.measured)
         ));
     }
     out.push('\n');
+    out
+}
+
+/// Growth below its limit, and which expectations were defaults.
+fn notes_section(verdict: &Verdict) -> String {
+    let mut out = String::new();
+    for (metric, text) in notes::growth_below_limit(verdict) {
+        out.push_str(&format!("{WARN}{}: {text}{WARN:#}\n", printable(metric)));
+    }
+    let defaulted = notes::defaulted_names(verdict);
+    if !defaulted.is_empty() {
+        let names: Vec<String> = defaulted
+            .iter()
+            .map(|n| printable(n).into_owned())
+            .collect();
+        out.push_str(&format!(
+            "{DIM}default expectations: {} ({}){DIM:#}\n",
+            names.join(", "),
+            notes::OPT_OUT
+        ));
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
     out
 }
 

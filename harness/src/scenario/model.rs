@@ -431,14 +431,20 @@ pub struct MetricExpectation {
     /// a time metric (`unit_of`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max: Option<u64>,
+    /// The opt-out of the default expectations (`report_only: true`): the metric is analysed
+    /// and reported but judged by nothing. Never combined with a limit.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub report_only: bool,
 }
 
 /// What must hold for the scenario to pass.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Expectations {
     /// Every create has its delete (call ledger). Kinds with a [`max_live`](Self::max_live)
-    /// bound are judged by that bound instead.
-    pub balanced: bool,
+    /// bound are judged by that bound instead. `None` (not written) is on by default wherever
+    /// the run records a ledger; `Some(false)` is the opt-out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub balanced: Option<bool>,
     /// The most objects alive at once per ledger kind (a cache that keeps the last N
     /// conversations by design): `conversation` bounds that kind from every source,
     /// `sim/conversation` one source's. Judged at every turn boundary over the whole run.

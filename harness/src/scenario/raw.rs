@@ -373,6 +373,10 @@ pub(crate) struct RawMetricExpect {
     pub max_growth_per_turn: Option<UnitText>,
     #[serde(default)]
     pub max: Option<UnitText>,
+    /// `report_only: true`: analyse and report the metric without judging it (the opt-out of
+    /// the default expectations).
+    #[serde(default)]
+    pub report_only: Option<bool>,
 }
 
 /// A size, duration or tolerance exactly as written: `5MiB`, `8s`, `2%`, or a bare number.

@@ -119,6 +119,10 @@ fn limits(timed: bool, gen: &mut SchemaGenerator) -> Value {
             "warmup_budget": described(&amount, "A one-time rise that is allowed (an engine context, a pool filling up)."),
             "max_growth_per_turn": described(&amount, "The most growth per turn allowed after warm-up."),
             "max": described(&amount, max_text),
+            "report_only": {
+                "description": "Analyse and report this metric without judging it: the opt-out of the default expectation a watched metric gets (no growth that matters over the horizon). Cannot stand beside a limit.",
+                "type": "boolean",
+            },
         },
     })
 }
@@ -133,9 +137,8 @@ impl JsonSchema for RawExpect {
         properties.insert(
             EXPECT_BALANCED.into(),
             json!({
-                "description": "Every create has its delete in the call ledger.",
+                "description": "Every create has its delete in the call ledger. On by default wherever the run records a ledger; `false` opts out.",
                 "type": "boolean",
-                "default": false,
             }),
         );
         properties.insert(

@@ -827,7 +827,7 @@ fn validate_expect(raw: RawExpect, cx: &Context<'_>) -> Result<Expectations, Sce
         max_live.insert(kind, bound);
     }
     Ok(Expectations {
-        balanced: raw.balanced.unwrap_or(false),
+        balanced: raw.balanced,
         max_live,
         metrics,
     })
@@ -840,16 +840,31 @@ fn validate_metric(
     cx: &Context<'_>,
 ) -> Result<MetricExpectation, ScenarioError> {
     const LIMITS: [&str; 4] = ["tolerance", "warmup_budget", "max_growth_per_turn", "max"];
-    if raw.tolerance.is_none()
-        && raw.warmup_budget.is_none()
-        && raw.max_growth_per_turn.is_none()
-        && raw.max.is_none()
-    {
+    let limited = raw.tolerance.is_some()
+        || raw.warmup_budget.is_some()
+        || raw.max_growth_per_turn.is_some()
+        || raw.max.is_some();
+    let report_only = raw.report_only.unwrap_or(false);
+    if report_only && limited {
+        // A limit that is never judged would read as a gate that holds.
+        return Err(cx.invalid(
+            &format!("{path}.report_only"),
+            "`report_only: true` judges nothing, so it cannot stand beside a limit; \
+             remove the limits or `report_only`",
+        ));
+    }
+    if report_only {
+        return Ok(MetricExpectation {
+            report_only,
+            ..MetricExpectation::default()
+        });
+    }
+    if !limited {
         return Err(cx
             .invalid(
                 path,
                 "sets no limit; give `tolerance`, `warmup_budget`, `max_growth_per_turn` or `max` \
-                 (to only plot a metric, list it under `watch`)",
+                 (to only report a metric without judging it, write `report_only: true`)",
             )
             .expect_one_of(LIMITS));
     }
@@ -891,6 +906,7 @@ fn validate_metric(
         warmup_budget,
         max_growth_per_turn,
         max,
+        report_only: false,
     })
 }
 

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use crate::analyze::planned_expectations;
 use crate::engine::litert_lm::check_library;
 use crate::scenario::{load_scenario, Scenario, StopMode};
 
@@ -14,15 +15,21 @@ pub fn check_scenario_file(path: &Path, lib: Option<&Path>) -> Result<Scenario, 
     Ok(scenario)
 }
 
-/// The line that says a file is valid: `ok <file>: <name> (<backend>, <turns>)`.
+/// The lines that say a file is valid: `ok <file>: <name> (<backend>, <turns>)`, then one
+/// indented line per expectation it will be judged on, defaults marked `(default)`.
 pub fn render_checked(path: &Path, scenario: &Scenario) -> String {
-    format!(
+    let mut out = format!(
         "ok {}: {} ({}, {})",
         path.display(),
         scenario.name,
         scenario.engine.backend.as_str(),
         turns_label(scenario)
-    )
+    );
+    for planned in planned_expectations(scenario) {
+        let mark = if planned.defaulted { " (default)" } else { "" };
+        out.push_str(&format!("\n  {}{mark}: {}", planned.name, planned.rule));
+    }
+    out
 }
 
 /// How many turns a scenario runs: `12 turns`, or `at most 100 turns` when it stops once decided.

@@ -26,7 +26,7 @@ fn sim(name: &str, profile: &str, turns: u32) -> Scenario {
         Step::Close,
     ];
     let mut scenario = Scenario::new(name, EngineSpec::sim(profile), turns, turn);
-    scenario.expect.balanced = true;
+    scenario.expect.balanced = Some(true);
     scenario
 }
 

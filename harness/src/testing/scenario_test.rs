@@ -134,7 +134,7 @@ impl ScenarioTest {
 
     /// Expects every create to have its delete in the call ledger.
     pub fn expect_balanced(mut self) -> Self {
-        self.scenario.expect.balanced = true;
+        self.scenario.expect.balanced = Some(true);
         self
     }
 

@@ -12,6 +12,7 @@ mod ci_workflow;
 mod common;
 mod compare;
 mod containment;
+mod defaults;
 mod drivers;
 mod exit_codes;
 mod features;

@@ -231,6 +231,8 @@ fn conversations_left_to_a_disabled_collector_fail_on_the_ledger_and_growth_and_
         [
             "balanced.litert-lm-python/conversation",
             "rss.max_growth_per_turn",
+            // anon_rss is watched without limits: the kept conversations fail its default.
+            "anon_rss.horizon",
             "native_heap.max_growth_per_turn"
         ]
     );

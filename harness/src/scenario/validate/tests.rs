@@ -122,7 +122,7 @@ expect:
             kind: FaultKind::SkipClose
         }]
     );
-    assert!(s.expect.balanced);
+    assert_eq!(s.expect.balanced, Some(true));
     assert_eq!(
         s.expect.metrics["rss"].tolerance,
         Some(Tolerance::Percent(2.0))
@@ -301,7 +301,7 @@ fn expect_accepts_every_registry_metric_and_locates_unknown_ones() {
             scenario.expect.metrics[name].max_growth_per_turn,
             Some(amount)
         );
-        assert!(scenario.expect.balanced);
+        assert_eq!(scenario.expect.balanced, Some(true));
     }
     let text = format!("{MINIMAL}expect:\n  turn_time: {{max: 5MiB}}\n");
     let err = parse(&text).unwrap_err();

@@ -102,10 +102,13 @@ pub(crate) fn check_horizon(metric: &str, analysis: &MetricAnalysis) -> Expectat
             signed_amount(metric, analysis.slope_bytes_per_turn)
         ),
         turn: if failed {
-            analysis.steady_from_turn
+            analysis.growth_from_turn()
         } else {
             None
         },
+        // The horizon rule decides on the classification, which is always made: growth that
+        // matters fails, anything else passes (an undecided series is named in the metric's row).
+        inconclusive: false,
         defaulted: true,
     }
 }

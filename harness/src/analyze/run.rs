@@ -565,6 +565,7 @@ mod tests {
             expected: String::new(),
             measured: String::new(),
             turn: None,
+            defaulted: false,
         };
         let completed = RunOutcome::Completed;
         let undecided = [result(true, false), result(false, true)];

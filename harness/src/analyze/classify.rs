@@ -200,6 +200,7 @@ pub fn classify(series: &MetricSeries, options: &ClassifyOptions) -> MetricAnaly
         return analysis;
     };
     steady.decide(&prepared, &mut analysis);
+    envelope::judge(series, &prepared, &mut analysis);
     analysis
 }
 
@@ -1222,6 +1223,7 @@ fn projected_shape(prepared: &Prepared<'_>, samples: u64, spacing: f64) -> Shape
     shape
 }
 
+mod envelope;
 mod reloads;
 
 pub use reloads::MIN_RATCHET_EPOCHS;

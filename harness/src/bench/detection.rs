@@ -100,6 +100,7 @@ pub fn kinds() -> Vec<SeriesKind> {
         .chain(REAL_DATA_LEAKS.iter().map(|k| SeriesKind::Quantized(*k)))
         .chain(REAL_DATA_LEAKS.iter().map(|k| SeriesKind::HeavyTailed(*k)))
         .chain(REAL_DATA_LEAKS.iter().map(|k| SeriesKind::Sawtooth(*k)))
+        .chain(REAL_DATA_LEAKS.iter().map(|k| SeriesKind::StepNoise(*k)))
         .collect()
 }
 
@@ -214,7 +215,9 @@ pub fn render_markdown(rows: &[DetectionRow], config: &DetectionConfig) -> Strin
          the generated warm-up (the best possible test for a line in Gaussian noise).\n\
          Quantized rows move in steps of {} sigma; heavy-tailed rows have Student t noise with {} \
          degrees of freedom (standard deviation sigma); sawtooth rows gather {} sigma per turn \
-         and drop it every 4-6 turns (a garbage-collected heap).\n\n",
+         and drop it every 4-6 turns (a garbage-collected heap); step-noise rows switch between \
+         two levels {}-{} sigma apart with a chance of {}-{} per turn (an allocator's thresholds \
+         and arenas).\n\n",
         config.series_per_cell,
         config.seed,
         TOLERANCE_SIGMAS,
@@ -223,6 +226,10 @@ pub fn render_markdown(rows: &[DetectionRow], config: &DetectionConfig) -> Strin
         super::synthetic::QUANTUM / SIGMA,
         super::synthetic::HEAVY_TAIL_DF,
         super::synthetic::GARBAGE_PER_TURN_SIGMAS,
+        super::synthetic::STEP_NOISE_SIGMAS.0,
+        super::synthetic::STEP_NOISE_SIGMAS.1,
+        super::synthetic::STEP_FLIP_CHANCE.0,
+        super::synthetic::STEP_FLIP_CHANCE.1,
     );
     out.push_str(
         "| turns | series | leak (sigma/turn) | leakloop growth | leakloop inconclusive | oracle (OLS t, 1%) | last-first > tol | OLS slope > 0 |\n\
@@ -263,6 +270,7 @@ pub(crate) fn row_label(kind: SeriesKind) -> (&'static str, String) {
         SeriesKind::Quantized(k) => ("quantized", leak(k)),
         SeriesKind::HeavyTailed(k) => ("t(3) noise", leak(k)),
         SeriesKind::Sawtooth(k) => ("GC sawtooth", leak(k)),
+        SeriesKind::StepNoise(k) => ("step noise", leak(k)),
     }
 }
 

@@ -1,0 +1,310 @@
+//! Step and sawtooth series: judged on what a leak must move.
+//!
+//! An allocator's moving thresholds and arenas (glibc's mmap threshold, per-request arenas) move a
+//! process's memory in steps that come and go; a garbage collector lets garbage gather for a few
+//! turns and drops it (a sawtooth). The slope of such a series, its rank interval, the scatter
+//! around a line and even the warm-up search depend on where in the run the steps happened to
+//! fall, so a clean series can stay `inconclusive` however long it runs, be called `growth`, or
+//! flip between verdicts from run to run.
+//!
+//! A leak must lift everything: the troughs as well as the peaks. So when a series without
+//! reloads shows the pattern after its declared warm-up, at least [`MIN_DROPS`] drops beyond
+//! [`SPIKE_SIGMAS`] noise deviations of a difference (from the median difference, so that a
+//! steady slope does not count; the noise is taken again from the differences that are no jump),
+//! the sample each drop lands on is a trough and the sample it falls from a peak, and a straight
+//! line is fitted through each (least squares; the standard error from the scatter around the
+//! line or, when larger, from the noise of one sample, which is what a single trough or peak
+//! carries). The raw samples are used: spike removal and the warm-up search would take a step
+//! that comes and goes for a spike or a warm-up. A leak moves both lines by its rate, so their
+//! mean slope estimates it, with the interval reported as the slope's. Then:
+//!
+//! - **growth** when troughs and peaks both rise (one-sided t-test, `p <` the trend level each);
+//! - **clean** when the peaks, plus what the slope's upper bound could add by the last turn,
+//!   stay within the tolerance;
+//! - **plateau** when the level is bounded above the tolerance: the slope's upper bound over the
+//!   span stays within the drift a plateau is allowed (`max(T,` [`PLATEAU_DRIFT_FRACTION`]
+//!   `* rise)`);
+//! - **inconclusive** otherwise, named as the pattern it is.
+//!
+//! This applies to a series the line-based decision left inconclusive, and to one it called
+//! growth whose troughs show no rise at all (one-sided `p >` [`TROUGHS_STILL_P`]): steps that
+//! happened to fall late look like a trend to the tests on every sample, never to the troughs.
+//! Clean and plateau also need the slope's upper bound within a `max_growth_per_turn` cap, which
+//! is then judged on what a leak must move, not on where the steps fell.
+
+use std::f64::consts::SQRT_2;
+
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+use super::{
+    one_sided_t, Classification, GrowthGate, MetricAnalysis, Prepared, MIN_SIGMA,
+    PLATEAU_DRIFT_FRACTION, SPIKE_SIGMAS,
+};
+use crate::analyze::reason::{EnvelopeOutcome, Envelopes, Interval, Pattern, PatternKind, Reason};
+use crate::analyze::series::MetricSeries;
+use crate::analyze::stats::robust;
+use crate::analyze::verdict::PlateauInfo;
+
+/// Fewer drops than this give no judgement on the envelopes (one drop is a one-time step down;
+/// a line through the troughs needs three to have a scatter).
+pub const MIN_DROPS: usize = 3;
+/// The lower quartile of the absolute value of a standard normal variable.
+const LOWER_QUARTILE_OF_ABS_NORMAL: f64 = 0.3186;
+/// A growth the tests on every sample found stands unless its troughs' rise has a one-sided
+/// p-value above this: they do not rise at all.
+pub const TROUGHS_STILL_P: f64 = 0.1;
+
+/// Judges a series on its troughs and peaks when it steps up and down or rises and falls in
+/// teeth (see the module documentation). Leaves every other analysis as it is.
+pub(super) fn judge(series: &MetricSeries, prepared: &Prepared<'_>, analysis: &mut MetricAnalysis) {
+    let growth = analysis.classification == Classification::Growth;
+    if !(growth || analysis.classification == Classification::Inconclusive)
+        || series.epochs.len() != 1
+    {
+        return;
+    }
+    let options = prepared.options;
+    let points: Vec<(f64, f64)> = series.epochs[0]
+        .points
+        .iter()
+        .filter(|p| p.0 > options.warmup_turns && p.0 > series.epochs[0].start_turn)
+        .map(|p| (p.0 as f64, p.1 as f64))
+        .collect();
+    let Some((pattern, drops, sigma)) = find_pattern(&points, prepared.sigma, prepared.noise_floor)
+    else {
+        return;
+    };
+    let noise_df = points.len().saturating_sub(2).max(1);
+    let troughs: Vec<(f64, f64)> = drops.iter().map(|&i| points[i]).collect();
+    let peaks: Vec<(f64, f64)> = drops.iter().map(|&i| points[i - 1]).collect();
+    let (Some(troughs), Some(peaks)) = (
+        fit_line(&troughs, sigma, noise_df),
+        fit_line(&peaks, sigma, noise_df),
+    ) else {
+        return;
+    };
+    if growth && troughs.p_rising() <= TROUGHS_STILL_P {
+        return;
+    }
+    let (Some(&(first, _)), Some(&(last, _))) = (points.first(), points.last()) else {
+        return;
+    };
+    let tolerance = prepared.tolerance();
+    let both = troughs.mean_with(&peaks);
+    let interval = both.interval(0.5 + options.confidence / 2.0, options.confidence);
+    let margin = one_sided_t(options.confidence, noise_df)
+        * sigma
+        * (prepared.baseline_variance() + 1.0 / pattern.drops as f64).sqrt();
+    let peak_rise = peaks.level - prepared.baseline as f64;
+    let worst_end = peak_rise + margin + interval.hi.max(0.0) * (last - both.centre);
+    let within_cap = options
+        .max_growth_per_turn
+        .is_none_or(|cap| interval.hi <= cap as f64);
+    let (trough_p, peak_p) = (troughs.p_rising(), peaks.p_rising());
+    let outcome = if trough_p < options.trend_alpha && peak_p < options.trend_alpha {
+        analysis.classification = Classification::Growth;
+        analysis.turns_needed = None;
+        EnvelopeOutcome::Rising {
+            trough_p,
+            peak_p,
+            too_small: GrowthGate::new(prepared).judge(interval.lo, interval.hi, analysis),
+        }
+    } else if within_cap && worst_end <= tolerance {
+        analysis.classification = Classification::Clean;
+        analysis.turns_needed = None;
+        EnvelopeOutcome::Clean
+    } else if within_cap
+        && interval.hi.max(0.0) * (last - first)
+            <= tolerance.max(PLATEAU_DRIFT_FRACTION * peak_rise)
+    {
+        analysis.classification = Classification::Plateau;
+        analysis.turns_needed = None;
+        analysis.plateau = Some(PlateauInfo {
+            size_bytes: peak_rise.round() as i64,
+            settled_at_turn: first as u64,
+        });
+        EnvelopeOutcome::Bounded
+    } else {
+        if growth {
+            analysis.classification = Classification::Inconclusive;
+            analysis.growth_matters = None;
+        }
+        let turns_needed = analysis
+            .turns_needed
+            .unwrap_or_else(|| prepared.twice_as_long());
+        analysis.turns_needed = Some(turns_needed);
+        EnvelopeOutcome::Undecided {
+            turns_needed: Some(turns_needed),
+        }
+    };
+    if analysis.classification != Classification::Growth {
+        analysis.growth_matters = None;
+    }
+    analysis.slope_bytes_per_turn = both.slope;
+    analysis.slope_interval = Some((interval.lo, interval.hi));
+    analysis.reason = Reason::Envelope {
+        pattern,
+        envelopes: Envelopes {
+            troughs: interval,
+            troughs_slope: troughs.slope,
+            peaks_slope: peaks.slope,
+            peak_rise,
+            worst_end,
+            tolerance,
+        },
+        outcome,
+    };
+}
+
+/// The drops of `points` beyond [`SPIKE_SIGMAS`] noise deviations of a difference from the median
+/// difference (each as the index of the sample it lands on), and how many jumps up.
+fn jumps(points: &[(f64, f64)], sigma: f64) -> Option<(Vec<usize>, Vec<usize>)> {
+    let diffs: Vec<f64> = points.windows(2).map(|w| w[1].1 - w[0].1).collect();
+    let centre = robust::median(&diffs)?;
+    let threshold = SPIKE_SIGMAS * SQRT_2 * sigma.max(MIN_SIGMA);
+    let beyond = |up: bool| -> Vec<usize> {
+        diffs
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| {
+                if up {
+                    **d - centre > threshold
+                } else {
+                    **d - centre < -threshold
+                }
+            })
+            .map(|(i, _)| i + 1)
+            .collect()
+    };
+    Some((beyond(false), beyond(true)))
+}
+
+/// The pattern of `points`, its drops and the noise of one sample, when there are at least
+/// [`MIN_DROPS`] drops. The drops are found against `sigma` (the classifier's noise, which the
+/// jumps inflate), then again against the noise of the differences that are no jump (at least
+/// `floor`, the metric's resolution).
+pub(super) fn find_pattern(
+    points: &[(f64, f64)],
+    sigma: f64,
+    floor: f64,
+) -> Option<(Pattern, Vec<usize>, f64)> {
+    // Where steps are frequent they inflate any scale of all the differences: the first search
+    // uses the scale of the quietest quarter of them as well (a Gaussian's lower quartile of
+    // absolute deviations is 0.3186 of its standard deviation).
+    let diffs: Vec<f64> = points.windows(2).map(|w| w[1].1 - w[0].1).collect();
+    let centre = robust::median(&diffs)?;
+    let mut deviations: Vec<f64> = diffs.iter().map(|d| (d - centre).abs()).collect();
+    deviations.sort_by(f64::total_cmp);
+    let quartile = deviations[deviations.len() / 4] / LOWER_QUARTILE_OF_ABS_NORMAL / SQRT_2;
+    let (drops, ups) = jumps(points, sigma.min(quartile).max(floor))?;
+    if drops.len() < MIN_DROPS {
+        return None;
+    }
+    let quiet: Vec<f64> = points
+        .windows(2)
+        .enumerate()
+        .filter(|(i, _)| !drops.contains(&(i + 1)) && !ups.contains(&(i + 1)))
+        .map(|(_, w)| w[1].1 - w[0].1)
+        .collect();
+    let sigma = robust::noise_sigma(&quiet).max(floor).min(sigma);
+    let (drops, ups) = jumps(points, sigma)?;
+    if drops.len() < MIN_DROPS {
+        return None;
+    }
+    let sizes: Vec<f64> = drops
+        .iter()
+        .map(|&i| points[i - 1].1 - points[i].1)
+        .collect();
+    // Garbage gathers turn by turn and drops at once; an allocator's level jumps both ways.
+    let kind = if 2 * ups.len() < drops.len() {
+        PatternKind::Sawtooth
+    } else {
+        PatternKind::Steps
+    };
+    let pattern = Pattern {
+        kind,
+        drops: drops.len(),
+        typical_drop: robust::median(&sizes).unwrap_or(0.0),
+    };
+    Some((pattern, drops, sigma))
+}
+
+/// A straight line through one envelope.
+#[derive(Debug, Clone, Copy)]
+struct Line {
+    slope: f64,
+    /// The fitted level at the mean turn of its points.
+    level: f64,
+    /// The mean turn of its points.
+    centre: f64,
+    se: f64,
+    df: f64,
+}
+
+impl Line {
+    /// The one-sided p-value of "not rising".
+    fn p_rising(&self) -> f64 {
+        if self.se <= 0.0 {
+            return if self.slope > 0.0 { 0.0 } else { 1.0 };
+        }
+        StudentsT::new(0.0, 1.0, self.df).map_or(1.0, |t| 1.0 - t.cdf(self.slope / self.se))
+    }
+
+    /// The mean of two lines' slopes and levels (independent errors).
+    fn mean_with(&self, other: &Line) -> Line {
+        Line {
+            slope: (self.slope + other.slope) / 2.0,
+            level: (self.level + other.level) / 2.0,
+            centre: (self.centre + other.centre) / 2.0,
+            se: (self.se.powi(2) + other.se.powi(2)).sqrt() / 2.0,
+            df: self.df.min(other.df),
+        }
+    }
+
+    /// The slope's two-sided interval at `quantile` (`0.5 + confidence / 2`).
+    fn interval(&self, quantile: f64, confidence: f64) -> Interval {
+        let t = StudentsT::new(0.0, 1.0, self.df)
+            .map(|d| d.inverse_cdf(quantile))
+            .unwrap_or(f64::INFINITY);
+        Interval {
+            confidence,
+            lo: self.slope - t * self.se,
+            hi: self.slope + t * self.se,
+            kind: None,
+        }
+    }
+}
+
+/// Least squares through `points`; the standard error from the scatter around the line (Student
+/// t on `n - 2` degrees of freedom) or, when larger, from `sigma`, the noise of one sample (on
+/// the noise estimate's degrees of freedom).
+fn fit_line(points: &[(f64, f64)], sigma: f64, noise_df: usize) -> Option<Line> {
+    let n = points.len() as f64;
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    if sxx <= 0.0 || points.len() < 3 {
+        return None;
+    }
+    let slope = points.iter().map(|(x, y)| (x - mx) * (y - my)).sum::<f64>() / sxx;
+    let rss: f64 = points
+        .iter()
+        .map(|(x, y)| (y - my - slope * (x - mx)).powi(2))
+        .sum();
+    let scatter = (rss / (n - 2.0)).sqrt();
+    let (spread, df) = if scatter > sigma {
+        (scatter, n - 2.0)
+    } else {
+        (sigma, noise_df.max(1) as f64)
+    };
+    Some(Line {
+        slope,
+        level: my,
+        centre: mx,
+        se: spread / sxx.sqrt(),
+        df,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -8,9 +8,9 @@
 //! flip between verdicts from run to run.
 //!
 //! A leak must lift everything: the troughs as well as the peaks. So when a series without
-//! reloads shows the pattern after its declared warm-up, at least [`MIN_DROPS`] drops beyond
-//! [`SPIKE_SIGMAS`] noise deviations of a difference (from the median difference, so that a
-//! steady slope does not count; the noise is taken again from the differences that are no jump),
+//! reloads shows the pattern after its declared warm-up, at least [`MIN_DROPS`] falls by more than
+//! [`JUMP_SIGMAS`] noise deviations of a difference (the noise taken again from the differences
+//! that are no jump),
 //! the sample each drop lands on is a trough and the sample it falls from a peak, and a straight
 //! line is fitted through each (least squares; the standard error from the scatter around the
 //! line or, when larger, from the noise of one sample, which is what a single trough or peak
@@ -27,8 +27,9 @@
 //! - **inconclusive** otherwise, named as the pattern it is.
 //!
 //! This applies to a series the line-based decision left inconclusive, and to one it called
-//! growth whose troughs show no rise at all (one-sided `p >` [`TROUGHS_STILL_P`]): steps that
-//! happened to fall late look like a trend to the tests on every sample, never to the troughs.
+//! growth whose envelopes show no rise at all (their mean slope's one-sided `p >`
+//! [`ENVELOPES_STILL_P`]): steps that happened to fall late look like a trend to the tests on
+//! every sample, not to the troughs and peaks.
 //! Clean and plateau also need the slope's upper bound within a `max_growth_per_turn` cap, which
 //! is then judged on what a leak must move, not on where the steps fell.
 
@@ -38,7 +39,7 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use super::{
     one_sided_t, Classification, GrowthGate, MetricAnalysis, Prepared, MIN_SIGMA,
-    PLATEAU_DRIFT_FRACTION, SPIKE_SIGMAS,
+    PLATEAU_DRIFT_FRACTION,
 };
 use crate::analyze::reason::{EnvelopeOutcome, Envelopes, Interval, Pattern, PatternKind, Reason};
 use crate::analyze::series::MetricSeries;
@@ -48,11 +49,14 @@ use crate::analyze::verdict::PlateauInfo;
 /// Fewer drops than this give no judgement on the envelopes (one drop is a one-time step down;
 /// a line through the troughs needs three to have a scatter).
 pub const MIN_DROPS: usize = 3;
+/// A difference further than this many of its standard deviations from the median difference is
+/// a jump (independent Gaussian noise gives one in 4,300 differences below it).
+pub const JUMP_SIGMAS: f64 = 3.5;
 /// The lower quartile of the absolute value of a standard normal variable.
 const LOWER_QUARTILE_OF_ABS_NORMAL: f64 = 0.3186;
-/// A growth the tests on every sample found stands unless its troughs' rise has a one-sided
-/// p-value above this: they do not rise at all.
-pub const TROUGHS_STILL_P: f64 = 0.1;
+/// A growth the tests on every sample found stands unless the envelopes' mean rise has a
+/// one-sided p-value above this: troughs and peaks do not rise at all.
+pub const ENVELOPES_STILL_P: f64 = 0.1;
 
 /// Judges a series on its troughs and peaks when it steps up and down or rises and falls in
 /// teeth (see the module documentation). Leaves every other analysis as it is.
@@ -83,14 +87,14 @@ pub(super) fn judge(series: &MetricSeries, prepared: &Prepared<'_>, analysis: &m
     ) else {
         return;
     };
-    if growth && troughs.p_rising() <= TROUGHS_STILL_P {
+    let both = troughs.mean_with(&peaks);
+    if growth && both.p_rising() <= ENVELOPES_STILL_P {
         return;
     }
     let (Some(&(first, _)), Some(&(last, _))) = (points.first(), points.last()) else {
         return;
     };
     let tolerance = prepared.tolerance();
-    let both = troughs.mean_with(&peaks);
     let interval = both.interval(0.5 + options.confidence / 2.0, options.confidence);
     let margin = one_sided_t(options.confidence, noise_df)
         * sigma
@@ -156,27 +160,27 @@ pub(super) fn judge(series: &MetricSeries, prepared: &Prepared<'_>, analysis: &m
     };
 }
 
-/// The drops of `points` beyond [`SPIKE_SIGMAS`] noise deviations of a difference from the median
-/// difference (each as the index of the sample it lands on), and how many jumps up.
-fn jumps(points: &[(f64, f64)], sigma: f64) -> Option<(Vec<usize>, Vec<usize>)> {
-    let diffs: Vec<f64> = points.windows(2).map(|w| w[1].1 - w[0].1).collect();
-    let centre = robust::median(&diffs)?;
-    let threshold = SPIKE_SIGMAS * SQRT_2 * sigma.max(MIN_SIGMA);
+/// The drops of `points`, falls by more than [`JUMP_SIGMAS`] noise deviations of a difference
+/// (each as the index of the sample it lands on), and the jumps up by as much. Falls, not
+/// differences below the typical one: a warm-up's shrinking steps are no drops.
+fn jumps(points: &[(f64, f64)], sigma: f64) -> (Vec<usize>, Vec<usize>) {
+    let threshold = JUMP_SIGMAS * SQRT_2 * sigma.max(MIN_SIGMA);
     let beyond = |up: bool| -> Vec<usize> {
-        diffs
-            .iter()
+        points
+            .windows(2)
             .enumerate()
-            .filter(|(_, d)| {
+            .filter(|(_, w)| {
+                let d = w[1].1 - w[0].1;
                 if up {
-                    **d - centre > threshold
+                    d > threshold
                 } else {
-                    **d - centre < -threshold
+                    d < -threshold
                 }
             })
             .map(|(i, _)| i + 1)
             .collect()
     };
-    Some((beyond(false), beyond(true)))
+    (beyond(false), beyond(true))
 }
 
 /// The pattern of `points`, its drops and the noise of one sample, when there are at least
@@ -196,7 +200,7 @@ pub(super) fn find_pattern(
     let mut deviations: Vec<f64> = diffs.iter().map(|d| (d - centre).abs()).collect();
     deviations.sort_by(f64::total_cmp);
     let quartile = deviations[deviations.len() / 4] / LOWER_QUARTILE_OF_ABS_NORMAL / SQRT_2;
-    let (drops, ups) = jumps(points, sigma.min(quartile).max(floor))?;
+    let (drops, ups) = jumps(points, sigma.min(quartile).max(floor));
     if drops.len() < MIN_DROPS {
         return None;
     }
@@ -207,7 +211,7 @@ pub(super) fn find_pattern(
         .map(|(_, w)| w[1].1 - w[0].1)
         .collect();
     let sigma = robust::noise_sigma(&quiet).max(floor).min(sigma);
-    let (drops, ups) = jumps(points, sigma)?;
+    let (drops, ups) = jumps(points, sigma);
     if drops.len() < MIN_DROPS {
         return None;
     }

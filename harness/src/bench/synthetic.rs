@@ -412,3 +412,41 @@ mod tests {
         }
     }
 }
+#[cfg(test)]
+mod diag {
+    use super::*;
+    use crate::analyze::{classify, Classification, ClassifyOptions};
+    use crate::scenario::Tolerance;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+    #[test]
+    fn diag() {
+        let options = ClassifyOptions {
+            tolerance: Some(Tolerance::Bytes((5.0 * SIGMA) as u64)),
+            ..ClassifyOptions::default()
+        };
+        for kind in [SeriesKind::StepNoise(0.0)] {
+            let mut rng = ChaCha8Rng::seed_from_u64(5);
+            for _ in 0..60 {
+                let s = kind.generate(40, &mut rng);
+                let a = classify(&s.series, &options);
+                if a.classification == Classification::Inconclusive
+                    || a.classification == Classification::Growth
+                {
+                    let pts: Vec<i64> = s
+                        .points
+                        .iter()
+                        .map(|p| ((p.1 as f64 - BASELINE) / SIGMA).round() as i64)
+                        .collect();
+                    println!(
+                        "{kind:?} {:?} sigma {:.2} from {:?} {:?}\n  {pts:?}",
+                        a.classification,
+                        a.noise_bytes / SIGMA,
+                        a.steady_from_turn,
+                        crate::report::render_reason("anon_rss", &a.reason)
+                    );
+                }
+            }
+        }
+    }
+}

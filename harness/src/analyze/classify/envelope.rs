@@ -10,10 +10,11 @@
 //! A leak must lift everything: the troughs as well as the peaks. So when a series without
 //! reloads shows the pattern after its declared warm-up, at least [`MIN_DROPS`] falls by more than
 //! [`JUMP_SIGMAS`] noise deviations of a difference (the noise taken again from the differences
-//! that are no jump),
-//! the sample each drop lands on is a trough and the sample it falls from a peak, and a straight
-//! line is fitted through each (least squares; the standard error from the scatter around the
-//! line or, when larger, from the noise of one sample, which is what a single trough or peak
+//! that are no jump), the troughs and peaks are picked out: in a sawtooth (fewer jumps up than
+//! half the drops) the sample each drop lands on and the one it falls from; between steps, every
+//! sample from a drop to the next jump up, and from a jump up to the next drop. A straight line
+//! is fitted through each (least squares; the standard error from the scatter around the line
+//! or, when larger, from the noise of one sample, which is what a single trough or peak
 //! carries). The raw samples are used: spike removal and the warm-up search would take a step
 //! that comes and goes for a spike or a warm-up. A leak moves both lines by its rate, so their
 //! mean slope estimates it, with the interval reported as the slope's. Then:
@@ -74,13 +75,12 @@ pub(super) fn judge(series: &MetricSeries, prepared: &Prepared<'_>, analysis: &m
         .filter(|p| p.0 > options.warmup_turns && p.0 > series.epochs[0].start_turn)
         .map(|p| (p.0 as f64, p.1 as f64))
         .collect();
-    let Some((pattern, drops, sigma)) = find_pattern(&points, prepared.sigma, prepared.noise_floor)
+    let Some((pattern, jumps, sigma)) = find_pattern(&points, prepared.sigma, prepared.noise_floor)
     else {
         return;
     };
     let noise_df = points.len().saturating_sub(2).max(1);
-    let troughs: Vec<(f64, f64)> = drops.iter().map(|&i| points[i]).collect();
-    let peaks: Vec<(f64, f64)> = drops.iter().map(|&i| points[i - 1]).collect();
+    let (troughs, peaks) = envelope_points(&points, pattern.kind, &jumps);
     let (Some(troughs), Some(peaks)) = (
         fit_line(&troughs, sigma, noise_df),
         fit_line(&peaks, sigma, noise_df),
@@ -183,6 +183,49 @@ fn jumps(points: &[(f64, f64)], sigma: f64) -> (Vec<usize>, Vec<usize>) {
     (beyond(false), beyond(true))
 }
 
+/// The drops and jumps up of a series, each as the index of the sample it lands on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Jumps {
+    /// Falls.
+    pub drops: Vec<usize>,
+    /// Rises.
+    pub ups: Vec<usize>,
+}
+
+/// The troughs and the peaks of a pattern. In a sawtooth the trough is the sample a drop lands
+/// on and the peak the one it falls from; between steps the level holds, so every sample from a
+/// drop to the next jump up is a trough and every sample from a jump up to the next drop a peak
+/// (samples before the first jump belong to neither).
+fn envelope_points(
+    points: &[(f64, f64)],
+    kind: PatternKind,
+    jumps: &Jumps,
+) -> (Vec<(f64, f64)>, Vec<(f64, f64)>) {
+    match kind {
+        PatternKind::Sawtooth => (
+            jumps.drops.iter().map(|&i| points[i]).collect(),
+            jumps.drops.iter().map(|&i| points[i - 1]).collect(),
+        ),
+        PatternKind::Steps => {
+            let (mut troughs, mut peaks) = (Vec::new(), Vec::new());
+            let mut low = None;
+            for (i, point) in points.iter().enumerate() {
+                if jumps.drops.contains(&i) {
+                    low = Some(true);
+                } else if jumps.ups.contains(&i) {
+                    low = Some(false);
+                }
+                match low {
+                    Some(true) => troughs.push(*point),
+                    Some(false) => peaks.push(*point),
+                    None => {}
+                }
+            }
+            (troughs, peaks)
+        }
+    }
+}
+
 /// The pattern of `points`, its drops and the noise of one sample, when there are at least
 /// [`MIN_DROPS`] drops. The drops are found against `sigma` (the classifier's noise, which the
 /// jumps inflate), then again against the noise of the differences that are no jump (at least
@@ -191,7 +234,7 @@ pub(super) fn find_pattern(
     points: &[(f64, f64)],
     sigma: f64,
     floor: f64,
-) -> Option<(Pattern, Vec<usize>, f64)> {
+) -> Option<(Pattern, Jumps, f64)> {
     // Where steps are frequent they inflate any scale of all the differences: the first search
     // uses the scale of the quietest quarter of them as well (a Gaussian's lower quartile of
     // absolute deviations is 0.3186 of its standard deviation).
@@ -230,7 +273,7 @@ pub(super) fn find_pattern(
         drops: drops.len(),
         typical_drop: robust::median(&sizes).unwrap_or(0.0),
     };
-    Some((pattern, drops, sigma))
+    Some((pattern, Jumps { drops, ups }, sigma))
 }
 
 /// A straight line through one envelope.

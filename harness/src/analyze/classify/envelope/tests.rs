@@ -59,8 +59,9 @@ fn drops_make_a_pattern_and_a_one_time_step_does_not() {
     let teeth: Vec<(f64, f64)> = (0..30)
         .map(|t| (f64::from(t), f64::from(t % 5) * 10.0))
         .collect();
-    let (pattern, drops, _) = find_pattern(&teeth, 1.0, 0.0).expect("a sawtooth");
-    assert_eq!(drops, [5, 10, 15, 20, 25]);
+    let (pattern, jumps, _) = find_pattern(&teeth, 1.0, 0.0).expect("a sawtooth");
+    assert_eq!(jumps.drops, [5, 10, 15, 20, 25]);
+    assert!(jumps.ups.is_empty());
     assert_eq!(pattern.kind, PatternKind::Sawtooth);
     assert_eq!(pattern.drops, 5);
     assert_eq!(pattern.typical_drop, 40.0);

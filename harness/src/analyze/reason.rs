@@ -169,6 +169,21 @@ pub enum Reason {
         /// What clean or plateau allows.
         allowance: f64,
     },
+    /// A rise that rests on a few jumps: without them the level does not rise.
+    RoseInJumps {
+        /// Jumps up.
+        ups: usize,
+        /// Drops.
+        drops: usize,
+        /// The largest jump (negative for a drop).
+        largest: f64,
+        /// The turn it landed on.
+        at_turn: u64,
+        /// The slope per turn without the jumps.
+        slope_without: f64,
+        /// Its one-sided p-value.
+        p: f64,
+    },
     /// Memory that steps up and down or rises and falls in teeth, judged on its troughs and
     /// peaks (what a leak must move) rather than on a line through every sample.
     Envelope {

@@ -392,6 +392,21 @@ impl Words {
                 envelopes,
                 outcome,
             } => self.envelope(pattern, envelopes, outcome),
+            Reason::RoseInJumps {
+                ups,
+                drops,
+                largest,
+                at_turn,
+                slope_without,
+                p,
+            } => format!(
+                "rose only in jumps ({ups} up, {drops} down; the largest {} at turn {at_turn}): \
+                 without them the level moves {} per turn (least squares p = {p:.2}), no rise; a \
+                 one-time step or an allocator's level that has not come back yet, not a leak \
+                 shown; a run twice as long would tell",
+                self.signed(*largest),
+                self.signed(*slope_without),
+            ),
         }
     }
 

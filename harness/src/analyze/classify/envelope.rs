@@ -53,6 +53,14 @@ pub const MIN_DROPS: usize = 3;
 /// A difference further than this many of its standard deviations from the median difference is
 /// a jump (independent Gaussian noise gives one in 4,300 differences below it).
 pub const JUMP_SIGMAS: f64 = 3.5;
+/// A last sample that jumps more than this many times the largest jump before it is left to the
+/// line-based decision (a step that has just begun or a spike), not taken for the pattern's next
+/// step.
+pub const LAST_JUMP_FACTOR: f64 = 2.0;
+/// A growth resting on a few jumps (see `growth_in_jumps`) stands unless the series without
+/// them has a one-sided p-value of rising above this: a slope of zero or less. A looser bar took
+/// a slow leak with a few noisy jumps for a step too often.
+pub const JUMPS_STILL_P: f64 = 0.5;
 /// The lower quartile of the absolute value of a standard normal variable.
 const LOWER_QUARTILE_OF_ABS_NORMAL: f64 = 0.3186;
 /// A growth the tests on every sample found stands unless the envelopes' mean rise has a
@@ -68,6 +76,10 @@ pub(super) fn judge(series: &MetricSeries, prepared: &Prepared<'_>, analysis: &m
     {
         return;
     }
+    let last_jump = match analysis.reason {
+        Reason::LastSampleJump { jump, .. } => Some(jump),
+        _ => None,
+    };
     let options = prepared.options;
     let points: Vec<(f64, f64)> = series.epochs[0]
         .points
@@ -77,8 +89,23 @@ pub(super) fn judge(series: &MetricSeries, prepared: &Prepared<'_>, analysis: &m
         .collect();
     let Some((pattern, jumps, sigma)) = find_pattern(&points, prepared.sigma, prepared.noise_floor)
     else {
+        if growth {
+            growth_in_jumps(&points, prepared, analysis);
+        }
         return;
     };
+    // A last sample far beyond every step before it is a step that has just begun or a spike:
+    // one more turn tells. One like the others is the pattern's next step.
+    let largest_before = jumps
+        .drops
+        .iter()
+        .chain(&jumps.ups)
+        .filter(|&&i| i + 1 < points.len())
+        .map(|&i| (points[i].1 - points[i - 1].1).abs())
+        .fold(0.0, f64::max);
+    if last_jump.is_some_and(|jump| jump > LAST_JUMP_FACTOR * largest_before) {
+        return;
+    }
     let noise_df = points.len().saturating_sub(2).max(1);
     let (troughs, peaks) = envelope_points(&points, pattern.kind, &jumps);
     let (Some(troughs), Some(peaks)) = (
@@ -161,10 +188,14 @@ pub(super) fn judge(series: &MetricSeries, prepared: &Prepared<'_>, analysis: &m
 }
 
 /// The drops of `points`, falls by more than [`JUMP_SIGMAS`] noise deviations of a difference
-/// (each as the index of the sample it lands on), and the jumps up by as much. Falls, not
-/// differences below the typical one: a warm-up's shrinking steps are no drops.
+/// (each as the index of the sample it lands on), and the jumps up by as much beyond the typical
+/// difference. Falls, not differences below the typical one: a warm-up's shrinking steps are no
+/// drops.
 fn jumps(points: &[(f64, f64)], sigma: f64) -> (Vec<usize>, Vec<usize>) {
     let threshold = JUMP_SIGMAS * SQRT_2 * sigma.max(MIN_SIGMA);
+    // Jumps up are counted from the typical difference: garbage gathering turn by turn is none.
+    let diffs: Vec<f64> = points.windows(2).map(|w| w[1].1 - w[0].1).collect();
+    let centre = robust::median(&diffs).unwrap_or(0.0).max(0.0);
     let beyond = |up: bool| -> Vec<usize> {
         points
             .windows(2)
@@ -172,7 +203,7 @@ fn jumps(points: &[(f64, f64)], sigma: f64) -> (Vec<usize>, Vec<usize>) {
             .filter(|(_, w)| {
                 let d = w[1].1 - w[0].1;
                 if up {
-                    d > threshold
+                    d - centre > threshold
                 } else {
                     d < -threshold
                 }
@@ -181,6 +212,59 @@ fn jumps(points: &[(f64, f64)], sigma: f64) -> (Vec<usize>, Vec<usize>) {
             .collect()
     };
     (beyond(false), beyond(true))
+}
+
+/// A growth that rests on a few jumps both ways (fewer than [`MIN_DROPS`] drops, at least one
+/// jump up and no more than one more than drops: steps that have not all come back yet). When the series without its jumps (every jump's
+/// difference taken out of it and the samples after) shows no rise at all (least squares
+/// one-sided `p >` [`JUMPS_STILL_P`] against the scatter around the line: its slope is not
+/// even positive), it is
+/// inconclusive: a longer run tells a step from a leak. Steps up only (a staircase: memory
+/// taken in chunks and never given back, or one late step) stay as they were judged.
+fn growth_in_jumps(points: &[(f64, f64)], prepared: &Prepared<'_>, analysis: &mut MetricAnalysis) {
+    let Some((jumps, _)) = find_jumps(points, prepared.sigma, prepared.noise_floor) else {
+        return;
+    };
+    let (ups, drops) = (jumps.ups.len(), jumps.drops.len());
+    if !(drops >= 1 && ups >= 1 && ups <= drops + 1) {
+        return;
+    }
+    let mut offset = 0.0;
+    let stepless: Vec<(f64, f64)> = points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            if i > 0 && (jumps.ups.contains(&i) || jumps.drops.contains(&i)) {
+                offset += p.1 - points[i - 1].1;
+            }
+            (p.0, p.1 - offset)
+        })
+        .collect();
+    let Some(line) = fit_line(&stepless, 0.0, 1) else {
+        return;
+    };
+    let p = line.p_rising();
+    if p <= JUMPS_STILL_P {
+        return;
+    }
+    let (turn, size) = jumps
+        .ups
+        .iter()
+        .chain(&jumps.drops)
+        .map(|&i| (points[i].0, points[i].1 - points[i - 1].1))
+        .max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))
+        .unwrap_or((0.0, 0.0));
+    analysis.classification = Classification::Inconclusive;
+    analysis.growth_matters = None;
+    analysis.turns_needed = Some(prepared.twice_as_long());
+    analysis.reason = Reason::RoseInJumps {
+        ups,
+        drops,
+        largest: size,
+        at_turn: turn as u64,
+        slope_without: line.slope,
+        p,
+    };
 }
 
 /// The drops and jumps up of a series, each as the index of the sample it lands on.
@@ -226,25 +310,20 @@ fn envelope_points(
     }
 }
 
-/// The pattern of `points`, its drops and the noise of one sample, when there are at least
-/// [`MIN_DROPS`] drops. The drops are found against `sigma` (the classifier's noise, which the
-/// jumps inflate), then again against the noise of the differences that are no jump (at least
-/// `floor`, the metric's resolution).
-pub(super) fn find_pattern(
-    points: &[(f64, f64)],
-    sigma: f64,
-    floor: f64,
-) -> Option<(Pattern, Jumps, f64)> {
-    // Where steps are frequent they inflate any scale of all the differences: the first search
-    // uses the scale of the quietest quarter of them as well (a Gaussian's lower quartile of
-    // absolute deviations is 0.3186 of its standard deviation).
+/// The jumps of `points` and the noise of one sample. They are found against `sigma` (the
+/// classifier's noise, which jumps inflate) or, when smaller, the scale of the quietest quarter
+/// of the differences, then again against the noise of the differences that are no jump (at
+/// least `floor`, the metric's resolution, in both).
+fn find_jumps(points: &[(f64, f64)], sigma: f64, floor: f64) -> Option<(Jumps, f64)> {
+    // Where steps are frequent they inflate any scale of all the differences (a Gaussian's lower
+    // quartile of absolute deviations is 0.3186 of its standard deviation).
     let diffs: Vec<f64> = points.windows(2).map(|w| w[1].1 - w[0].1).collect();
     let centre = robust::median(&diffs)?;
     let mut deviations: Vec<f64> = diffs.iter().map(|d| (d - centre).abs()).collect();
     deviations.sort_by(f64::total_cmp);
     let quartile = deviations[deviations.len() / 4] / LOWER_QUARTILE_OF_ABS_NORMAL / SQRT_2;
     let (drops, ups) = jumps(points, sigma.min(quartile).max(floor));
-    if drops.len() < MIN_DROPS {
+    if drops.is_empty() && ups.is_empty() {
         return None;
     }
     let quiet: Vec<f64> = points
@@ -255,6 +334,17 @@ pub(super) fn find_pattern(
         .collect();
     let sigma = robust::noise_sigma(&quiet).max(floor).min(sigma);
     let (drops, ups) = jumps(points, sigma);
+    Some((Jumps { drops, ups }, sigma))
+}
+
+/// The pattern of `points`, its jumps and the noise of one sample (see [`find_jumps`]), when
+/// there are at least [`MIN_DROPS`] drops.
+pub(super) fn find_pattern(
+    points: &[(f64, f64)],
+    sigma: f64,
+    floor: f64,
+) -> Option<(Pattern, Jumps, f64)> {
+    let (Jumps { drops, ups }, sigma) = find_jumps(points, sigma, floor)?;
     if drops.len() < MIN_DROPS {
         return None;
     }

@@ -30,8 +30,10 @@
 //! This applies to a series the line-based decision left inconclusive, and to one it called
 //! growth whose envelopes show no rise at all (their mean slope's one-sided `p >`
 //! [`ENVELOPES_STILL_P`]): steps that happened to fall late look like a trend to the tests on
-//! every sample, not to the troughs and peaks.
-//! Clean and plateau also need the slope's upper bound within a `max_growth_per_turn` cap, which
+//! every sample, not to the troughs and peaks. A growth resting on fewer drops, with jumps up
+//! too, is inconclusive when the series without its jumps has no positive slope
+//! (`growth_in_jumps`). A last sample far beyond every earlier step ([`LAST_JUMP_FACTOR`]) stays
+//! a last-sample jump. Clean and plateau also need the slope's upper bound within a `max_growth_per_turn` cap, which
 //! is then judged on what a leak must move, not on where the steps fell.
 
 use std::f64::consts::SQRT_2;
@@ -50,8 +52,9 @@ use crate::analyze::verdict::PlateauInfo;
 /// Fewer drops than this give no judgement on the envelopes (one drop is a one-time step down;
 /// a line through the troughs needs three to have a scatter).
 pub const MIN_DROPS: usize = 3;
-/// A difference further than this many of its standard deviations from the median difference is
-/// a jump (independent Gaussian noise gives one in 4,300 differences below it).
+/// A fall of more than this many standard deviations of a difference is a drop, and a rise by as
+/// much beyond the median difference a jump up (independent Gaussian noise gives one drop in
+/// 4,300 differences).
 pub const JUMP_SIGMAS: f64 = 3.5;
 /// A last sample that jumps more than this many times the largest jump before it is left to the
 /// line-based decision (a step that has just begun or a spike), not taken for the pattern's next

@@ -279,6 +279,9 @@ pub(super) struct Jumps {
     pub ups: Vec<usize>,
 }
 
+/// A `(turn, value)` sample.
+type Point = (f64, f64);
+
 /// The troughs and the peaks of a pattern. In a sawtooth the trough is the sample a drop lands
 /// on and the peak the one it falls from; between steps the level holds, so every sample from a
 /// drop to the next jump up is a trough and every sample from a jump up to the next drop a peak
@@ -287,7 +290,7 @@ fn envelope_points(
     points: &[(f64, f64)],
     kind: PatternKind,
     jumps: &Jumps,
-) -> (Vec<(f64, f64)>, Vec<(f64, f64)>) {
+) -> (Vec<Point>, Vec<Point>) {
     match kind {
         PatternKind::Sawtooth => (
             jumps.drops.iter().map(|&i| points[i]).collect(),

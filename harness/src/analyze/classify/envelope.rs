@@ -28,8 +28,8 @@
 //! - **inconclusive** otherwise, named as the pattern it is.
 //!
 //! This applies to a series the line-based decision left inconclusive, and to one it called
-//! growth whose envelopes show no rise at all (their mean slope's one-sided `p >`
-//! [`ENVELOPES_STILL_P`]): steps that happened to fall late look like a trend to the tests on
+//! growth with more than [`MIN_DROPS`] drops whose envelopes show no rise at all (their mean
+//! slope's one-sided `p >` [`ENVELOPES_STILL_P`]): steps that happened to fall late look like a trend to the tests on
 //! every sample, not to the troughs and peaks. A growth resting on fewer drops, with jumps up
 //! too, is inconclusive when the series without its jumps has no positive slope
 //! (`growth_in_jumps`). A last sample far beyond every earlier step ([`LAST_JUMP_FACTOR`]) stays
@@ -118,7 +118,8 @@ pub(super) fn judge(series: &MetricSeries, prepared: &Prepared<'_>, analysis: &m
         return;
     };
     let both = troughs.mean_with(&peaks);
-    if growth && both.p_rising() <= ENVELOPES_STILL_P {
+    // Overruling the tests on every sample takes more drops than judging what they left open.
+    if growth && (pattern.drops <= MIN_DROPS || both.p_rising() <= ENVELOPES_STILL_P) {
         return;
     }
     let (Some(&(first, _)), Some(&(last, _))) = (points.first(), points.last()) else {

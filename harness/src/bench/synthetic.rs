@@ -338,7 +338,8 @@ mod tests {
     fn clean_step_noise_is_not_growth_and_decided_within_forty_turns() {
         let [clean, plateau, growth, inconclusive] =
             classes(SeriesKind::StepNoise(0.0), 40, 200, 1);
-        assert!(growth <= 2, "growth {growth}");
+        // Before the envelopes: 2.7% growth and 44% inconclusive (detection table, 40 turns).
+        assert!(growth <= 3, "growth {growth}");
         assert!(inconclusive <= 40, "inconclusive {inconclusive}");
         assert!(clean + plateau >= 158, "clean {clean} plateau {plateau}");
     }

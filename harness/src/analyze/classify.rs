@@ -205,6 +205,7 @@ pub fn classify(series: &MetricSeries, options: &ClassifyOptions) -> MetricAnaly
         return analysis;
     };
     steady.decide(&prepared, &mut analysis);
+    envelope::judge(series, &prepared, &mut analysis);
     analysis
 }
 
@@ -1270,6 +1271,7 @@ fn projected_shape(prepared: &Prepared<'_>, samples: u64, spacing: f64) -> Shape
     shape
 }
 
+mod envelope;
 mod reloads;
 mod shapes;
 

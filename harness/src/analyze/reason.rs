@@ -192,6 +192,31 @@ pub enum Reason {
         /// What clean or plateau allows.
         allowance: f64,
     },
+    /// A rise that rests on a few jumps: without them the level does not rise.
+    RoseInJumps {
+        /// Jumps up.
+        ups: usize,
+        /// Drops.
+        drops: usize,
+        /// The largest jump (negative for a drop).
+        largest: f64,
+        /// The turn it landed on.
+        at_turn: u64,
+        /// The slope per turn without the jumps.
+        slope_without: f64,
+        /// Its one-sided p-value.
+        p: f64,
+    },
+    /// Memory that steps up and down or rises and falls in teeth, judged on its troughs and
+    /// peaks (what a leak must move) rather than on a line through every sample.
+    Envelope {
+        /// The pattern seen.
+        pattern: Pattern,
+        /// The lines through the troughs and the peaks.
+        envelopes: Envelopes,
+        /// What they show.
+        outcome: EnvelopeOutcome,
+    },
 }
 
 impl Default for Reason {
@@ -276,6 +301,68 @@ pub enum Doubt {
     },
     /// Memory stood higher before the steady part.
     Sawtooth,
+}
+
+/// Steps or teeth seen in a steady part: drops beyond the noise that come back.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pattern {
+    /// What the drops look like.
+    pub kind: PatternKind,
+    /// Drops in the steady part.
+    pub drops: usize,
+    /// The median size of a drop.
+    pub typical_drop: f64,
+}
+
+/// The kind of a [`Pattern`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatternKind {
+    /// The level jumps up and down (an allocator's thresholds and arenas).
+    Steps,
+    /// The level gathers turn by turn and drops at once (a garbage collector, a pool).
+    Sawtooth,
+}
+
+/// Lines through the troughs and the peaks of a [`Pattern`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Envelopes {
+    /// The interval of the mean of the troughs' and the peaks' slopes per turn (what a leak
+    /// moves both by).
+    pub troughs: Interval,
+    /// The troughs' slope per turn.
+    pub troughs_slope: f64,
+    /// The peaks' slope per turn.
+    pub peaks_slope: f64,
+    /// How far the peaks stand above the baseline.
+    pub peak_rise: f64,
+    /// The most the level can stand above the baseline by the last turn: the peaks, their margin
+    /// and what the troughs' upper bound adds.
+    pub worst_end: f64,
+    /// The tolerance.
+    pub tolerance: f64,
+}
+
+/// What the envelopes of a [`Pattern`] show.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum EnvelopeOutcome {
+    /// Troughs and peaks both rise: growth.
+    Rising {
+        /// The troughs' one-sided p-value.
+        trough_p: f64,
+        /// The peaks' one-sided p-value.
+        peak_p: f64,
+        /// When the growth does not matter, why.
+        too_small: Option<TooSmall>,
+    },
+    /// Within the tolerance by the last turn: clean.
+    Clean,
+    /// Bounded above the tolerance: plateau.
+    Bounded,
+    /// Neither shown: inconclusive.
+    Undecided {
+        /// About this many turns would decide, when a projection could tell.
+        turns_needed: Option<u64>,
+    },
 }
 
 /// Why a rise over load epochs is not taken for growth.

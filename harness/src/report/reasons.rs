@@ -9,8 +9,8 @@ use leakloop_units::Quantity;
 
 use crate::analyze::units::{confidence_percent, probability, quantity};
 use crate::analyze::{
-    Doubt, EarlyGrowth, Interval, IntervalKind, MetricAnalysis, Outlook, RatchetDoubt, Reason,
-    Rise, Significance, TooSmall, Verdict,
+    Doubt, EarlyGrowth, EnvelopeOutcome, Envelopes, Interval, IntervalKind, MetricAnalysis,
+    Outlook, Pattern, PatternKind, RatchetDoubt, Reason, Rise, Significance, TooSmall, Verdict,
 };
 
 /// `reason`, a reason given for `metric`, as a sentence.
@@ -174,6 +174,66 @@ impl Words {
                 )
             }
         }
+    }
+
+    /// `steps up and down (5 drops of about 48.0 KiB, an allocator's thresholds or arenas)`.
+    fn pattern(&self, pattern: &Pattern) -> String {
+        let (moves, cause) = match pattern.kind {
+            PatternKind::Steps => ("steps up and down", "an allocator's thresholds or arenas"),
+            PatternKind::Sawtooth => (
+                "gathers and drops in teeth",
+                "a garbage collector or a pool that empties",
+            ),
+        };
+        format!(
+            "{moves} ({} drops of about {}: {cause}); judged on the troughs the drops land on \
+             and the peaks they fall from, since a leak lifts both",
+            pattern.drops,
+            self.size(pattern.typical_drop),
+        )
+    }
+
+    fn envelope(&self, pattern: &Pattern, e: &Envelopes, outcome: &EnvelopeOutcome) -> String {
+        let troughs = format!(
+            "the troughs move {} and the peaks {} per turn ({} for both)",
+            self.signed(e.troughs_slope),
+            self.signed(e.peaks_slope),
+            self.interval(&e.troughs)
+        );
+        let shown = match outcome {
+            EnvelopeOutcome::Rising {
+                trough_p,
+                peak_p,
+                too_small,
+            } => format!(
+                "{troughs}: both rise (t-test p = {trough_p:.2e} and {peak_p:.2e}){}",
+                self.too_small(too_small)
+            ),
+            EnvelopeOutcome::Clean => format!(
+                "{troughs}; the peaks stand {} above the baseline, at most {} by the last turn, \
+                 within the {} tolerance",
+                self.signed(e.peak_rise),
+                self.signed(e.worst_end),
+                self.size(e.tolerance)
+            ),
+            EnvelopeOutcome::Bounded => format!(
+                "{troughs}; the peaks stand {} above the baseline (beyond the {} tolerance) and \
+                 do not climb: a bounded level, not a leak",
+                self.signed(e.peak_rise),
+                self.size(e.tolerance)
+            ),
+            EnvelopeOutcome::Undecided { turns_needed } => format!(
+                "{troughs}, which neither shows a leak nor bounds the level (peaks {} above the \
+                 baseline, tolerance {}); {}",
+                self.signed(e.peak_rise),
+                self.size(e.tolerance),
+                match turns_needed {
+                    Some(n) => format!("about {n} turns would decide"),
+                    None => "a longer run would tell".to_owned(),
+                }
+            ),
+        };
+        format!("{}: {shown}", self.pattern(pattern))
     }
 
     fn reason(&self, reason: &Reason) -> String {
@@ -369,6 +429,26 @@ impl Words {
                 self.signed(*rise),
                 Self::settled(settled),
                 self.size(*allowance),
+            ),
+            Reason::Envelope {
+                pattern,
+                envelopes,
+                outcome,
+            } => self.envelope(pattern, envelopes, outcome),
+            Reason::RoseInJumps {
+                ups,
+                drops,
+                largest,
+                at_turn,
+                slope_without,
+                p,
+            } => format!(
+                "rose only in jumps ({ups} up, {drops} down; the largest {} at turn {at_turn}): \
+                 without them the level moves {} per turn (least squares p = {p:.2}), no rise; a \
+                 one-time step or an allocator's level that has not come back yet, not a leak \
+                 shown; a run twice as long would tell",
+                self.signed(*largest),
+                self.signed(*slope_without),
             ),
         }
     }

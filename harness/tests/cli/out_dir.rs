@@ -157,7 +157,7 @@ fn a_full_disk_while_writing_reports_keeps_the_verdict_and_its_exit_code() {
     let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
     assert_eq!(output.status.code(), Some(1), "{stdout}{stderr}");
     assert!(
-        stdout.contains("FAIL: 2 of 8 expectations failed"),
+        stdout.contains("FAIL: 3 of 9 expectations failed"),
         "{stdout}"
     );
     assert!(
@@ -191,7 +191,7 @@ fn report_prints_first_and_a_failed_rewrite_is_a_warning() {
     let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
     assert_eq!(output.status.code(), Some(1), "{stdout}{stderr}");
     assert!(
-        stdout.contains("FAIL: 2 of 8 expectations failed"),
+        stdout.contains("FAIL: 3 of 9 expectations failed"),
         "{stdout}"
     );
     assert!(

@@ -36,12 +36,12 @@ fn detection_bench_prints_every_cell_of_its_table() {
     let (code, table) = bench(&["detection", "--series", "3"]);
     assert_eq!(code, Some(0), "{table}");
     // 3 run lengths x (clean, plateau, spiky + 5 leak sizes + reload clean + 4 ratchet sizes +
-    // slow warm-up + 3 each of quantized, t(3) noise and GC sawtooth).
+    // slow warm-up + 3 each of quantized, t(3) noise, GC sawtooth and allocator step noise).
     let data_rows = table
         .lines()
         .filter(|l| l.starts_with("| 10 ") || l.starts_with("| 20 ") || l.starts_with("| 40 "))
         .count();
-    assert_eq!(data_rows, 69, "{table}");
+    assert_eq!(data_rows, 78, "{table}");
     assert!(table.contains("oracle (OLS t, 1%)"), "{table}");
 }
 

@@ -470,8 +470,9 @@ def protocol_stdout():
 FATAL = ("unavailable", "protocol")
 
 
-def handshake(first: dict) -> Driver:
-    """Checks the `hello` request and builds the driver; raises `DriverError` (fatal) if it cannot."""
+def check_hello(first: dict) -> dict:
+    """Checks that `first` is a `hello` of this protocol version and returns its `engine` object;
+    raises `DriverError` (fatal) if it is not. Every driver here starts with it."""
     if first.get("call") != "hello":
         raise DriverError("protocol", f"the first request must be `hello`, got `{first.get('call')}`")
     if first.get("version") != PROTOCOL_VERSION:
@@ -480,6 +481,12 @@ def handshake(first: dict) -> Driver:
     engine = first.get("engine")
     if not isinstance(engine, dict):
         raise DriverError("protocol", "the hello request has no `engine` object")
+    return engine
+
+
+def handshake(first: dict) -> Driver:
+    """Checks the `hello` request and builds the driver; raises `DriverError` (fatal) if it cannot."""
+    engine = check_hello(first)
     options = Options.parse(engine.get("options"))
     if options.gc == "off":
         gc.disable()
@@ -494,37 +501,54 @@ def handshake(first: dict) -> Driver:
         raise DriverError("unavailable", f"cannot load the LiteRT-LM library: {e}") from e
 
 
-def serve(stdin, out) -> int:
-    """Answers requests until stdin ends (exit status 0) or a fatal failure was sent (1)."""
+def serve(stdin, out, build=None, release_at_end: bool = False) -> int:
+    """Answers requests until stdin ends (exit status 0) or a fatal failure was sent (1).
+
+    `build(first_request)` checks the `hello` and builds the driver (this module's `handshake`
+    by default); the other drivers in this folder serve through here with their own. With
+    `release_at_end`, what the driver still holds is released (and collected) before the
+    interpreter tears the runtime down."""
+    build = build or handshake
     driver = None
     while True:
+        request = None
         try:
             request = read_request(stdin)
             if request is None:
-                return 0
+                break
             if driver is None:
-                driver = handshake(request)
+                driver = build(request)
                 body = {"reply": "hello", "version": PROTOCOL_VERSION, "pid": os.getpid(),
                         "backend": driver.describe()}
             else:
                 body = dispatch(driver, request)
         except DriverError as e:
             body = failed(e.kind, str(e))
-        except (KeyError, TypeError) as e:
-            body = failed("protocol", f"bad `{request.get('call')}` request: {e!r}")
+        except (KeyError, TypeError, ValueError) as e:
+            call = request.get("call") if isinstance(request, dict) else None
+            body = failed("protocol", f"bad `{call}` request: {e!r}")
         answer(out, body)
         if body["reply"] == "failed" and (driver is None or body["error"]["kind"] in FATAL):
             return 1
+    if release_at_end:
+        del driver
+        gc.collect()
+    return 0
 
 
-def main(argv) -> int:
+def run_main(argv, doc: str, build=None, release_at_end: bool = False) -> int:
+    """A driver's `main`: refuses arguments, moves the protocol off stdout and serves."""
     if argv:
-        print(__doc__, file=sys.stderr)
+        print(doc, file=sys.stderr)
         print("This driver takes no arguments: leakloop starts it and talks to it on stdin/stdout.",
               file=sys.stderr)
         return 2
     out = protocol_stdout()
-    return serve(sys.stdin, out)
+    return serve(sys.stdin, out, build, release_at_end)
+
+
+def main(argv) -> int:
+    return run_main(argv, __doc__)
 
 
 if __name__ == "__main__":

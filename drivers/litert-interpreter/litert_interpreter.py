@@ -66,17 +66,13 @@ import weakref
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from litert_lm_python import (  # noqa: E402 - the path above makes it importable
-    FATAL,
+    check_hello,
     DriverError,
     Ledger,
-    answer,
-    failed,
     native_heap_bytes,
-    protocol_stdout,
-    read_request,
+    run_main,
 )
 
-PROTOCOL_VERSION = 2
 BACKEND = "litert-interpreter"
 PACKAGE = "ai-edge-litert"
 PINNED = "2.3.0"
@@ -340,39 +336,9 @@ class Driver:
         return entry
 
 
-def dispatch(driver: Driver, request: dict) -> dict:
-    call = request.get("call")
-    if call == "hello":
-        raise DriverError("protocol", "`hello` may only be the first request")
-    if call == "load":
-        return driver.load()
-    if call == "open_session":
-        return driver.open_session(request["turn"], request.get("options") or {})
-    if call == "send":
-        return driver.send(request["session"], request["prompt"])
-    if call == "generate":
-        return driver.generate(request["session"], request["request"])
-    if call == "close_session":
-        return driver.close_session(request["session"])
-    if call == "unload":
-        return driver.unload()
-    if call == "snapshot":
-        return driver.snapshot()
-    if call == "idle":
-        return driver.idle(request["duration_ms"])
-    raise DriverError("protocol", f"unknown call `{call}`")
-
-
 def handshake(first: dict) -> Driver:
     """Checks the `hello` request and builds the driver; raises `DriverError` (fatal) if it cannot."""
-    if first.get("call") != "hello":
-        raise DriverError("protocol", f"the first request must be `hello`, got `{first.get('call')}`")
-    if first.get("version") != PROTOCOL_VERSION:
-        raise DriverError("protocol", "protocol version mismatch: the runner speaks "
-                          f"{first.get('version')}, this driver speaks {PROTOCOL_VERSION}")
-    engine = first.get("engine")
-    if not isinstance(engine, dict):
-        raise DriverError("protocol", "the hello request has no `engine` object")
+    engine = check_hello(first)
     options = Options.parse(engine.get("options"))
     try:
         import numpy as np
@@ -382,37 +348,8 @@ def handshake(first: dict) -> Driver:
     return Driver(engine, options, interpreter, np)
 
 
-def serve(stdin, out) -> int:
-    """Answers requests until stdin ends (exit status 0) or a fatal failure was sent (1)."""
-    driver = None
-    while True:
-        try:
-            request = read_request(stdin)
-            if request is None:
-                return 0
-            if driver is None:
-                driver = handshake(request)
-                body = {"reply": "hello", "version": PROTOCOL_VERSION, "pid": os.getpid(),
-                        "backend": driver.describe()}
-            else:
-                body = dispatch(driver, request)
-        except DriverError as e:
-            body = failed(e.kind, str(e))
-        except (KeyError, TypeError) as e:
-            body = failed("protocol", f"bad `{request.get('call')}` request: {e!r}")
-        answer(out, body)
-        if body["reply"] == "failed" and (driver is None or body["error"]["kind"] in FATAL):
-            return 1
-
-
 def main(argv) -> int:
-    if argv:
-        print(__doc__, file=sys.stderr)
-        print("This driver takes no arguments: leakloop starts it and talks to it on stdin/stdout.",
-              file=sys.stderr)
-        return 2
-    out = protocol_stdout()
-    return serve(sys.stdin, out)
+    return run_main(argv, __doc__, handshake)
 
 
 if __name__ == "__main__":

@@ -46,7 +46,6 @@ Whatever the runtime prints goes to stderr: file descriptor 1 is moved aside for
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import sys
@@ -56,17 +55,13 @@ import weakref
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from litert_lm_python import (  # noqa: E402 - the sibling module, found through the path above
-    FATAL,
+    check_hello,
     DriverError,
     Ledger,
-    answer,
-    failed,
     native_heap_bytes,
-    protocol_stdout,
-    read_request,
+    run_main,
 )
 
-PROTOCOL_VERSION = 2
 BACKEND = "onnxruntime"
 INSTALL = "python3 -m pip install onnxruntime==1.32.0"
 INSTALL_GENAI = "python3 -m pip install onnxruntime-genai==0.18.0"
@@ -239,7 +234,7 @@ class Driver:
         self.loaded = True
         return {"reply": "loaded", "backend": self.describe()}
 
-    def open_session(self, turn: int) -> dict:
+    def open_session(self, turn: int, _options: dict | None = None) -> dict:
         if not self.loaded:
             raise DriverError("open", "no model is loaded")
         entry = {"turn": turn, "ids": None, "session": None}
@@ -368,7 +363,7 @@ class GenaiDriver(Driver):
         self.loaded = True
         return {"reply": "loaded", "backend": self.describe()}
 
-    def open_session(self, turn: int) -> dict:
+    def open_session(self, turn: int, _options: dict | None = None) -> dict:
         if self.genai_model is None:
             raise DriverError("open", "no model is loaded")
         try:
@@ -420,39 +415,9 @@ class GenaiDriver(Driver):
         return {"reply": "done"}
 
 
-def dispatch(driver: Driver, request: dict) -> dict:
-    call = request.get("call")
-    if call == "hello":
-        raise DriverError("protocol", "`hello` may only be the first request")
-    if call == "load":
-        return driver.load()
-    if call == "open_session":
-        return driver.open_session(request["turn"])
-    if call == "send":
-        return driver.send(request["session"], request["prompt"])
-    if call == "generate":
-        return driver.generate(request["session"], request["request"])
-    if call == "close_session":
-        return driver.close_session(request["session"])
-    if call == "unload":
-        return driver.unload()
-    if call == "snapshot":
-        return driver.snapshot()
-    if call == "idle":
-        return driver.idle(request["duration_ms"])
-    raise DriverError("protocol", f"unknown call `{call}`")
-
-
 def handshake(first: dict) -> Driver:
     """Checks the `hello` request and builds the driver; raises `DriverError` (fatal) if it cannot."""
-    if first.get("call") != "hello":
-        raise DriverError("protocol", f"the first request must be `hello`, got `{first.get('call')}`")
-    if first.get("version") != PROTOCOL_VERSION:
-        raise DriverError("protocol", "protocol version mismatch: the runner speaks "
-                          f"{first.get('version')}, this driver speaks {PROTOCOL_VERSION}")
-    engine = first.get("engine")
-    if not isinstance(engine, dict):
-        raise DriverError("protocol", "the hello request has no `engine` object")
+    engine = check_hello(first)
     options = parse_options(engine.get("options"))
     try:
         import numpy as np
@@ -469,43 +434,9 @@ def handshake(first: dict) -> Driver:
     return Driver(engine, options, ort, np)
 
 
-def serve(stdin, out) -> int:
-    """Answers requests until stdin ends (exit status 0) or a fatal failure was sent (1)."""
-    driver = None
-    while True:
-        request = None
-        try:
-            request = read_request(stdin)
-            if request is None:
-                break
-            if driver is None:
-                driver = handshake(request)
-                body = {"reply": "hello", "version": PROTOCOL_VERSION, "pid": os.getpid(),
-                        "backend": driver.describe()}
-            else:
-                body = dispatch(driver, request)
-        except DriverError as e:
-            body = failed(e.kind, str(e))
-        except (KeyError, TypeError, ValueError) as e:
-            call = request.get("call") if isinstance(request, dict) else None
-            body = failed("protocol", f"bad `{call}` request: {e!r}")
-        answer(out, body)
-        if body["reply"] == "failed" and (driver is None or body["error"]["kind"] in FATAL):
-            return 1
-    # What the driver still holds is released before the interpreter tears the runtime down.
-    del driver
-    gc.collect()
-    return 0
-
-
 def main(argv) -> int:
-    if argv:
-        print(__doc__, file=sys.stderr)
-        print("This driver takes no arguments: leakloop starts it and talks to it on stdin/stdout.",
-              file=sys.stderr)
-        return 2
-    out = protocol_stdout()
-    return serve(sys.stdin, out)
+    # What the driver still holds is released before the interpreter tears the runtime down.
+    return run_main(argv, __doc__, handshake, release_at_end=True)
 
 
 if __name__ == "__main__":

@@ -163,11 +163,19 @@ pub(crate) fn stop_line(record: &RunRecord) -> Option<String> {
             shorten(&printable(&stop.reason), 400)
         ));
     }
+    // A run that extends by default ran out only if it reached its last turn (a record built
+    // as a fixed run ends at `turns`).
     let ran_out = (scenario.stop == StopMode::Decided || scenario.extends())
-        && matches!(record.outcome, RunOutcome::Completed);
+        && matches!(record.outcome, RunOutcome::Completed)
+        && (!scenario.extends_by_default() || record.turns_completed >= scenario.total_turns());
     ran_out.then(|| {
+        let what = if scenario.extends_by_default() {
+            "decided every expectation of a watched metric"
+        } else {
+            "found every watched metric decided"
+        };
         format!(
-            "{rule}, but no look before turn {} found every watched metric decided",
+            "{rule}, but no look before turn {} {what}",
             scenario.total_turns()
         )
     })

@@ -72,7 +72,8 @@ pub struct Scenario {
 impl Scenario {
     /// A scenario built in code rather than read from YAML: `turns` measured turns of `turn` on
     /// `engine`, sampled after load and after close, with no warm-up, reloads, faults or
-    /// expectations, and seed 0. Set the other fields with struct update syntax.
+    /// expectations, seed 0, and no extension past `turns` (`max_turns: turns`). Set the other
+    /// fields with struct update syntax.
     pub fn new(name: &str, engine: EngineSpec, turns: u32, turn: Vec<Step>) -> Self {
         Self {
             name: name.to_owned(),
@@ -93,7 +94,9 @@ impl Scenario {
             expect: Expectations::default(),
             seed: 0,
             stop: StopMode::Turns,
-            max_turns: None,
+            // Built in code, a run takes the turns it was given; a file's scenario extends by
+            // default.
+            max_turns: Some(turns),
             target: Target::Local,
             concurrency: None,
         }

@@ -10,12 +10,12 @@
 //! divided among them by the same Pocock-type function ([`super::spent`]) of the fraction of the
 //! extension run. By the union bound, the chance that any look calls a clean series `growth`
 //! (or shows a leaking one within its limit) is at most `(1 + EXTENSION_SHARE)` times a fixed
-//! run's: 1.25 x 5% = 6.25% for the trend test at its default level.
+//! run's: 0.625% instead of 0.5% for the trend test, 6.25% instead of 5% for an interval.
 //!
 //! # Stopping
 //!
-//! A look stops the run as soon as its verdict is pass or fail: only an undecided expectation
-//! (status inconclusive) extends it. A metric whose class word is `inconclusive` while every
+//! A look stops the run as soon as every expectation of a watched metric is decided (one fails,
+//! or all hold): only an undecided expectation (what makes a verdict inconclusive) extends it. A metric whose class word is `inconclusive` while every
 //! expectation is decided does not, unlike [`super::StopWhenDecided`] (the rule of an explicit
 //! `max_turns`), which waits for every metric: noisy runs that pass today keep their length.
 
@@ -24,7 +24,6 @@ use crate::scenario::Scenario;
 
 use super::super::run::analyze_run_with;
 use super::super::units::probability;
-use super::super::verdict::VerdictStatus;
 use super::{looks_between, spent, Levels};
 
 /// The share of each error budget that the looks past `turns` spend together, on top of the
@@ -94,15 +93,25 @@ impl StopRule for ExtendWhileUndecided {
         let measured = so_far.turns_completed.saturating_sub(self.warmup_turns);
         let levels = extension_levels(measured, &self.measured_looks, self.min, self.max, false);
         let verdict = analyze_run_with(so_far, levels);
-        let word = match verdict.status {
-            VerdictStatus::Inconclusive => return None,
-            VerdictStatus::Pass => "pass",
-            VerdictStatus::Fail => "fail",
-            VerdictStatus::EngineFailed | VerdictStatus::Interrupted => return None,
+        // Only the watched metrics' expectations: a look sees the ledger up to the previous
+        // turn (a conversation still open fails `balanced` there), and more turns cannot change
+        // a count of engine errors the way they narrow a slope.
+        let mut ours = verdict.expectations.iter().filter(|e| {
+            e.name
+                .split_once('.')
+                .is_some_and(|(metric, _)| verdict.metrics.contains_key(metric))
+        });
+        let word = if ours.clone().any(|e| e.failed()) {
+            "one fails"
+        } else if ours.any(|e| e.inconclusive) {
+            return None;
+        } else {
+            "all hold"
         };
         if measured <= self.min {
             return Some(format!(
-                "decided ({word}) at the minimum of {measured} measured turns"
+                "every metric expectation decided ({word}) at the minimum of {measured} measured \
+                 turns"
             ));
         }
         let look = self
@@ -111,8 +120,8 @@ impl StopRule for ExtendWhileUndecided {
             .position(|&m| m == measured)
             .map_or(0, |i| i + 1);
         Some(format!(
-            "decided ({word}) after {measured} measured turns, extended past turns {} while an \
-             expectation was undecided (look {look} of at most {}, up to {}; growth tested at \
+            "every metric expectation decided ({word}) after {measured} measured turns, extended \
+             past turns {} while one was undecided (look {look} of at most {}, up to {}; growth tested at \
              alpha {}, intervals at {:.1}%)",
             self.min,
             self.measured_looks.len(),

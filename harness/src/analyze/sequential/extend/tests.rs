@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::analyze::test_support::native_heap_record;
-use crate::analyze::{CONFIDENCE, TREND_ALPHA};
+use crate::analyze::{VerdictStatus, CONFIDENCE, TREND_ALPHA};
 use crate::runner::EarlyStop;
 use crate::scenario::{MetricExpectation, StopMode, MAX_TURNS};
 
@@ -95,7 +95,10 @@ fn a_run_decided_at_turns_stops_there() {
     let reason = rule
         .look(&run)
         .expect("a clean run well within its limit is decided");
-    assert_eq!(reason, "decided (pass) at the minimum of 20 measured turns");
+    assert_eq!(
+        reason,
+        "every metric expectation decided (all hold) at the minimum of 20 measured turns"
+    );
     // Stopped there, it is judged as the fixed run it was.
     let mut run = run;
     run.early_stop = Some(EarlyStop {
@@ -123,7 +126,8 @@ fn an_undecided_run_extends_and_decides() {
         .expect("more turns decide it");
     assert!(
         reason.starts_with(&format!(
-            "decided (pass) after {measured} measured turns, extended past turns 20"
+            "every metric expectation decided (all hold) after {measured} measured turns, \
+             extended past turns 20"
         )),
         "{reason}"
     );

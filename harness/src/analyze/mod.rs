@@ -67,8 +67,9 @@ pub use reason::{
 pub use run::{analyze_run, analyze_run_with, derive_status, ENGINE_ERRORS};
 #[doc(hidden)]
 pub use sequential::{
-    final_levels, look_levels, look_schedule, spent, stop_rule_for, undecided, Levels,
-    StopWhenDecided, FIRST_LOOK, LOOK_GROWTH, MIN_LOOK_STEP,
+    extension_levels, final_levels, look_levels, look_schedule, spent, stop_rule_for, undecided,
+    ExtendWhileUndecided, Levels, StopWhenDecided, EXTENSION_SHARE, FIRST_LOOK, LOOK_GROWTH,
+    MIN_LOOK_STEP,
 };
 #[cfg(feature = "cli")]
 pub(crate) use stats::robust::median;

@@ -61,6 +61,10 @@
 //! never stops early. Deciding `clean` thus needs the slope bounded tightly enough for
 //! the remaining turns, so the longer the maximum, the later a clean run stops.
 
+mod extend;
+
+pub use extend::{extension_levels, ExtendWhileUndecided, EXTENSION_SHARE};
+
 use crate::runner::{RunAllTurns, RunRecord, StopRule};
 use crate::scenario::{MetricExpectation, Scenario, StopMode};
 
@@ -166,7 +170,7 @@ pub fn look_levels(measured: u32, max_measured: u32) -> Levels {
 /// The measured turns after which a run of `scenario` is looked at: from the first look
 /// ([`FIRST_LOOK`]) with `stop: decided`, from `turns` (its minimum) when it extends to
 /// `max_turns`; empty for a run that is looked at once, at its end.
-fn scenario_looks(scenario: &Scenario) -> Vec<u32> {
+pub(crate) fn scenario_looks(scenario: &Scenario) -> Vec<u32> {
     let max = scenario.max_measured_turns();
     match scenario.stop {
         StopMode::Decided => looks_between(FIRST_LOOK, max),
@@ -190,6 +194,15 @@ pub fn final_levels(record: &RunRecord) -> Levels {
         .map_or(record.turns_completed, |s| s.turn)
         .saturating_sub(scenario.warmup_turns);
     let last = record.early_stop.is_none();
+    if scenario.extends_by_default() {
+        return extension_levels(
+            measured,
+            &looks,
+            scenario.turns,
+            scenario.max_measured_turns(),
+            last,
+        );
+    }
     Levels::spending(share(measured, &looks, scenario.max_measured_turns(), last))
 }
 
@@ -262,12 +275,16 @@ pub fn undecided(
     None
 }
 
-/// The [`StopRule`] that `scenario.stop` and `max_turns` name: every turn, or
+/// The [`StopRule`] that `scenario.stop` and `max_turns` name: every turn (`max_turns` equal to
+/// `turns`), [`ExtendWhileUndecided`] (`stop: turns` without `max_turns`), or
 /// [`StopWhenDecided`] (with `stop: decided`, or `stop: turns` with a `max_turns` beyond
 /// `turns`: then it first looks at `turns`).
 pub fn stop_rule_for(scenario: &Scenario) -> Box<dyn StopRule> {
     if scenario.stop == StopMode::Turns && !scenario.extends() {
         return Box::new(RunAllTurns);
+    }
+    if scenario.extends_by_default() {
+        return Box::new(ExtendWhileUndecided::new(scenario));
     }
     Box::new(StopWhenDecided::new(scenario))
 }

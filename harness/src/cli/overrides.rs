@@ -37,7 +37,8 @@ pub(crate) struct OverrideArgs {
     #[arg(long)]
     pub seed: Option<u64>,
     /// The most measured turns a run still undecided after `--turns` may extend to (overrides
-    /// the scenario's `max_turns`; equal to the turns: no extension).
+    /// the scenario's `max_turns`; without either: 2 x the turns; equal to the turns: no
+    /// extension).
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u32>,
 }

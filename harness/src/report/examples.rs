@@ -157,7 +157,8 @@ pub fn leak_run() -> (RunRecord, Verdict) {
     let mut ledger = Ledger::new();
     ledger.record_create(0, "runner/engine");
     let mut epoch = 1;
-    for turn in 1..=scenario.total_turns() {
+    // The example ran its `turns` and was decided there: it did not extend.
+    for turn in 1..=scenario.warmup_turns + scenario.turns {
         samples.push(sample(
             turn,
             Phase::Generate,
@@ -190,7 +191,7 @@ pub fn leak_run() -> (RunRecord, Verdict) {
             ));
         }
     }
-    let total = scenario.total_turns();
+    let total = scenario.warmup_turns + scenario.turns;
     ledger.record_delete(total, "runner/engine");
     let record = RunRecord {
         scenario,
@@ -316,7 +317,8 @@ pub fn clean_run() -> (RunRecord, Verdict) {
         1,
         &[("native_heap", 300 * MIB), ("rss", 912 * MIB + 4096)],
     ));
-    for turn in 1..=scenario.total_turns() {
+    // The example ran its `turns` and was decided there: it did not extend.
+    for turn in 1..=scenario.warmup_turns + scenario.turns {
         let jitter = noise[turn as usize] * 64 * 1024;
         samples.push(sample(
             turn,
@@ -341,7 +343,7 @@ pub fn clean_run() -> (RunRecord, Verdict) {
             ledger.record_delete(turn, kind);
         }
     }
-    let turns = scenario.total_turns();
+    let turns = scenario.warmup_turns + scenario.turns;
     ledger.record_delete(turns, "runner/engine");
     let record = RunRecord {
         scenario,

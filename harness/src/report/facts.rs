@@ -87,12 +87,12 @@ pub(crate) fn backend_line(record: &RunRecord) -> String {
 
 /// How many turns ran, e.g. `9 of 9 turns (1 warm-up)`.
 pub(crate) fn turns_line(record: &RunRecord) -> String {
-    let total = record.scenario.total_turns();
+    let total = turns_planned(record);
     let warmup = match record.scenario.warmup_turns {
         0 => String::new(),
         w => format!(" ({w} warm-up)"),
     };
-    let stopped = if record.early_stop.is_some() {
+    let stopped = if record.early_stop.is_some() && !decided_at_minimum(record) {
         ", stopped early"
     } else {
         ""
@@ -103,13 +103,49 @@ pub(crate) fn turns_line(record: &RunRecord) -> String {
     )
 }
 
+/// Whether a run that extends by default (no `max_turns`) did not need to: it ended by its
+/// decision at `turns`, and reads as the fixed run it was.
+fn decided_at_minimum(record: &RunRecord) -> bool {
+    let scenario = &record.scenario;
+    scenario.extends_by_default()
+        && record
+            .early_stop
+            .as_ref()
+            .is_some_and(|s| s.turn <= scenario.warmup_turns + scenario.turns)
+}
+
+/// The turns a run is counted out of: `warmup_turns + turns` for a run that extends by default
+/// but ended by its decision at `turns` or before reaching it, else the most it could take.
+pub(crate) fn turns_planned(record: &RunRecord) -> u32 {
+    let scenario = &record.scenario;
+    let minimum = scenario.warmup_turns + scenario.turns;
+    let stopped_at = record
+        .early_stop
+        .as_ref()
+        .map_or(record.turns_completed, |s| s.turn);
+    if scenario.extends_by_default() && stopped_at <= minimum {
+        minimum
+    } else {
+        scenario.total_turns()
+    }
+}
+
 /// For `stop: decided` or a run that may extend to `max_turns`, what the stop rule did:
 /// `stopped early at turn 9 of 13: <why>`, or, for a run that ran to its last turn, that no look
 /// found every metric decided (a run that crashed or was interrupted ended for that reason, which
 /// the verdict line says).
 pub(crate) fn stop_line(record: &RunRecord) -> Option<String> {
     let scenario = &record.scenario;
-    let rule = if scenario.extends() {
+    if decided_at_minimum(record) {
+        return None;
+    }
+    let rule = if scenario.extends_by_default() {
+        format!(
+            "turns {}, extended by default while the verdict was inconclusive, up to {}",
+            scenario.turns,
+            scenario.max_measured_turns()
+        )
+    } else if scenario.extends() {
         format!(
             "turns {}, extended while undecided up to max_turns {}",
             scenario.turns,
@@ -127,11 +163,19 @@ pub(crate) fn stop_line(record: &RunRecord) -> Option<String> {
             shorten(&printable(&stop.reason), 400)
         ));
     }
+    // A run that extends by default ran out only if it reached its last turn (a record built
+    // as a fixed run ends at `turns`).
     let ran_out = (scenario.stop == StopMode::Decided || scenario.extends())
-        && matches!(record.outcome, RunOutcome::Completed);
+        && matches!(record.outcome, RunOutcome::Completed)
+        && (!scenario.extends_by_default() || record.turns_completed >= scenario.total_turns());
     ran_out.then(|| {
+        let what = if scenario.extends_by_default() {
+            "decided every expectation of a watched metric"
+        } else {
+            "found every watched metric decided"
+        };
         format!(
-            "{rule}, but no look before turn {} found every watched metric decided",
+            "{rule}, but no look before turn {} {what}",
             scenario.total_turns()
         )
     })

@@ -188,7 +188,10 @@ fn build_panel(record: &RunRecord, verdict: &Verdict, metric: &str) -> Panel {
         reload_points: Vec::new(),
         baseline: baseline.map(scale),
         band: band.map(|(l, h)| (scale(l), scale(h))),
-        x_range: (-0.8, f64::from(record.scenario.total_turns().max(1)) + 0.8),
+        x_range: (
+            -0.8,
+            f64::from(super::facts::turns_planned(record).max(1)) + 0.8,
+        ),
         y_range: (0.0, 1.0),
     };
     let mut last_turn = 0;

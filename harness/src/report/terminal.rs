@@ -285,6 +285,7 @@ mod tests {
         verdict.metrics.insert(hostile.clone(), analysis);
         verdict.expectations[0].name = hostile.clone();
         record.scenario.name = hostile.clone();
+        record.scenario.stop = crate::scenario::StopMode::Decided;
         record.early_stop = Some(crate::runner::EarlyStop {
             turn: 9,
             max_turns: 101,

@@ -38,12 +38,21 @@ pub struct NoObserver;
 impl RunObserver for NoObserver {}
 
 /// Runs `scenario` against `engine`, returning everything measured. Engine failures end up in the
-/// record's outcome, never as a panic or a lost sample.
+/// record's outcome, never as a panic or a lost sample. Without a stop rule nothing could tell
+/// when an undecided run is decided: a scenario that extends by default (no `max_turns`) runs
+/// its `turns` and records `max_turns: turns`.
 pub fn run_scenario(
     scenario: &Scenario,
     engine: &mut dyn Engine,
     observer: &mut dyn RunObserver,
 ) -> RunRecord {
+    if scenario.extends_by_default() {
+        let fixed = Scenario {
+            max_turns: Some(scenario.turns),
+            ..scenario.clone()
+        };
+        return run_scenario_until(&fixed, engine, observer, &mut RunAllTurns);
+    }
     run_scenario_until(scenario, engine, observer, &mut RunAllTurns)
 }
 

@@ -41,7 +41,7 @@ pub use model::text_tokens;
 pub use model::{
     BackendKind, Device, EngineSpec, Expectations, Fault, FaultKind, MetricExpectation, PromptSpec,
     SamplePlan, SamplePoint, Scenario, SessionOptions, Step, StopMode, Tolerance,
-    MAX_BASELINE_SAMPLES, MAX_TURNS, OPENCL_PROFILES, SIM_PROFILES,
+    DEFAULT_EXTENSION, MAX_BASELINE_SAMPLES, MAX_TURNS, OPENCL_PROFILES, SIM_PROFILES,
 };
 pub use overrides::Overrides;
 pub use target::{AdbProcess, AdbTarget, PushItem, RemoteWorker, SshTarget, Target};

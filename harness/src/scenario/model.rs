@@ -14,6 +14,10 @@ use crate::scenario::Concurrency;
 /// The most turns (warm-up plus measured) one scenario may ask for.
 pub const MAX_TURNS: u32 = 100_000;
 
+/// A `stop: turns` run without `max_turns` may extend to this many times `turns` while its
+/// verdict is inconclusive.
+pub const DEFAULT_EXTENSION: u32 = 2;
+
 /// The most baseline samples (`sample.baseline`) taken after each (re)load.
 pub const MAX_BASELINE_SAMPLES: u32 = 100;
 
@@ -51,7 +55,8 @@ pub struct Scenario {
     #[serde(default)]
     pub stop: StopMode,
     /// With `stop: turns`: the most measured turns a run still undecided after `turns` may
-    /// extend to; `None`: `turns` (see [`Scenario::max_measured_turns`]).
+    /// extend to; `None`: the default budget, [`DEFAULT_EXTENSION`] times `turns` within the
+    /// turn limit (see [`Scenario::max_measured_turns`]); `max_turns: <turns>` opts out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_turns: Option<u32>,
     /// Where the engine's process lives: this machine (the default), an ssh host, an Android
@@ -67,7 +72,8 @@ pub struct Scenario {
 impl Scenario {
     /// A scenario built in code rather than read from YAML: `turns` measured turns of `turn` on
     /// `engine`, sampled after load and after close, with no warm-up, reloads, faults or
-    /// expectations, and seed 0. Set the other fields with struct update syntax.
+    /// expectations, seed 0, and no extension past `turns` (`max_turns: turns`). Set the other
+    /// fields with struct update syntax.
     pub fn new(name: &str, engine: EngineSpec, turns: u32, turn: Vec<Step>) -> Self {
         Self {
             name: name.to_owned(),
@@ -88,7 +94,9 @@ impl Scenario {
             expect: Expectations::default(),
             seed: 0,
             stop: StopMode::Turns,
-            max_turns: None,
+            // Built in code, a run takes the turns it was given; a file's scenario extends by
+            // default.
+            max_turns: Some(turns),
             target: Target::Local,
             concurrency: None,
         }
@@ -100,15 +108,30 @@ impl Scenario {
         self.warmup_turns + self.max_measured_turns()
     }
 
-    /// The most measured turns a run may take: `max_turns` when the run may extend, else
-    /// `turns`.
+    /// The most measured turns a run may take: `max_turns` when written; with `stop: turns`
+    /// and no `max_turns`, the default budget of [`DEFAULT_EXTENSION`] times `turns`, kept
+    /// within [`MAX_TURNS`] with the warm-up; else `turns`.
     pub fn max_measured_turns(&self) -> u32 {
-        self.max_turns.unwrap_or(self.turns).max(self.turns)
+        let default = match self.stop {
+            StopMode::Turns => self
+                .turns
+                .saturating_mul(DEFAULT_EXTENSION)
+                .min(MAX_TURNS.saturating_sub(self.warmup_turns)),
+            StopMode::Decided => self.turns,
+        };
+        self.max_turns.unwrap_or(default).max(self.turns)
     }
 
     /// Whether a run still undecided after `turns` goes on (up to `max_turns`).
     pub fn extends(&self) -> bool {
         self.stop == StopMode::Turns && self.max_measured_turns() > self.turns
+    }
+
+    /// Whether the run extends by the default budget (no `max_turns` written): then it is judged
+    /// at `turns` exactly as a fixed run and goes on only while its verdict is inconclusive
+    /// (`analyze::sequential` explains the error rates).
+    pub fn extends_by_default(&self) -> bool {
+        self.max_turns.is_none() && self.extends()
     }
 
     /// The metrics the analyzer should look at.

@@ -67,8 +67,11 @@ pub(crate) struct RawScenario {
     /// inconclusive). `turns` is then the minimum; the runner looks after `turns` and then every
     /// 25% more turns (at least 2), and stops at the first look that decides; error rates are
     /// held across the looks by alpha spending over `max_turns` (docs/analyzer.md). A run
-    /// still undecided at `max_turns` is inconclusive. Unset: `turns` (no extension). At least
-    /// `turns`; `warmup_turns + max_turns` may not exceed 100000; not with `stop: decided`
+    /// still undecided at `max_turns` is inconclusive. Unset: up to 2 x `turns` (within the
+    /// turn limit), judged at `turns` as a fixed run and extended only while the verdict is
+    /// inconclusive, its looks spending an extra quarter of the error budgets; equal to `turns`:
+    /// no extension. At least `turns`; `warmup_turns + max_turns` may not exceed 100000; not
+    /// with `stop: decided`
     /// (there `turns` is already the maximum).
     #[serde(default)]
     #[cfg_attr(test, schemars(range(min = 1, max = 100_000)))]

@@ -120,9 +120,11 @@ impl ScenarioTest {
         Self::new(Scenario::new(name, engine, 30, turn))
     }
 
-    /// Sets the number of measured turns.
+    /// Sets the number of measured turns (a fixed run: no extension past them).
     pub fn turns(mut self, turns: u32) -> Self {
         self.scenario.turns = turns;
+        // Still a fixed run, as [`Scenario::new`] made it.
+        self.scenario.max_turns = Some(turns);
         self
     }
 

@@ -190,3 +190,53 @@ fn analyze_passes_an_inconclusive_trace_unless_asked_to_fail_it() {
     let strict = analyze(&["--on-inconclusive", "fail"]);
     assert_eq!(strict.status.code(), Some(5), "{}", text(&strict));
 }
+
+/// Without `max_turns` a run extends by default (up to 2 x `turns`) only while its verdict is
+/// undecided, and the report says how far and why.
+#[test]
+fn by_default_only_an_undecided_run_extends() {
+    let dir = tempfile::tempdir().unwrap();
+    let written = with_limit(dir.path(), "1400KiB");
+    let text_of = std::fs::read_to_string(&written).unwrap();
+    let scenario = dir.path().join("default.yaml");
+    let without: String = text_of
+        .lines()
+        .filter(|l| !l.starts_with("max_turns:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_ne!(without, text_of, "the fixture's max_turns line moved");
+    std::fs::write(&scenario, without).unwrap();
+    // Undecided at 6 turns: it goes on and is decided at the next look, 8 of at most 12.
+    let extended = run(&scenario, &dir.path().join("extended"), &["--turns", "6"]);
+    let stdout = text(&extended);
+    assert_eq!(extended.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains(
+            "stopped early at turn 8 of 12 (turns 6, extended by default while the verdict was \
+             inconclusive, up to 12): every metric expectation decided (all hold) after 8 \
+             measured turns"
+        ),
+        "{stdout}"
+    );
+    let report = read_report(&dir.path().join("extended/report.json")).unwrap();
+    assert_eq!(report.verdict.status, VerdictStatus::Pass);
+    assert_eq!(report.record.turns_completed, 8);
+    // Decided at its 4 turns: it stops there and reads as the fixed run it was.
+    let decided = run(&scenario, &dir.path().join("decided"), &["--turns", "4"]);
+    let stdout = text(&decided);
+    assert_eq!(decided.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains(" 4 of 4 turns\n"), "{stdout}");
+    assert!(!stdout.contains("stopped early"), "{stdout}");
+    let report = read_report(&dir.path().join("decided/report.json")).unwrap();
+    assert_eq!(report.record.turns_completed, 4);
+    // `max_turns` equal to `turns` opts out: the undecided run ends at its 6 turns.
+    let fixed = run(
+        &scenario,
+        &dir.path().join("fixed"),
+        &["--turns", "6", "--max-turns", "6"],
+    );
+    assert_eq!(fixed.status.code(), Some(5), "{}", text(&fixed));
+    let report = read_report(&dir.path().join("fixed/report.json")).unwrap();
+    assert_eq!(report.record.turns_completed, 6);
+    assert_eq!(report.record.early_stop, None);
+}

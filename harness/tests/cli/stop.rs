@@ -135,6 +135,36 @@ fn stop_turns_on_the_command_line_runs_every_turn() {
     );
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     let report = read_report(&out.path().join("report.json")).unwrap();
+    assert_eq!(report.record.turns_completed, 31);
+    // Without `max_turns` the run may extend to 60 turns, but it was decided at its 30: the look
+    // there ended it (the open conversation a look sees in the ledger is no failure).
+    let stop = report
+        .record
+        .early_stop
+        .expect("the look at turns ended the run");
+    assert_eq!((stop.turn, stop.max_turns), (31, 61));
+    assert!(
+        stop.reason.contains("at the minimum of 30 measured turns"),
+        "{}",
+        stop.reason
+    );
+    assert!(
+        !text(&output).contains("stopped early"),
+        "{}",
+        text(&output)
+    );
+}
+
+#[test]
+fn max_turns_equal_to_turns_opts_out_of_the_default_extension() {
+    let out = tempfile::tempdir().unwrap();
+    let output = run(
+        &fixture("stop-decided-flat"),
+        out.path(),
+        &["--stop", "turns", "--turns", "30", "--max-turns", "30"],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let report = read_report(&out.path().join("report.json")).unwrap();
     assert_eq!(report.record.early_stop, None);
     assert_eq!(report.record.turns_completed, 31);
 }

@@ -43,7 +43,9 @@
 //!   unless the steady line ends clearly above it (a heap that ratchets past its earlier peaks);
 //!   and, when the steps shrink from the (re)load on (`p <` [`DECELERATION_ALPHA`], and still
 //!   halving after the largest early step: `classify/shapes.rs`), the rise is significant without
-//!   the first third of the steady part. A saturating warm-up whose tail is
+//!   the first third of the steady part and the later half's slope is at least
+//!   [`PERSISTENCE_SLOPE_FRACTION`] of the whole part's (a point estimate: the shrinking steps
+//!   inflate the noise estimate the persistence check's slack rests on). A saturating warm-up whose tail is
 //!   still settling after the detected settle turn rises early and stops; a leak keeps rising. A
 //!   rise that fails only these checks is inconclusive (a run twice as long would tell). Whether
 //!   the growth *matters* (fails `leakloop analyze`) is judged apart: `growth_matters`;
@@ -887,7 +889,17 @@ impl Steady {
             None
         };
         let persists = doubt.is_none();
-        if rising && persists && prepared.decelerating() && !self.rises_without_first_third() {
+        // A saturating warm-up with a time constant of a few turns still rises through the first
+        // third after its settle turn; what it cannot do is keep its slope: on a decelerating
+        // series the later half must also rise at least the persistence fraction of the whole
+        // part's slope, as a point estimate (the standard-error slack above rests on a noise
+        // estimate that the curve's shrinking steps inflate).
+        let keeps_slope = late_slope >= PERSISTENCE_SLOPE_FRACTION * slope;
+        if rising
+            && persists
+            && prepared.decelerating()
+            && !(self.rises_without_first_third() && keeps_slope)
+        {
             analysis.classification = Classification::Inconclusive;
             analysis.turns_needed = Some(prepared.twice_as_long());
             analysis.reason = Reason::Decelerating {

@@ -211,7 +211,30 @@ def reply_text(message) -> str:
     )
 
 
-class Driver:
+class CommonCalls:
+    """The calls every driver in this folder answers the same way: `snapshot` (its ledger and the
+    process's native heap), `idle`, and finding an open session (`self.sessions`) by its number.
+    A driver class derives from it and keeps `self.ledger` and `self.sessions`."""
+
+    def snapshot(self) -> dict:
+        metrics = {}
+        heap = native_heap_bytes()
+        if heap is not None:
+            metrics["native_heap"] = heap
+        return {"reply": "snapshot", "snapshot": {"ledger": self.ledger.snapshot(), "metrics": metrics}}
+
+    def idle(self, duration_ms: int) -> dict:
+        time.sleep(duration_ms / 1000)
+        return {"reply": "done"}
+
+    def _session(self, session: int, call: str) -> dict:
+        entry = self.sessions.get(session)
+        if entry is None:
+            raise DriverError(call, f"no open session {session}")
+        return entry
+
+
+class Driver(CommonCalls):
     """One engine over `litert_lm`, answering the protocol's calls."""
 
     def __init__(self, engine: dict, options: Options, litert_lm):
@@ -384,24 +407,7 @@ class Driver:
             self.workdir = None
         return {"reply": "done"}
 
-    def snapshot(self) -> dict:
-        metrics = {}
-        heap = native_heap_bytes()
-        if heap is not None:
-            metrics["native_heap"] = heap
-        return {"reply": "snapshot", "snapshot": {"ledger": self.ledger.snapshot(), "metrics": metrics}}
-
-    def idle(self, duration_ms: int) -> dict:
-        time.sleep(duration_ms / 1000)
-        return {"reply": "done"}
-
     # --- helpers --------------------------------------------------------------------------
-
-    def _session(self, session: int, call: str) -> dict:
-        entry = self.sessions.get(session)
-        if entry is None:
-            raise DriverError(call, f"no open session {session}")
-        return entry
 
     def _track(self, obj, kind: str) -> None:
         if not self.options.count_wrappers:

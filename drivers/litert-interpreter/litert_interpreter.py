@@ -60,16 +60,15 @@ from dataclasses import dataclass
 import json
 import os
 import sys
-import time
 import weakref
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from litert_lm_python import (  # noqa: E402 - the path above makes it importable
     check_hello,
+    CommonCalls,
     DriverError,
     Ledger,
-    native_heap_bytes,
     run_main,
 )
 
@@ -124,7 +123,7 @@ class Options:
         return cls(**given)
 
 
-class Driver:
+class Driver(CommonCalls):
     """One model over the LiteRT Interpreter, answering the protocol's calls."""
 
     def __init__(self, engine: dict, options: Options, interpreter_module, np):
@@ -257,17 +256,6 @@ class Driver:
         self.model_bytes = None
         return {"reply": "done"}
 
-    def snapshot(self) -> dict:
-        metrics = {}
-        heap = native_heap_bytes()
-        if heap is not None:
-            metrics["native_heap"] = heap
-        return {"reply": "snapshot", "snapshot": {"ledger": self.ledger.snapshot(), "metrics": metrics}}
-
-    def idle(self, duration_ms: int) -> dict:
-        time.sleep(duration_ms / 1000)
-        return {"reply": "done"}
-
     # --- helpers --------------------------------------------------------------------------
 
     def _build(self):
@@ -328,12 +316,6 @@ class Driver:
         if interpreter is None:
             return 256
         return int(interpreter.get_input_details()[0]["shape"][-1])
-
-    def _session(self, session: int, call: str) -> dict:
-        entry = self.sessions.get(session)
-        if entry is None:
-            raise DriverError(call, f"no open session {session}")
-        return entry
 
 
 def handshake(first: dict) -> Driver:

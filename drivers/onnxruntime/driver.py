@@ -49,16 +49,15 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 import weakref
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from litert_lm_python import (  # noqa: E402 - the sibling module, found through the path above
     check_hello,
+    CommonCalls,
     DriverError,
     Ledger,
-    native_heap_bytes,
     run_main,
 )
 
@@ -118,7 +117,7 @@ def parse_options(given) -> dict:
     return options
 
 
-class Driver:
+class Driver(CommonCalls):
     """One model over `onnxruntime`, answering the protocol's calls."""
 
     def __init__(self, engine: dict, options: dict, ort, np):
@@ -305,24 +304,6 @@ class Driver:
         # With `drop` the last reference goes here: Python's reference count frees the C++
         # session now, and its finaliser counts the deletion.
         del session
-
-    def snapshot(self) -> dict:
-        metrics = {}
-        heap = native_heap_bytes()
-        if heap is not None:
-            metrics["native_heap"] = heap
-        return {"reply": "snapshot",
-                "snapshot": {"ledger": self.ledger.snapshot(), "metrics": metrics}}
-
-    def idle(self, duration_ms: int) -> dict:
-        time.sleep(duration_ms / 1000)
-        return {"reply": "done"}
-
-    def _session(self, session: int, call: str) -> dict:
-        entry = self.sessions.get(session)
-        if entry is None:
-            raise DriverError(call, f"no open session {session}")
-        return entry
 
 
 class GenaiDriver(Driver):

@@ -4,25 +4,10 @@
 //! effective expectations with the defaults marked, and a growth that passes its limit is named
 //! in the text, summary.md and junit.xml.
 
-use std::path::Path;
-
 use leakloop::analyze::Classification;
-use leakloop::report::{read_report, ReportFile};
 
-use crate::common::{leakloop, stdout_and_stderr};
-use crate::fixtures::run;
-
-/// Writes `yaml` as a scenario in `dir`, runs it and returns its exit code, output and report.
-fn run_yaml(dir: &Path, yaml: &str) -> (Option<i32>, String, ReportFile) {
-    let scenario = dir.join("scenario.yaml");
-    std::fs::write(&scenario, yaml).unwrap();
-    let out = dir.join("out");
-    let output = run(&scenario, &out);
-    let text = stdout_and_stderr(&output);
-    let report = read_report(&out.join("report.json"))
-        .unwrap_or_else(|e| panic!("no report.json ({e}): {text}"));
-    (output.status.code(), text, report)
-}
+use crate::common::leakloop;
+use crate::fixtures::run_yaml;
 
 /// A simulator scenario on `profile` watching `native_heap`, with `extra` appended.
 fn scenario(profile: &str, extra: &str) -> String {

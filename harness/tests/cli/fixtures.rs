@@ -43,14 +43,35 @@ pub(crate) fn fixture_path(name: &str) -> PathBuf {
 
 /// `leakloop run PATH --quiet --out OUT`, without colour.
 pub(crate) fn run(path: &Path, out: &Path) -> std::process::Output {
+    run_with(path, out, &[])
+}
+
+/// `leakloop run PATH --quiet --out OUT EXTRA...`.
+pub(crate) fn run_with(path: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
     leakloop_command()
         .arg("run")
         .arg(path)
         .arg("--quiet")
         .arg("--out")
         .arg(out)
+        .args(extra)
         .output()
         .expect("leakloop runs")
+}
+
+/// Writes `yaml` as a scenario in `dir`, runs it and returns its exit code, output and report.
+pub(crate) fn run_yaml(
+    dir: &Path,
+    yaml: &str,
+) -> (Option<i32>, String, leakloop::report::ReportFile) {
+    let scenario = dir.join("scenario.yaml");
+    std::fs::write(&scenario, yaml).unwrap();
+    let out = dir.join("out");
+    let output = run(&scenario, &out);
+    let text = crate::common::stdout_and_stderr(&output);
+    let report = leakloop::report::read_report(&out.join("report.json"))
+        .unwrap_or_else(|e| panic!("no report.json ({e}): {text}"));
+    (output.status.code(), text, report)
 }
 
 #[rstest]

@@ -4,24 +4,10 @@
 //! last 5 conversations open by design passes with `max_live: {conversation: 5}` and fails
 //! `balanced` without it).
 
-use std::path::Path;
-
 use leakloop::report::{read_report, ReportFile};
 
 use crate::common::{leakloop_command, stdout_and_stderr, workspace};
-use crate::fixtures::run;
-
-/// Writes `yaml` as a scenario in `dir`, runs it and returns its exit code, output and report.
-fn run_yaml(dir: &Path, yaml: &str) -> (Option<i32>, String, ReportFile) {
-    let scenario = dir.join("scenario.yaml");
-    std::fs::write(&scenario, yaml).unwrap();
-    let out = dir.join("out");
-    let output = run(&scenario, &out);
-    let text = stdout_and_stderr(&output);
-    let report = read_report(&out.join("report.json"))
-        .unwrap_or_else(|e| panic!("no report.json ({e}): {text}"));
-    (output.status.code(), text, report)
-}
+use crate::fixtures::{run, run_yaml};
 
 /// The expectation named `name`: whether it held and what was measured.
 fn expectation(report: &ReportFile, name: &str) -> (bool, String) {

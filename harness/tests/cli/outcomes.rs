@@ -9,21 +9,10 @@ use leakloop::report::read_report;
 
 use crate::common::leakloop_command;
 use crate::fixtures::fixture_path;
+use crate::fixtures::run_with as run;
 
 /// A leak of 1 MiB/turn under 4 MiB of noise, judged against a limit of exactly that rate.
 const UNDECIDED: &str = "outcome-undecided";
-
-fn run(scenario: &Path, out: &Path, extra: &[&str]) -> Output {
-    leakloop_command()
-        .arg("run")
-        .arg(scenario)
-        .arg("--quiet")
-        .arg("--out")
-        .arg(out)
-        .args(extra)
-        .output()
-        .expect("leakloop runs")
-}
 
 fn text(output: &Output) -> String {
     format!(

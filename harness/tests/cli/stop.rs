@@ -8,21 +8,10 @@ use leakloop::report::read_report;
 use leakloop::runner::Phase;
 
 use crate::common::leakloop_command;
+use crate::fixtures::run_with as run;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../fixtures/scenarios/{name}.yaml"))
-}
-
-fn run(scenario: &Path, out: &Path, extra: &[&str]) -> Output {
-    leakloop_command()
-        .arg("run")
-        .arg(scenario)
-        .arg("--quiet")
-        .arg("--out")
-        .arg(out)
-        .args(extra)
-        .output()
-        .expect("leakloop runs")
 }
 
 fn text(output: &Output) -> String {

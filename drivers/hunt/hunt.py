@@ -64,6 +64,10 @@ RUNTIMES = {
     "ai-edge-litert": {
         "package": "ai-edge-litert",
         "module": "ai_edge_litert.interpreter",
+        # Builds an interpreter: a wheel built against NumPy 1 imports with NumPy 2 and fails
+        # only here.
+        "probe": "from ai_edge_litert.interpreter import Interpreter; "
+                 "Interpreter(model_path='fixtures/models/tiny-mlp.tflite')",
         "extra": ["numpy"],
         "scenarios": ["fixtures/litert-interpreter/*.yaml"],
         "exclude": [],
@@ -71,6 +75,10 @@ RUNTIMES = {
     "onnxruntime": {
         "package": "onnxruntime",
         "module": "onnxruntime",
+        "probe": "import numpy, onnxruntime as o; "
+                 "o.InferenceSession('fixtures/onnxruntime/models/tiny-lm.onnx', "
+                 "providers=['CPUExecutionProvider']).run(None, "
+                 "{'ids': numpy.zeros((1, 4), dtype=numpy.int64)})",
         "extra": ["numpy"],
         "scenarios": ["fixtures/onnxruntime/ort-*.yaml"],
         # onnxruntime-genai's scenarios run under their own package's releases.
@@ -79,6 +87,7 @@ RUNTIMES = {
     "onnxruntime-genai": {
         "package": "onnxruntime-genai",
         "module": "onnxruntime_genai",
+        "probe": "import numpy, onnxruntime_genai",
         "extra": ["numpy"],
         "scenarios": ["fixtures/onnxruntime/ort-genai-*.yaml"],
         "exclude": [],
@@ -86,6 +95,7 @@ RUNTIMES = {
     "litert-lm-api": {
         "package": "litert-lm-api",
         "module": "litert_lm",
+        "probe": "import litert_lm",
         "extra": [],
         "scenarios": ["fixtures/scenarios/litert-py-*.yaml"],
         "exclude": [],
@@ -215,11 +225,15 @@ def import_error(python: str, module: str) -> str | None:
                          timeout=300)
     if out.returncode == 0:
         return None
-    text = out.stderr or out.stdout
-    # NumPy's own message for a module built against NumPy 1 names itself on an early line.
-    if "compiled using NumPy 1.x" in text:
-        return "built against NumPy 1.x, does not import with NumPy 2"
-    return last_line(text) or f"exit code {out.returncode}"
+    return last_line(out.stderr or out.stdout) or f"exit code {out.returncode}"
+
+
+def needs_numpy1(python: str, probe: str) -> bool:
+    """Whether the runtime's probe (import, and a model built where that needs NumPy) fails
+    because the wheel was built against NumPy 1 and NumPy 2 is installed (NumPy's own message)."""
+    out = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=300,
+                         cwd=ROOT)
+    return out.returncode != 0 and "compiled using NumPy 1.x" in (out.stderr + out.stdout)
 
 
 def freeze(python: str) -> dict[str, str]:
@@ -257,11 +271,10 @@ def prepare(runtime: str, release: str, venvs: str) -> dict:
         if out.returncode != 0:
             return {"status": "no install", "error": pip_reason(out.stderr), "packages": {},
                     "notes": []}
-        error = import_error(python, spec["module"])
-        if error and "NumPy 1.x" in error:
+        if needs_numpy1(python, spec["probe"]):
             run_pip(python, ["install", "--only-binary=:all:", "numpy<2"])
-            notes.append("needs numpy<2 (pip's numpy 2 does not import it)")
-            error = import_error(python, spec["module"])
+            notes.append("needs numpy<2: built against NumPy 1, fails with the NumPy 2 pip picks")
+        error = import_error(python, spec["module"])
         if error:
             return {"status": "no import", "error": error, "packages": {}, "notes": notes}
         with open(os.path.join(home, ".hunt-ready"), "w") as f:
@@ -269,6 +282,12 @@ def prepare(runtime: str, release: str, venvs: str) -> dict:
     else:
         with open(os.path.join(home, ".hunt-ready")) as f:
             notes = json.load(f).get("notes", [])
+        # An environment an older hunt prepared (before its probe built a model) is checked too.
+        if needs_numpy1(python, spec["probe"]):
+            run_pip(python, ["install", "--only-binary=:all:", "numpy<2"])
+            notes.append("needs numpy<2: built against NumPy 1, fails with the NumPy 2 pip picks")
+            with open(os.path.join(home, ".hunt-ready"), "w") as f:
+                json.dump({"notes": notes}, f)
     return {"status": "ready", "python": python, "bin": os.path.join(home, "bin"),
             "release": release, "packages": pick(freeze(python), runtime), "notes": notes}
 
@@ -399,6 +418,8 @@ def failure_words(outcome: dict) -> dict:
     waited = kind.get("waited_ms") if isinstance(kind, dict) else None
     if kind_name == "crashed":
         words = f"crash ({how or message})"
+        if "stderr" in message:
+            words += f": {short_error(message)}"
     elif kind_name == "hung":
         words = f"hang (no reply in {waited} ms)" if waited else "hang"
     elif kind_name in ("load", "unavailable"):
@@ -421,6 +442,20 @@ def per_turn(value) -> str:
     return f"{sign}{v:.0f} B/turn"
 
 
+def short_error(text: str) -> str:
+    """The part of an engine error that says why: the refusal a driver answered, or the last
+    line of what a dying driver printed."""
+    text = str(text)
+    for marker in ("answered `hello` with `failed`: ",):
+        if marker in text:
+            return text.split(marker, 1)[1]
+    if "last lines of the worker's stderr:" in text:
+        tail = text.split("last lines of the worker's stderr:", 1)[1]
+        lines = [l.strip(" |") for l in tail.splitlines() if l.strip(" |")]
+        return lines[-1] if lines else text.splitlines()[0]
+    return text
+
+
 def cell(r: dict) -> str:
     status = (r.get("status") or "?").upper().replace("_", " ")
     parts = [f"{status} (exit {r.get('exit_code')})"]
@@ -428,7 +463,7 @@ def cell(r: dict) -> str:
         f = r["failure"]
         parts.append(f"{f['words']} at turn {f['turn']} {f['step']}")
     elif r.get("error"):
-        parts.append(str(r["error"]))
+        parts.append(short_error(r["error"]))
     growth = r["growth_per_turn"]
     worst = max((m for m in growth if growth[m] is not None), default=None,
                 key=lambda m: growth[m])

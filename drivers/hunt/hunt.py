@@ -89,7 +89,7 @@ RUNTIMES = {
         "module": "onnxruntime_genai",
         "probe": "import numpy, onnxruntime_genai",
         "extra": ["numpy"],
-        "scenarios": ["fixtures/onnxruntime/ort-genai-*.yaml"],
+        "scenarios": ["fixtures/onnxruntime/ort-genai-*.yaml", "fixtures/field/ort-genai-*.yaml"],
         "exclude": [],
     },
     "litert-lm-api": {
@@ -142,6 +142,8 @@ def parse_args(argv):
                    help="seconds one release's library may run (default %(default)s)")
     p.add_argument("--list", action="store_true",
                    help="only list each runtime's releases and whether they install here")
+    p.add_argument("--merge", nargs="+", metavar="HUNT_JSON",
+                   help="run nothing: write one table into --out from earlier hunts' hunt.json")
     args = p.parse_args(argv)
     if not args.list and not args.out:
         p.error("--out is required (or --list)")
@@ -445,7 +447,7 @@ def per_turn(value) -> str:
 def short_error(text: str) -> str:
     """The part of an engine error that says why: the refusal a driver answered, or the last
     line of what a dying driver printed."""
-    text = str(text)
+    text = str(text).replace(ROOT + os.sep, "")
     for marker in ("answered `hello` with `failed`: ",):
         if marker in text:
             return text.split(marker, 1)[1]
@@ -595,6 +597,8 @@ def hunt(args) -> int:
     out = os.path.abspath(args.out)
     if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
         raise HuntError(f"--out {args.out} exists and is not an empty folder")
+    if args.merge:
+        return merge(args.merge, out)
     leakloop = leakloop_binary(args.leakloop)
     plan = [(rt, rel) for rt in runtimes for rel in choose_releases(RUNTIMES[rt]["package"], specs)]
     os.makedirs(out, exist_ok=True)
@@ -607,6 +611,29 @@ def hunt(args) -> int:
         write(out, doc)
     write(out, doc)
     print(markdown(doc))
+    return 0
+
+
+def merge(paths: list[str], out: str) -> int:
+    """One table from several hunts (e.g. run side by side, one per runtime): their releases in
+    the order given, each cell worded again; the provenance is the first hunt's, and every
+    hunt's is kept under `merged`."""
+    docs = []
+    for path in paths:
+        doc = read_json(path)
+        if not doc or doc.get("kind") != "leakloop-hunt":
+            raise HuntError(f"{path} is not a hunt.json")
+        docs.append(doc)
+    merged = {"kind": "leakloop-hunt", "provenance": docs[0]["provenance"],
+              "merged": [d["provenance"] for d in docs], "releases": []}
+    for doc in docs:
+        for row in doc["releases"]:
+            for result in row["scenarios"]:
+                result["cell"] = cell(result)
+            merged["releases"].append(row)
+    os.makedirs(out, exist_ok=True)
+    write(out, merged)
+    print(markdown(merged))
     return 0
 
 

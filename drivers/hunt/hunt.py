@@ -600,6 +600,11 @@ def hunt(args) -> int:
     if args.merge:
         return merge(args.merge, out)
     leakloop = leakloop_binary(args.leakloop)
+    # Some old LiteRT-LM wheels (a default.profraw appeared while 0.10.1 to 0.13.0 ran) carry
+    # LLVM's profile runtime, which writes that file into the working folder at exit (the
+    # scenario's folder, for a driver): every process the hunt starts is given a file inside
+    # --out instead.
+    os.environ["LLVM_PROFILE_FILE"] = os.path.join(out, "profraw", "%p.profraw")
     plan = [(rt, rel) for rt in runtimes for rel in choose_releases(RUNTIMES[rt]["package"], specs)]
     os.makedirs(out, exist_ok=True)
     doc = {"kind": "leakloop-hunt", "provenance": provenance(leakloop), "releases": []}

@@ -389,8 +389,16 @@ def scenario_result(suite_dir: str, entry: dict, scenario_path: str) -> dict:
         "classification": {},
         "unbalanced": [],
         "failure": None,
+        "folder": entry.get("folder"),
     }
-    report = read_json(os.path.join(suite_dir, entry.get("folder") or "", "report.json"))
+    read_report_into(result, os.path.join(suite_dir, entry.get("folder") or "", "report.json"))
+    result["cell"] = cell(result)
+    return result
+
+
+def read_report_into(result: dict, path: str) -> None:
+    """Adds what a scenario's report.json says to its result (nothing when it has none)."""
+    report = read_json(path)
     if report:
         for name, metric in (report.get("verdict", {}).get("metrics") or {}).items():
             if name in METRICS:
@@ -407,8 +415,13 @@ def scenario_result(suite_dir: str, entry: dict, scenario_path: str) -> dict:
             result["failure"] = failure_words(outcome)
         result["turns_completed"] = record.get("turns_completed")
         result["version"] = (record.get("backend") or {}).get("version")
-    result["cell"] = cell(result)
-    return result
+        # Engine errors the scenario did not script: each is `[turn, step, error]`.
+        errors = record.get("engine_errors") or []
+        result["engine_errors"] = len(errors)
+        if errors and isinstance(errors[0], list) and len(errors[0]) == 3:
+            turn, step, error = errors[0]
+            message = error.get("message", "") if isinstance(error, dict) else str(error)
+            result["first_engine_error"] = {"turn": turn, "step": step, "message": message}
 
 
 def failure_words(outcome: dict) -> dict:
@@ -448,7 +461,7 @@ def short_error(text: str) -> str:
     """The part of an engine error that says why: the refusal a driver answered, or the last
     line of what a dying driver printed."""
     text = str(text).replace(ROOT + os.sep, "")
-    for marker in ("answered `hello` with `failed`: ",):
+    for marker in ("answered `hello` with `failed`: ", "[ONNXRuntimeError] : "):
         if marker in text:
             return text.split(marker, 1)[1]
     if "last lines of the worker's stderr:" in text:
@@ -466,6 +479,10 @@ def cell(r: dict) -> str:
         parts.append(f"{f['words']} at turn {f['turn']} {f['step']}")
     elif r.get("error"):
         parts.append(short_error(r["error"]))
+    if r.get("first_engine_error"):
+        e = r["first_engine_error"]
+        parts.append(f"{r['engine_errors']} engine errors, the first in turn {e['turn']} "
+                     f"({e['step']}): {short_error(e['message'])[:200]}")
     growth = r["growth_per_turn"]
     worst = max((m for m in growth if growth[m] is not None), default=None,
                 key=lambda m: growth[m])
@@ -632,8 +649,19 @@ def merge(paths: list[str], out: str) -> int:
     merged = {"kind": "leakloop-hunt", "provenance": docs[0]["provenance"],
               "merged": [d["provenance"] for d in docs], "releases": []}
     for doc in docs:
+        runs = os.path.join(os.path.dirname(os.path.abspath(path)), "runs")
         for row in doc["releases"]:
             for result in row["scenarios"]:
+                # Read the reports again where they are kept (an older hunt may have read less).
+                folder = result.get("folder")
+                if folder is None:
+                    stem = os.path.splitext(os.path.basename(result["scenario"]))[0]
+                    found = glob.glob(os.path.join(runs, row["runtime"], row["release"],
+                                                   f"*{stem}"))
+                    folder = os.path.basename(found[0]) if len(found) == 1 else None
+                if folder is not None:
+                    read_report_into(result, os.path.join(runs, row["runtime"], row["release"],
+                                                          folder, "report.json"))
                 result["cell"] = cell(result)
             merged["releases"].append(row)
     os.makedirs(out, exist_ok=True)

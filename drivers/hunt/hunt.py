@@ -400,6 +400,7 @@ def read_report_into(result: dict, path: str) -> None:
     """Adds what a scenario's report.json says to its result (nothing when it has none)."""
     report = read_json(path)
     if report:
+        result.update(growth_per_turn={}, classification={}, unbalanced=[], failure=None)
         for name, metric in (report.get("verdict", {}).get("metrics") or {}).items():
             if name in METRICS:
                 result["growth_per_turn"][name] = metric.get("slope_bytes_per_turn")
@@ -648,7 +649,7 @@ def merge(paths: list[str], out: str) -> int:
         docs.append(doc)
     merged = {"kind": "leakloop-hunt", "provenance": docs[0]["provenance"],
               "merged": [d["provenance"] for d in docs], "releases": []}
-    for doc in docs:
+    for path, doc in zip(paths, docs):
         runs = os.path.join(os.path.dirname(os.path.abspath(path)), "runs")
         for row in doc["releases"]:
             for result in row["scenarios"]:

@@ -33,11 +33,13 @@ Examples (from the repository's root, after `cargo build -p leakloop`):
   python3 drivers/hunt/hunt.py --runtime ai-edge-litert --release all --out target/hunt/out
   python3 drivers/hunt/hunt.py --runtime onnxruntime --release 1.32.0 --release 1.20.1 \\
       --only ort-reuse --only ort-outputs-kept --out target/hunt/ort
-  python3 drivers/hunt/hunt.py --runtime ai-edge-litert --release installed --only tflite-reuse \\
+  python3 drivers/hunt/hunt.py --runtime ai-edge-litert --release installed --only reuse.yaml \\
       --out /tmp/hunt-smoke
+  python3 drivers/hunt/hunt.py --merge target/hunt/out/hunt.json target/hunt/ort/hunt.json \\
+      --out target/hunt/all          # one table from hunts run side by side
 
-The hunt is slow (minutes per release) and downloads wheels: CI never runs it; one release of one
-scenario is run by harness/tests/cli/field_results.rs with `--release installed`.
+The hunt is slow (minutes per release) and downloads wheels: CI never runs it; one release (the
+installed one) with two scenarios is run by harness/tests/cli/field_results.rs.
 Only the standard library is used; the exit code is 0 when the table was written (whatever the
 verdicts), 2 for bad usage or an `--out` folder that is not empty.
 """

@@ -16,6 +16,7 @@ mod defaults;
 mod drivers;
 mod exit_codes;
 mod features;
+mod field_results;
 mod fixtures;
 mod foreign_numbers;
 mod history;

@@ -81,7 +81,7 @@ fn simulator_fixture_exits_as_stated_and_matches_its_golden_snapshot(
         "junit.xml",
         "plot.svg",
         "summary.md",
-        "samples.jsonl",
+        "samples.csv.zst",
     ] {
         assert!(
             out.path().join(artifact).is_file(),
@@ -121,8 +121,8 @@ fn the_same_seed_gives_byte_identical_reports() {
     };
     assert_eq!(read(a.path()), read(b.path()));
     assert_eq!(
-        std::fs::read(a.path().join("samples.jsonl")).unwrap(),
-        std::fs::read(b.path().join("samples.jsonl")).unwrap()
+        std::fs::read(a.path().join("samples.csv.zst")).unwrap(),
+        std::fs::read(b.path().join("samples.csv.zst")).unwrap()
     );
 }
 

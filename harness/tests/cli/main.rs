@@ -36,5 +36,6 @@ mod remote;
 mod report;
 mod schema;
 mod stop;
+mod store;
 mod suite;
 mod worker;

@@ -1,5 +1,5 @@
 //! `leakloop bench scale`: what a run costs as it grows. Each configuration (turns, with or
-//! without reloads) runs the simulator end to end (turn loop with samples.jsonl streamed,
+//! without reloads) runs the simulator end to end (turn loop with the sample store streamed,
 //! analysis, reports) in a fresh process, so that its peak resident memory is its own; this
 //! module holds the configurations, the scenario they run, the run of one configuration (in the
 //! child: [`scale_child`]), the child's start from the parent ([`scale_in_child`]) and the table
@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::report::{PLOT_SVG, REPORT_JSON, SAMPLES_JSONL};
+use crate::report::{PLOT_SVG, REPORT_JSON, SAMPLES_STORE};
 use crate::scenario::{parse_scenario, Scenario, ScenarioError};
 use crate::session::{Session, SessionError, SessionObserver};
 
@@ -56,7 +56,7 @@ pub struct ScaleRow {
     pub reload_every: u32,
     /// Samples recorded.
     pub samples: usize,
-    /// Seconds in the turn loop (engine built, samples streamed to samples.jsonl).
+    /// Seconds in the turn loop (engine built, samples streamed to the sample store).
     pub run_seconds: f64,
     /// Seconds in the analysis.
     pub analyze_seconds: f64,
@@ -72,8 +72,8 @@ pub struct ScaleRow {
     pub report_json: u64,
     /// Size of plot.svg, in bytes.
     pub plot_svg: u64,
-    /// Size of samples.jsonl, in bytes.
-    pub samples_jsonl: u64,
+    /// Size of the sample store (samples.csv.zst), in bytes.
+    pub samples_store: u64,
 }
 
 impl ScaleRow {
@@ -105,14 +105,14 @@ pub fn scale_scenario(turns: u32, reload_every: u32) -> Result<Scenario, Scenari
 /// constant column.
 pub fn render_scale(rows: &[ScaleRow]) -> String {
     let mut out = String::from(
-        "| turns | reloads | samples | run | analysis | reports | total | per turn | peak RSS after the loop | peak RSS | report.json | plot.svg | samples.jsonl |\n\
-         | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+        "| turns | reloads | samples | run | analysis | reports | total | per turn | peak RSS after the loop | peak RSS | report.json | plot.svg | samples.csv.zst | per sample |\n\
+         | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
     );
     let size = crate::report::format_bytes;
     for row in rows {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {:.2} s | {:.2} s | {:.2} s | {:.2} s | {:.1} µs | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {:.2} s | {:.2} s | {:.2} s | {:.2} s | {:.1} µs | {} | {} | {} | {} | {} | {:.1} B |",
             row.turns,
             match row.reload_every {
                 0 => "none".to_owned(),
@@ -128,7 +128,8 @@ pub fn render_scale(rows: &[ScaleRow]) -> String {
             row.peak_rss.map_or_else(|| "n/a".to_owned(), size),
             size(row.report_json),
             size(row.plot_svg),
-            size(row.samples_jsonl),
+            size(row.samples_store),
+            row.samples_store as f64 / row.samples.max(1) as f64,
         );
     }
     out
@@ -198,7 +199,7 @@ pub fn scale_child(
         peak_rss: crate::probe::peak_rss_bytes(),
         report_json: size(REPORT_JSON),
         plot_svg: size(PLOT_SVG),
-        samples_jsonl: size(SAMPLES_JSONL),
+        samples_store: size(SAMPLES_STORE),
     })
 }
 
@@ -227,10 +228,11 @@ mod tests {
             peak_rss: Some(20 << 20),
             report_json: 150_000,
             plot_svg: 90_000,
-            samples_jsonl: 140_000,
+            samples_store: 8_008,
         };
         let table = render_scale(&[row]);
         assert!(table.contains("| 1000 | none | 1001 |"), "{table}");
         assert!(table.contains("60.0 µs"), "{table}");
+        assert!(table.contains("| 8.0 B |"), "{table}");
     }
 }

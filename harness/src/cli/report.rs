@@ -1,7 +1,7 @@
 //! `leakloop report DIR`: re-renders the terminal text (or summary.md) from a saved report.json,
 //! then rewrites summary.md and plot.svg (a failed write is a warning). When the folder's last run
 //! has no report (it crashed, was killed, is still running, or could not write it), it says which
-//! as far as the folder's marker tells (`report/out_dir.rs`) and shows what samples.jsonl holds;
+//! as far as the folder's marker tells (`report/out_dir.rs`) and shows what its sample store holds;
 //! it never shows an earlier run's verdict. A suite's folder (its report.json of kind
 //! `leakloop-suite`) shows the suite's table and rewrites its summary.md; its exit code is
 //! derived from the scenarios' own verdicts (each scenario folder's report.json, else the

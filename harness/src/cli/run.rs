@@ -39,7 +39,7 @@ pub(crate) struct RunArgs {
     /// The other scenario overrides (shared with `compare`).
     #[command(flatten)]
     pub scenario_overrides: OverrideArgs,
-    /// Write report.json, junit.xml, plot.svg, summary.md and the streamed samples.jsonl here.
+    /// Write report.json, junit.xml, plot.svg, summary.md and the streamed sample store (samples.csv.zst) here.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// What to print on stdout.

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use crate::analyze::Verdict;
 use crate::report::atomic::{write_atomic, write_atomic_with};
 use crate::report::out_dir::create_folder;
+use crate::report::store::{write_store, StoreRef};
 #[cfg(feature = "reports")]
 use crate::report::{render_junit, render_plot_svg};
 use crate::report::{render_summary_md, write_report_json, ReportError};
@@ -18,8 +19,12 @@ pub const JUNIT_XML: &str = "junit.xml";
 pub const PLOT_SVG: &str = "plot.svg";
 /// A short table for a pull-request comment.
 pub const SUMMARY_MD: &str = "summary.md";
-/// Every sample, one JSON object per line, streamed while the run goes on.
+/// Every sample, one JSON object per line: the sample file of format 3 and older run folders,
+/// still read ([`crate::report::store::read_samples`]).
 pub const SAMPLES_JSONL: &str = "samples.jsonl";
+/// The sample store: every sample once, as zstd-compressed CSV, written while the run goes on
+/// (see [`crate::report::store`]).
+pub const SAMPLES_STORE: &str = "samples.csv.zst";
 
 /// Renders and atomically writes report.json, junit.xml, plot.svg and summary.md into `dir`
 /// (created if missing); returns the paths written, in that order. junit.xml and plot.svg are
@@ -29,17 +34,36 @@ pub const SAMPLES_JSONL: &str = "samples.jsonl";
 /// atomically; a rendering error leaves that artifact as it was. A file that cannot be rendered
 /// or written (a full disk) does not keep the others from being tried: a CI job may still get
 /// its small junit.xml when the large report.json does not fit.
+///
+/// report.json references the run's sample store: the record's samples are written into a new
+/// one first (a record whose samples were not streamed into `dir`; see
+/// [`write_reports_with`]).
 pub fn write_reports(
     dir: &Path,
     record: &RunRecord,
     verdict: &Verdict,
 ) -> Result<Vec<PathBuf>, ReportError> {
+    write_reports_with(dir, record, verdict, None)
+}
+
+/// [`write_reports`], where `store` references the sample store already streamed into `dir`
+/// holding exactly the record's samples (`None`: the store is written from the record).
+pub fn write_reports_with(
+    dir: &Path,
+    record: &RunRecord,
+    verdict: &Verdict,
+    store: Option<&StoreRef>,
+) -> Result<Vec<PathBuf>, ReportError> {
     create_folder(dir)?;
+    let store = match store {
+        Some(store) if store.rows == record.samples.len() as u64 => store.clone(),
+        _ => write_store(dir, &record.samples)?,
+    };
     let mut written = Vec::with_capacity(4);
     let mut failed = Vec::new();
     let path = dir.join(REPORT_JSON);
     let streamed = write_atomic_with(&path, |out| {
-        write_report_json(out, record, verdict).map_err(|source| ReportError::Write {
+        write_report_json(out, record, verdict, Some(&store)).map_err(|source| ReportError::Write {
             path: path.clone(),
             source,
         })

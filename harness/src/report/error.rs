@@ -46,8 +46,9 @@ pub enum ReportError {
         /// What is wrong with the version and what to do about it.
         message: String,
     },
-    /// The folder holds neither a report.json nor a samples.jsonl.
-    #[error("{} holds no report.json and no samples.jsonl: is it a `leakloop run --out` folder?", dir.display())]
+    /// The folder holds neither a report.json nor samples (samples.csv.zst, or an older run's
+    /// samples.jsonl).
+    #[error("{} holds no report.json and no samples.csv.zst: is it a `leakloop run --out` folder?", dir.display())]
     NothingToReport {
         /// The folder.
         dir: PathBuf,

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::analyze::{derive_status, Verdict, VerdictStatus};
 use crate::input::{read_bounded, utf8_text, MAX_REPORT_BYTES};
+use crate::report::store::{read_referenced, StoreRef};
 use crate::report::{verdict_in_words, ReportError};
 use crate::runner::{
     FormatVersion, RunRecord, OLDEST_REPORT_FORMAT_VERSION, REPORT_FORMAT_VERSION,
@@ -37,29 +38,93 @@ pub struct ReportFile {
 struct ReportRef<'a> {
     format_version: u32,
     leakloop_version: &'a str,
-    record: &'a RunRecord,
+    record: RecordOut<'a>,
     verdict: &'a Verdict,
 }
 
-/// Renders report.json (compact: one line, with a trailing newline). A long run's report is
-/// mostly samples; indentation would double it.
+/// The record as report.json holds it: with its samples, or (format 4) with a reference to the
+/// store that holds them.
+enum RecordOut<'a> {
+    Embedded(&'a RunRecord),
+    Stored(StoredRecord<'a>),
+}
+
+impl Serialize for RecordOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            RecordOut::Embedded(record) => record.serialize(serializer),
+            RecordOut::Stored(record) => record.serialize(serializer),
+        }
+    }
+}
+
+/// [`RunRecord`]'s fields, in its order, with `samples` a [`StoreRef`]
+/// (`every_record_field_is_written_with_a_store` checks that none is missing).
+#[derive(Serialize)]
+struct StoredRecord<'a> {
+    scenario: &'a crate::scenario::Scenario,
+    backend: &'a crate::engine::BackendInfo,
+    samples: &'a StoreRef,
+    ledger: &'a crate::engine::Ledger,
+    turns_completed: u32,
+    engine_errors: &'a [(u32, String, crate::engine::EngineError)],
+    outcome: &'a crate::runner::RunOutcome,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    early_stop: Option<&'a crate::runner::EarlyStop>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    provenance: Option<&'a crate::runner::Provenance>,
+}
+
+impl<'a> StoredRecord<'a> {
+    fn new(record: &'a RunRecord, store: &'a StoreRef) -> Self {
+        let RunRecord {
+            scenario,
+            backend,
+            samples: _,
+            ledger,
+            turns_completed,
+            engine_errors,
+            outcome,
+            early_stop,
+            provenance,
+        } = record;
+        StoredRecord {
+            scenario,
+            backend,
+            samples: store,
+            ledger,
+            turns_completed: *turns_completed,
+            engine_errors,
+            outcome,
+            early_stop: early_stop.as_ref(),
+            provenance: provenance.as_ref(),
+        }
+    }
+}
+
+/// Renders report.json (compact: one line, with a trailing newline) with its samples embedded,
+/// for a report that has no folder (`run --format json`); indentation would double it.
 pub fn render_report_json(record: &RunRecord, verdict: &Verdict) -> Result<String, ReportError> {
     let render_error = |message: String| ReportError::Render {
         artifact: "report.json",
         message,
     };
     let mut bytes = Vec::new();
-    write_report_json(&mut bytes, record, verdict).map_err(|e| render_error(e.to_string()))?;
+    write_report_json(&mut bytes, record, verdict, None)
+        .map_err(|e| render_error(e.to_string()))?;
     // serde_json writes UTF-8 only.
     String::from_utf8(bytes).map_err(|e| render_error(e.to_string()))
 }
 
-/// Streams report.json into `out`, rendering nothing in memory first. A failed write keeps its
-/// I/O error (a full disk is `StorageFull`), so that the caller can name the file it was for.
+/// Streams report.json into `out`, rendering nothing in memory first: with `store`, the samples
+/// are that store's (written next to it) and only referenced; without, they are embedded. A
+/// failed write keeps its I/O error (a full disk is `StorageFull`), so that the caller can name
+/// the file it was for.
 pub fn write_report_json(
     out: impl std::io::Write,
     record: &RunRecord,
     verdict: &Verdict,
+    store: Option<&StoreRef>,
 ) -> std::io::Result<()> {
     // The reasons are written as sentences in the metrics' own units; the verdict is small
     // beside the samples.
@@ -67,7 +132,10 @@ pub fn write_report_json(
     let report = ReportRef {
         format_version: FORMAT_VERSION,
         leakloop_version: LEAKLOOP_VERSION,
-        record,
+        record: match store {
+            Some(store) => RecordOut::Stored(StoredRecord::new(record, store)),
+            None => RecordOut::Embedded(record),
+        },
         verdict: &verdict,
     };
     let mut out = out;
@@ -93,8 +161,9 @@ pub fn read_report(path: &Path) -> Result<ReportFile, ReportError> {
     parse_report(path, text.strip_prefix('\u{feff}').unwrap_or(text))
 }
 
-/// Parses report.json text and checks that its verdict follows from its expectations; `path` is
-/// only used in error messages. The text is parsed into the report once (no intermediate JSON
+/// Parses report.json text and checks that its verdict follows from its expectations. A format 4
+/// report's samples are read from the store it references, in `path`'s folder (the one reader
+/// of samples, [`crate::report::store`]), and checked against its digest and row count. The text is parsed into the report once (no intermediate JSON
 /// tree): a report of a million turns must not be held twice. Only when that fails is the text
 /// scanned again for its `format_version`, so that a report from a newer leakloop asks for an
 /// upgrade rather than naming a field it does not know.
@@ -109,6 +178,12 @@ pub fn parse_report(path: &Path, text: &str) -> Result<ReportFile, ReportError> 
             )?;
             check_numbers(path, &report)?;
             check_status(path, &report)?;
+            let mut report = report;
+            if report.record.samples.is_empty() {
+                if let Some(store) = store_reference(path, text, report.format_version)? {
+                    report.record.samples = read_referenced(path, &store)?;
+                }
+            }
             Ok(report)
         }
         Err(e) => {
@@ -116,6 +191,43 @@ pub fn parse_report(path: &Path, text: &str) -> Result<ReportFile, ReportError> 
             let field = e.path().to_string();
             Err(ReportError::parse(path, Some(field), e.inner()))
         }
+    }
+}
+
+/// `record.samples` when it is a store reference (the typed parse skipped it); `None` when the
+/// samples were embedded. Only reports without embedded samples are scanned again, and those
+/// are small.
+fn store_reference(path: &Path, text: &str, version: u32) -> Result<Option<StoreRef>, ReportError> {
+    #[derive(Deserialize)]
+    struct Probe {
+        record: RecordProbe,
+    }
+    #[derive(Deserialize)]
+    struct RecordProbe {
+        samples: SamplesProbe,
+    }
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum SamplesProbe {
+        Store(StoreRef),
+        // Only its shape matters.
+        #[allow(dead_code)]
+        Embedded(Vec<serde::de::IgnoredAny>),
+    }
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let probe: Probe = serde_path_to_error::deserialize(&mut deserializer)
+        .map_err(|e| ReportError::parse(path, Some("record.samples".to_owned()), e.inner()))?;
+    match probe.record.samples {
+        SamplesProbe::Embedded(_) => Ok(None),
+        SamplesProbe::Store(_) if version < 4 => Err(ReportError::Implausible {
+            path: path.to_owned(),
+            field: "record.samples".to_owned(),
+            message: format!(
+                "a sample store reference in a format_version {version} report (stores came \
+                 with format 4)"
+            ),
+        }),
+        SamplesProbe::Store(store) => Ok(Some(store)),
     }
 }
 
@@ -258,6 +370,85 @@ mod tests {
         assert_eq!(back.verdict, verdict);
     }
 
+    /// Frozen reports of every earlier format still read, samples included (golden/report-format).
+    #[rstest::rstest]
+    #[case::v1(1)]
+    #[case::v2(2)]
+    #[case::v3(3)]
+    fn every_earlier_format_version_still_reads(#[case] version: u32) {
+        let folder = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../golden/report-format")
+            .join(format!("v{version}"));
+        let report = read_report(&folder.join("report.json")).unwrap();
+        assert_eq!(report.format_version, version);
+        assert!(!report.record.samples.is_empty());
+        assert_eq!(report.record.provenance.is_some(), version >= 3);
+        if version == 3 {
+            // The same samples through the one reader of sample files.
+            let jsonl = crate::report::read_samples(&folder.join("samples.jsonl")).unwrap();
+            assert_eq!(jsonl.samples, report.record.samples);
+        }
+    }
+
+    /// Format 4: report.json names the store, and reading it brings the samples back.
+    #[test]
+    fn a_report_in_a_folder_references_its_store_and_reads_its_samples_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let (record, verdict) = leak_record();
+        crate::report::write_reports(dir.path(), &record, &verdict).unwrap();
+        let path = dir.path().join("report.json");
+        let value: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(value["format_version"], 4);
+        let samples = &value["record"]["samples"];
+        assert_eq!(samples["store"], "samples.csv.zst");
+        assert_eq!(samples["rows"], record.samples.len());
+        assert_eq!(samples["sha256"].as_str().unwrap().len(), 64);
+        let errors = schema_errors(&value);
+        assert!(errors.is_empty(), "{errors:#?}");
+        let back = read_report(&path).unwrap();
+        assert_eq!(back.record, record);
+        // A report whose store is gone or replaced is refused, never read without samples.
+        crate::report::store::write_store(dir.path(), &record.samples[..2]).unwrap();
+        let err = read_report(&path).unwrap_err();
+        assert!(matches!(err, ReportError::Implausible { .. }), "{err}");
+        std::fs::remove_file(dir.path().join("samples.csv.zst")).unwrap();
+        assert!(read_report(&path).is_err());
+        // A reference in a report that claims an older format is refused.
+        let older = std::fs::read_to_string(&path)
+            .unwrap()
+            .replace("\"format_version\":4", "\"format_version\":3");
+        let err = parse_report(&path, &older).unwrap_err();
+        assert!(
+            err.to_string().contains("stores came with format 4"),
+            "{err}"
+        );
+    }
+
+    /// The record written with a store has every field of [`RunRecord`] (a field added to the
+    /// record and not to [`StoredRecord`] would be lost from every report).
+    #[test]
+    fn every_record_field_is_written_with_a_store() {
+        let (mut record, _) = leak_record();
+        record.early_stop = Some(crate::runner::EarlyStop {
+            turn: 3,
+            max_turns: 9,
+            reason: "decided".to_owned(),
+        });
+        let keys = |value: serde_json::Value| -> Vec<String> {
+            value.as_object().unwrap().keys().cloned().collect()
+        };
+        let store = StoreRef {
+            store: "samples.csv.zst".to_owned(),
+            rows: 0,
+            sha256: String::new(),
+        };
+        assert_eq!(
+            keys(serde_json::to_value(StoredRecord::new(&record, &store)).unwrap()),
+            keys(serde_json::to_value(&record).unwrap())
+        );
+    }
+
     #[test]
     fn the_top_level_has_the_contract_keys_in_order() {
         let (record, verdict) = clean_record();
@@ -385,15 +576,15 @@ mod tests {
 
     #[test]
     fn a_newer_format_version_asks_for_an_upgrade() {
-        let text = rewrite(|v| v["format_version"] = 4.into());
+        let text = rewrite(|v| v["format_version"] = 5.into());
         let err = parse_report(Path::new("out/report.json"), &text).unwrap_err();
         insta::assert_snapshot!(
             err.to_string().replace(LEAKLOOP_VERSION, "[version]"),
-            @"out/report.json: report format_version 4 was written by leakloop [version]; this leakloop ([version]) reads format_version 1 to 3: upgrade leakloop"
+            @"out/report.json: report format_version 5 was written by leakloop [version]; this leakloop ([version]) reads format_version 1 to 4: upgrade leakloop"
         );
         // Also when the newer layout no longer parses as this one.
         let text = rewrite(|v| {
-            v["format_version"] = 4.into();
+            v["format_version"] = 5.into();
             v["record"]["samples"] = "elsewhere".into();
         });
         let err = parse_report(Path::new("out/report.json"), &text).unwrap_err();
@@ -418,7 +609,7 @@ mod tests {
         let err = parse_report(Path::new("report.json"), &text).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "report.json: wrong type of `format_version`: expected a whole number (3), found \"1\""
+            "report.json: wrong type of `format_version`: expected a whole number (4), found \"1\""
         );
     }
 
@@ -480,7 +671,7 @@ mod tests {
             }
         }
         let (record, verdict) = clean_record();
-        let err = write_report_json(FullDisk, &record, &verdict).unwrap_err();
+        let err = write_report_json(FullDisk, &record, &verdict, None).unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::StorageFull);
     }
 

@@ -1,5 +1,5 @@
 //! Reports: the terminal table, report.json, junit.xml, summary.md, the memory plot, the streamed
-//! samples.jsonl and the progress bar; plus the redactor and golden view used by snapshot tests.
+//! sample store (samples.csv.zst) and the progress bar; plus the redactor and golden view used by snapshot tests.
 //!
 //! `leakloop run --out DIR` claims the folder ([`OutDir`]), streams samples through
 //! [`SampleStream`], then calls [`write_reports`]; `leakloop report DIR` looks at the folder
@@ -7,7 +7,7 @@
 //!
 //! plot.svg, the trend plots, junit.xml and the progress bar need their own crates and are built
 //! only with the `reports` feature (which `cli` turns on); without it a run writes report.json,
-//! summary.md and samples.jsonl.
+//! summary.md and samples.csv.zst.
 
 #[cfg(feature = "cli")]
 mod analyze;
@@ -47,6 +47,7 @@ mod redact;
 mod reread;
 pub mod safe_path;
 mod samples;
+pub mod store;
 mod suite;
 mod summary_md;
 mod table;
@@ -59,7 +60,10 @@ mod units;
 
 #[cfg(feature = "cli")]
 pub(crate) use analyze::{render_analysis_json, render_analysis_text};
-pub use artifacts::{write_reports, JUNIT_XML, PLOT_SVG, REPORT_JSON, SAMPLES_JSONL, SUMMARY_MD};
+pub use artifacts::{
+    write_reports, write_reports_with, JUNIT_XML, PLOT_SVG, REPORT_JSON, SAMPLES_JSONL,
+    SAMPLES_STORE, SUMMARY_MD,
+};
 #[cfg(feature = "cli")]
 pub(crate) use atomic::discard_pending_writes;
 pub use atomic::write_atomic;
@@ -97,7 +101,8 @@ pub use reread::{
     check_suite_entries, read_out_folder, render_unfinished, rewrite_run_files, EntryCheck,
     SavedFolder,
 };
-pub use samples::{read_samples, SampleStream, StreamedSamples};
+pub use samples::SampleStream;
+pub use store::{read_folder_samples, read_samples, StoreRef, StreamedSamples};
 #[cfg(feature = "reports")]
 pub use suite::render_suite_junit;
 pub use suite::{

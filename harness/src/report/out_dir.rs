@@ -4,7 +4,7 @@
 //! A run claims its folder before anything else happens: it takes an exclusive advisory lock
 //! (`flock`) on `DIR/.leakloop.lock`, writes `running pid N` into that file (the in-progress
 //! marker), and removes the previous run's report.json, junit.xml, plot.svg, summary.md and
-//! samples.jsonl. When the run ends, whether its reports could be written or not, the marker is
+//! samples (samples.csv.zst, or an older run's samples.jsonl). When the run ends, whether its reports could be written or not, the marker is
 //! emptied and the lock released. So a folder whose marker still says `running` while nobody holds
 //! the lock belongs to a run that crashed or was killed; a second run, or a `leakloop report`,
 //! that finds the lock held knows a run is still writing there. The lock file itself stays: an
@@ -21,7 +21,9 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
-use crate::report::artifacts::{JUNIT_XML, PLOT_SVG, REPORT_JSON, SAMPLES_JSONL, SUMMARY_MD};
+use crate::report::artifacts::{
+    JUNIT_XML, PLOT_SVG, REPORT_JSON, SAMPLES_JSONL, SAMPLES_STORE, SUMMARY_MD,
+};
 use crate::report::ReportError;
 use crate::walk::{walk, Deep, Kind, Limits};
 
@@ -140,7 +142,14 @@ impl OutDir {
             .map_err(write_error)?;
         lock.sync_all().map_err(write_error)?;
         // The report first: whatever happens next, no verdict of the previous run is left.
-        for name in [REPORT_JSON, JUNIT_XML, SUMMARY_MD, PLOT_SVG, SAMPLES_JSONL] {
+        for name in [
+            REPORT_JSON,
+            JUNIT_XML,
+            SUMMARY_MD,
+            PLOT_SVG,
+            SAMPLES_STORE,
+            SAMPLES_JSONL,
+        ] {
             remove_if_present(&dir.join(name))?;
         }
         let canonical = dir.canonicalize().ok();
@@ -329,6 +338,7 @@ mod tests {
             JUNIT_XML,
             PLOT_SVG,
             SUMMARY_MD,
+            SAMPLES_STORE,
             SAMPLES_JSONL,
             "notes.txt",
         ] {

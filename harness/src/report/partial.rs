@@ -1,5 +1,5 @@
 //! What an unfinished run measured: when a run crashed or was killed before report.json was
-//! written, its samples.jsonl still holds every sample taken; this renders them as text. A run
+//! written, its sample store still holds every sample taken; this renders them as text. A run
 //! stopped by SIGINT or SIGTERM gets a real (partial) report instead: [`interrupted_record`].
 
 use std::collections::BTreeMap;
@@ -52,7 +52,7 @@ struct MetricSpan {
     peak: Option<(u32, u64)>,
 }
 
-/// Renders what a samples.jsonl holds (plain text, no styles).
+/// Renders what a sample store (or an older samples.jsonl) holds (plain text, no styles).
 pub fn render_partial(streamed: &StreamedSamples) -> String {
     let samples = &streamed.samples;
     let mut out = String::new();

@@ -1,5 +1,5 @@
 //! Reading a saved output folder back for `leakloop report`: a run's report, a suite's index,
-//! or what a run that left no report recorded (`samples.jsonl`), with the words that say why it
+//! or what a run that left no report recorded (its sample store), with the words that say why it
 //! has none. A suite's entries are checked against each scenario folder's own report, so that a
 //! stored status is never trusted alone; what the exit code of each is stays the command line's
 //! decision.
@@ -11,9 +11,9 @@ use crate::input::printable;
 use crate::runner::RunRecord;
 
 use super::{
-    inspect_out_dir, read_report, read_samples, read_suite_report, render_plot_svg,
+    inspect_out_dir, read_folder_samples, read_report, read_suite_report, render_plot_svg,
     render_summary_md, write_atomic, EntryStatus, FolderView, ReportError, ReportFile, RunState,
-    StreamedSamples, SuiteReport, PLOT_SVG, REPORT_JSON, SAMPLES_JSONL, SUMMARY_MD,
+    StreamedSamples, SuiteReport, PLOT_SVG, REPORT_JSON, SAMPLES_STORE, SUMMARY_MD,
 };
 
 /// What an output folder holds.
@@ -23,7 +23,7 @@ pub enum SavedFolder {
     Run(Box<ReportFile>),
     /// A suite's index.
     Suite(Box<SuiteReport>),
-    /// A run that left no report: the folder's state and what `samples.jsonl` holds.
+    /// A run that left no report: the folder's state and what its sample store holds.
     Unfinished {
         /// What the folder's marker tells of its last run.
         state: RunState,
@@ -44,9 +44,8 @@ pub fn read_out_folder(dir: &Path) -> Result<(FolderView, SavedFolder), ReportEr
     }
     if matches!(view.state, RunState::InProgress | RunState::Unfinished) || !report_path.exists() {
         let state = view.state;
-        let samples_path = dir.join(SAMPLES_JSONL);
-        let streamed = if samples_path.exists() {
-            read_samples(&samples_path)?
+        let streamed = if let Some(streamed) = read_folder_samples(dir)? {
+            streamed
         } else if state == RunState::Unknown {
             return Err(ReportError::NothingToReport {
                 dir: dir.to_path_buf(),
@@ -64,27 +63,27 @@ pub fn read_out_folder(dir: &Path) -> Result<(FolderView, SavedFolder), ReportEr
 }
 
 /// Why `dir` has no report of its last run, as far as its state tells, ending with the heading
-/// of what `samples.jsonl` holds.
+/// of what the sample store holds.
 pub fn render_unfinished(dir: &Path, state: RunState) -> String {
     let dir = dir.display();
     match state {
         RunState::InProgress => format!(
             "a run is still writing {dir}: it has no {REPORT_JSON} yet.\n\
-             What {SAMPLES_JSONL} holds so far:\n"
+             What {SAMPLES_STORE} holds so far:\n"
         ),
         RunState::Unfinished => format!(
             "{dir}: the last run did not finish (it crashed or was killed), so it has no \
-             {REPORT_JSON}.\nWhat {SAMPLES_JSONL} recorded:\n"
+             {REPORT_JSON}.\nWhat {SAMPLES_STORE} recorded:\n"
         ),
         RunState::Ended => format!(
             "{dir} has no {REPORT_JSON}: the last run ended without writing it (it stopped before \
              its engine ran, or its reports could not be written; that run's output says \
              why).\n\
-             What {SAMPLES_JSONL} recorded:\n"
+             What {SAMPLES_STORE} recorded:\n"
         ),
         RunState::Unknown => format!(
             "{dir} has no {REPORT_JSON}: the run did not finish (it crashed or was killed).\n\
-             What {SAMPLES_JSONL} recorded:\n"
+             What {SAMPLES_STORE} recorded:\n"
         ),
     }
 }

@@ -1,59 +1,52 @@
-//! samples.jsonl: every sample streamed to disk as one JSON object per line while the run goes on,
-//! each line written with one `write` call and flushed, so that a run that crashes or is killed
-//! keeps everything it measured. The reader accepts a file whose last line was torn by the kill.
+//! The run loop's side of the sample store ([`SampleStream`]: samples written as the run goes),
+//! and the reader of samples.jsonl, the one JSON object per line that leakloop wrote before the
+//! store (format 3 and older run folders): it accepts a file whose last line was torn by a kill.
 
-use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use crate::input::{open_regular, InputError, InputErrorKind, MAX_REPORT_BYTES};
-use crate::report::artifacts::SAMPLES_JSONL;
-use crate::report::out_dir::{create_folder, remove_if_present, FILE_MODE};
+use crate::report::store::{StoreRef, StoreWriter, StreamedSamples};
 use crate::report::ReportError;
 use crate::runner::{RunObserver, Sample};
 
-/// A [`RunObserver`] that appends every sample to `DIR/samples.jsonl`.
+/// A [`RunObserver`] that writes every sample into the run's sample store
+/// (`DIR/samples.csv.zst`, see [`crate::report::store`]) as the run goes.
 ///
 /// Observer callbacks cannot fail, so the first write error is kept and returned by
 /// [`SampleStream::finish`]; later samples are not written after an error.
 #[derive(Debug)]
 pub struct SampleStream {
-    path: PathBuf,
-    file: File,
+    writer: StoreWriter,
     written: usize,
     error: Option<std::io::Error>,
 }
 
 impl SampleStream {
-    /// Creates a new, empty `dir/samples.jsonl` (mode 0666 less the umask), creating `dir` if
+    /// Creates a new, empty store in `dir` (mode 0666 less the umask), creating `dir` if
     /// needed. An existing file of that name is removed first, and the new one is created
     /// exclusively, so a symlink planted in its place is removed, never written through.
     pub fn create(dir: &Path) -> Result<Self, ReportError> {
-        create_folder(dir)?;
-        let path = dir.join(SAMPLES_JSONL);
-        remove_if_present(&path)?;
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(FILE_MODE)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&path)
-            .map_err(|source| ReportError::Write {
-                path: path.clone(),
-                source,
-            })?;
         Ok(Self {
-            path,
-            file,
+            writer: StoreWriter::create(dir)?,
             written: 0,
             error: None,
         })
     }
 
+    /// Flushes the store at the end of every turn however fast turns come, so that a kill
+    /// loses nothing of a turn that ended (tests of killed runs; a real engine's turns are slow
+    /// enough to be flushed each anyway).
+    pub fn flush_every_turn(self) -> Self {
+        Self {
+            writer: self.writer.flush_every_turn(),
+            ..self
+        }
+    }
+
     /// The file being written.
     pub fn path(&self) -> &Path {
-        &self.path
+        self.writer.path()
     }
 
     /// How many samples were written so far.
@@ -61,25 +54,28 @@ impl SampleStream {
         self.written
     }
 
-    fn append(&mut self, sample: &Sample) -> std::io::Result<()> {
-        let mut line = serde_json::to_vec(sample)?;
-        line.push(b'\n');
-        // One write per line: a kill tears at most the line being written.
-        self.file.write_all(&line)?;
-        self.file.flush()
+    /// Writes the samples taken since the last flush to the file now, if any (a write error is
+    /// kept for [`SampleStream::finish`]).
+    pub fn flush_pending(&mut self) {
+        if self.error.is_none() {
+            if let Err(e) = self.writer.flush_pending() {
+                self.error = Some(e);
+            }
+        }
     }
 
-    /// Syncs the file and reports the first write error, if any.
-    pub fn finish(self) -> Result<PathBuf, ReportError> {
+    /// Ends the store, syncs the file and reports the first write error, if any; returns how
+    /// report.json references it.
+    pub fn finish(self) -> Result<StoreRef, ReportError> {
+        let path: PathBuf = self.writer.path().to_owned();
         let error = |source| ReportError::Write {
-            path: self.path.clone(),
+            path: path.clone(),
             source,
         };
         if let Some(source) = self.error {
             return Err(error(source));
         }
-        self.file.sync_all().map_err(error)?;
-        Ok(self.path)
+        self.writer.finish().map(|(_, r)| r).map_err(error)
     }
 }
 
@@ -88,25 +84,24 @@ impl RunObserver for SampleStream {
         if self.error.is_some() {
             return;
         }
-        match self.append(sample) {
+        match self.writer.append(sample) {
             Ok(()) => self.written += 1,
             Err(e) => self.error = Some(e),
         }
     }
+
+    fn on_turn_end(&mut self, _turn: u32, _total: u32) {
+        if self.error.is_none() {
+            if let Err(e) = self.writer.turn_ended() {
+                self.error = Some(e);
+            }
+        }
+    }
 }
 
-/// What a samples.jsonl held.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StreamedSamples {
-    /// Every complete sample, in order.
-    pub samples: Vec<Sample>,
-    /// Whether the last line was cut off (the run was killed while writing it) and was ignored.
-    pub torn_last_line: bool,
-}
-
-/// Reads a samples.jsonl, ignoring a torn last line; a bad line anywhere else is an error that
+/// Reads a samples.jsonl (the sample file before the store), ignoring a torn last line; a bad line anywhere else is an error that
 /// names the line.
-pub fn read_samples(path: &Path) -> Result<StreamedSamples, ReportError> {
+pub(crate) fn read_samples_jsonl(path: &Path) -> Result<StreamedSamples, ReportError> {
     let read_error = |source| ReportError::Read {
         path: path.to_owned(),
         source,
@@ -166,53 +161,43 @@ pub fn read_samples(path: &Path) -> Result<StreamedSamples, ReportError> {
 mod tests {
     use super::*;
     use crate::report::examples::leak_run;
-    use crate::report::test_support::{plant_symlink, PRECIOUS};
+    use crate::report::SAMPLES_JSONL;
+    use std::io::Write;
 
-    fn stream(dir: &Path, samples: &[Sample]) -> PathBuf {
-        let mut stream = SampleStream::create(dir).unwrap();
+    /// A samples.jsonl as leakloop wrote it before the store.
+    fn jsonl(dir: &Path, samples: &[Sample]) -> PathBuf {
+        let path = dir.join(SAMPLES_JSONL);
+        let mut text = String::new();
         for s in samples {
-            stream.on_sample(s);
+            text.push_str(&serde_json::to_string(s).unwrap());
+            text.push('\n');
         }
-        assert_eq!(stream.written(), samples.len());
-        stream.finish().unwrap()
+        std::fs::write(&path, text).unwrap();
+        path
     }
 
     #[test]
-    fn streamed_samples_read_back_in_order() {
+    fn an_older_runs_samples_jsonl_reads_back_in_order() {
         let dir = tempfile::tempdir().unwrap();
         let (record, _) = leak_run();
-        let path = stream(dir.path(), &record.samples);
-        let back = read_samples(&path).unwrap();
+        let path = jsonl(dir.path(), &record.samples);
+        let back = crate::report::read_samples(&path).unwrap();
         assert_eq!(back.samples, record.samples);
         assert!(!back.torn_last_line);
-    }
-
-    #[test]
-    fn every_sample_is_on_disk_before_the_stream_is_finished() {
-        let dir = tempfile::tempdir().unwrap();
-        let (record, _) = leak_run();
-        let mut stream = SampleStream::create(dir.path()).unwrap();
-        for s in &record.samples[..5] {
-            stream.on_sample(s);
-        }
-        // No finish, no drop: what a killed process leaves behind.
-        let back = read_samples(stream.path()).unwrap();
-        assert_eq!(back.samples, record.samples[..5]);
-        drop(stream);
     }
 
     #[test]
     fn a_torn_last_line_is_ignored() {
         let dir = tempfile::tempdir().unwrap();
         let (record, _) = leak_run();
-        let path = stream(dir.path(), &record.samples[..3]);
+        let path = jsonl(dir.path(), &record.samples[..3]);
         let torn = serde_json::to_string(&record.samples[3]).unwrap();
         let mut file = std::fs::OpenOptions::new()
             .append(true)
             .open(&path)
             .unwrap();
         file.write_all(&torn.as_bytes()[..torn.len() / 2]).unwrap();
-        let back = read_samples(&path).unwrap();
+        let back = read_samples_jsonl(&path).unwrap();
         assert_eq!(back.samples, record.samples[..3]);
         assert!(back.torn_last_line);
     }
@@ -224,22 +209,10 @@ mod tests {
         let (record, _) = leak_run();
         let good = serde_json::to_string(&record.samples[0]).unwrap();
         std::fs::write(&path, format!("{good}\n{{\"turn\": \"x\"}}\n{good}\n")).unwrap();
-        let err = read_samples(&path).unwrap_err();
+        let err = read_samples_jsonl(&path).unwrap_err();
         let text = err.to_string();
         assert!(text.contains("samples.jsonl: line 2"), "{text}");
         assert!(text.contains("invalid type"), "{text}");
-    }
-
-    #[test]
-    fn a_symlink_planted_as_samples_jsonl_is_replaced_not_written_through() {
-        let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("out");
-        let victim = plant_symlink(&out, SAMPLES_JSONL);
-        let (record, _) = leak_run();
-        let path = stream(&out, &record.samples[..2]);
-        assert_eq!(std::fs::read_to_string(&victim).unwrap(), PRECIOUS);
-        assert!(!std::fs::symlink_metadata(&path).unwrap().is_symlink());
-        assert_eq!(read_samples(&path).unwrap().samples, record.samples[..2]);
     }
 
     #[test]
@@ -247,7 +220,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(SAMPLES_JSONL);
         std::fs::write(&path, "").unwrap();
-        let back = read_samples(&path).unwrap();
+        let back = read_samples_jsonl(&path).unwrap();
         assert!(back.samples.is_empty());
     }
 }

@@ -13,8 +13,10 @@ use crate::scenario::Scenario;
 /// renamed field, a changed meaning); adding a field is not such a change. 2: the ledger's
 /// per-turn entries became per-kind runs (`ledger.runs`), and report.json is written compact.
 /// 3: `record.provenance` (where the run came from), which `history` and `run --baseline` key
-/// builds by; older reports read back without it.
-pub const REPORT_FORMAT_VERSION: u32 = 3;
+/// builds by; older reports read back without it. 4: `record.samples` may be a reference to the
+/// run's sample store (samples.csv.zst: file name, row count, SHA-256) instead of the samples,
+/// which a folder's report.json always is.
+pub const REPORT_FORMAT_VERSION: u32 = 4;
 
 /// The oldest report.json layout this build still reads (1: a per-turn `ledger.turns`, folded
 /// into runs on reading).
@@ -131,7 +133,9 @@ pub struct RunRecord {
     pub scenario: Scenario,
     /// The backend that ran it.
     pub backend: BackendInfo,
-    /// Every sample, in order.
+    /// Every sample, in order. In report.json (format 4) a reference to the sample store
+    /// instead, which the report reader resolves (it reads an object here as no samples).
+    #[serde(deserialize_with = "embedded_samples")]
     pub samples: Vec<Sample>,
     /// Create/delete counts per kind, per turn and in total.
     pub ledger: Ledger,
@@ -149,6 +153,26 @@ pub struct RunRecord {
     /// absent in reports before format 3 and in records built in code.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provenance: Option<Provenance>,
+}
+
+/// `record.samples`: the samples embedded in report.json, or none for the object that references
+/// a sample store (resolved by the report reader, which knows the report's folder).
+fn embedded_samples<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Sample>, D::Error> {
+    struct Samples;
+    impl<'de> serde::de::Visitor<'de> for Samples {
+        type Value = Vec<Sample>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list of samples or a sample store reference")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+            Vec::<Sample>::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            serde::de::IgnoredAny::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+            Ok(Vec::new())
+        }
+    }
+    d.deserialize_any(Samples)
 }
 
 impl RunRecord {

@@ -43,7 +43,7 @@ pub struct Pending {
     pub(crate) scenario: Scenario,
     /// The engine, as described before it loaded.
     pub(crate) backend: BackendInfo,
-    /// samples.jsonl, with an output folder.
+    /// The sample store, with an output folder.
     pub(crate) stream: Option<SampleStream>,
     /// The samples themselves, kept only without an output folder.
     pub(crate) samples: Vec<Sample>,
@@ -103,6 +103,17 @@ impl InFlight {
         InFlightObserver(self)
     }
 
+    /// Writes the samples the run loop streamed since the last flush into its store, so that a
+    /// kill or a hung engine loses none of them (called every
+    /// [`crate::report::store::FLUSH_EVERY`] while the loop runs).
+    pub(crate) fn flush_samples(&self) {
+        if let State::Running(pending) = &mut *self.lock() {
+            if let Some(stream) = pending.stream.as_mut() {
+                stream.flush_pending();
+            }
+        }
+    }
+
     /// Takes the run over from outside: hands `on` what was in flight, while holding the lock
     /// every sample passes through, so the run loop writes no more samples while `on` runs (a
     /// signal handler's `on` ends the process before returning). Nothing happens when the run is
@@ -133,14 +144,19 @@ impl Pending {
             provenance,
         } = self;
         let mut warnings = Vec::new();
+        let mut store = None;
         if let Some(stream) = stream {
             let path = stream.path().to_owned();
-            if let Err(e) = stream.finish() {
-                super::warn(observer, &mut warnings, e.to_string());
+            match stream.finish() {
+                Ok(finished) => store = Some(finished),
+                Err(e) => super::warn(observer, &mut warnings, e.to_string()),
             }
             match read_samples(&path) {
                 Ok(streamed) => samples = streamed.samples,
-                Err(e) => super::warn(observer, &mut warnings, e.to_string()),
+                Err(e) => {
+                    store = None;
+                    super::warn(observer, &mut warnings, e.to_string())
+                }
             }
         }
         let mut record = interrupted_record(scenario, backend, samples, turns_completed, signal);
@@ -150,13 +166,14 @@ impl Pending {
             record,
             verdict,
             out,
+            store,
             times: PhaseTimes::default(),
             warnings,
         }
     }
 }
 
-/// Streams each sample into the in-flight run's samples.jsonl (or keeps it, without an output
+/// Streams each sample into the in-flight run's sample store (or keeps it, without an output
 /// folder).
 #[derive(Debug)]
 pub(crate) struct InFlightObserver<'a>(&'a InFlight);
@@ -171,9 +188,12 @@ impl RunObserver for InFlightObserver<'_> {
         }
     }
 
-    fn on_turn_end(&mut self, turn: u32, _total: u32) {
+    fn on_turn_end(&mut self, turn: u32, total: u32) {
         if let State::Running(pending) = &mut *self.0.lock() {
             pending.turns_completed = turn;
+            if let Some(stream) = pending.stream.as_mut() {
+                stream.on_turn_end(turn, total);
+            }
         }
     }
 }

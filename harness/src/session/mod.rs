@@ -38,7 +38,9 @@ use crate::engine::transport::BuildError;
 use crate::engine::{Engine, WorkerCommand};
 use crate::probe::target_for;
 use crate::report::provenance::{process_env, resolve_build};
-use crate::report::{provenance, write_reports, Fanout, OutDir, SampleStream, SAMPLES_JSONL};
+use crate::report::{
+    provenance, write_reports_with, Fanout, OutDir, SampleStream, StoreRef, SAMPLES_STORE,
+};
 use crate::runner::{backend_on, run_scenario_on, NoObserver, Provenance, RunObserver, RunRecord};
 use crate::runner::{BuildStamp, CiRun, Sample};
 use crate::scenario::{load_scenario_with, Overrides, Scenario};
@@ -167,8 +169,8 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// Writes report.json, junit.xml, plot.svg, summary.md and the streamed samples.jsonl into
-    /// `dir`, claimed (see [`OutDir::claim`]) before anything else happens.
+    /// Writes report.json, junit.xml, plot.svg, summary.md and the streamed sample store
+    /// (samples.csv.zst) into `dir`, claimed (see [`OutDir::claim`]) before anything else happens.
     pub fn out(mut self, dir: impl Into<PathBuf>) -> Self {
         self.out = Out::Claim(dir.into());
         self
@@ -374,19 +376,31 @@ impl Setup<'_> {
             provenance: Some(provenance),
         });
         observer.on_start(&scenario);
-        let mut record = {
+        let mut record = std::thread::scope(|scope| {
+            // Fast turns share a flush; this writes them out at least every FLUSH_EVERY, also
+            // while the engine hangs.
+            let (stop_flushing, stopped) = std::sync::mpsc::channel::<()>();
+            scope.spawn(move || {
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(crate::report::store::FLUSH_EVERY)
+                {
+                    in_flight.flush_samples();
+                }
+            });
             let mut progress = Progress(&mut *observer);
             let mut streamed = in_flight.observer();
             let mut fanout = Fanout::new(vec![&mut progress, &mut streamed]);
             let mut stop = stop_rule_for(&scenario);
-            run_scenario_on(
+            let record = run_scenario_on(
                 target.as_ref(),
                 &scenario,
                 engine.as_mut(),
                 &mut fanout,
                 stop.as_mut(),
-            )
-        };
+            );
+            drop(stop_flushing);
+            record
+        });
         drop(engine);
         observer.on_loop_end();
         let (stream, out) = match in_flight.finish() {
@@ -396,11 +410,13 @@ impl Setup<'_> {
             }
             None => (None, None),
         };
+        let mut store = None;
         if let Some(stream) = stream {
             // The samples are on disk already; a failed final flush is reported but the run's
-            // result still stands.
-            if let Err(e) = stream.finish() {
-                warn(observer, warnings, e.to_string());
+            // result still stands (and the store is written again from the record).
+            match stream.finish() {
+                Ok(finished) => store = Some(finished),
+                Err(e) => warn(observer, warnings, e.to_string()),
             }
         }
         times.run = started.elapsed().as_secs_f64();
@@ -415,6 +431,7 @@ impl Setup<'_> {
             record,
             verdict,
             out,
+            store,
             times,
             warnings: std::mem::take(warnings),
         })
@@ -459,6 +476,8 @@ pub struct Judged {
     pub verdict: Verdict,
     /// The claimed output folder the reports go to.
     out: Option<OutDir>,
+    /// The sample store streamed into it, finished.
+    pub(crate) store: Option<StoreRef>,
     /// How long the phases took so far.
     pub times: PhaseTimes,
     /// Warnings so far (each also given to the observer).
@@ -478,11 +497,19 @@ impl Judged {
             record,
             verdict,
             out,
+            store,
             mut times,
             mut warnings,
         } = self;
         let started = Instant::now();
-        let artifacts = write_artifacts(out, &record, &verdict, observer, &mut warnings);
+        let artifacts = write_artifacts(
+            out,
+            &record,
+            &verdict,
+            store.as_ref(),
+            observer,
+            &mut warnings,
+        );
         times.reports = started.elapsed().as_secs_f64();
         SessionOutcome {
             record,
@@ -531,7 +558,7 @@ pub struct Artifacts {
     pub dir: PathBuf,
     /// report.json, junit.xml, plot.svg and summary.md, as written (none when any failed).
     pub reports: Vec<PathBuf>,
-    /// samples.jsonl, streamed while the run went on, when it is there.
+    /// The sample store (samples.csv.zst), streamed while the run went on, when it is there.
     pub samples: Option<PathBuf>,
     /// Every report was written.
     pub complete: bool,
@@ -544,12 +571,13 @@ pub fn write_artifacts(
     out: Option<OutDir>,
     record: &RunRecord,
     verdict: &Verdict,
+    store: Option<&StoreRef>,
     observer: &mut dyn SessionObserver,
     warnings: &mut Vec<String>,
 ) -> Option<Artifacts> {
     let out = out?;
     let dir = out.dir().to_owned();
-    let (reports, complete) = match write_reports(&dir, record, verdict) {
+    let (reports, complete) = match write_reports_with(&dir, record, verdict, store) {
         Ok(written) => (written, true),
         Err(e) => {
             warn(
@@ -561,7 +589,7 @@ pub fn write_artifacts(
         }
     };
     release(Some(out), observer, warnings);
-    let samples = dir.join(SAMPLES_JSONL);
+    let samples = dir.join(SAMPLES_STORE);
     Some(Artifacts {
         samples: samples.is_file().then_some(samples),
         dir,

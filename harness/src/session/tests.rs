@@ -95,7 +95,7 @@ fn a_sim_session_judges_the_run_and_writes_every_report() {
     for path in artifacts.reports.iter().chain(artifacts.samples.iter()) {
         assert!(path.is_file(), "{} missing", path.display());
     }
-    assert_eq!(artifacts.samples, Some(out.join(SAMPLES_JSONL)));
+    assert_eq!(artifacts.samples, Some(out.join(SAMPLES_STORE)));
     assert_eq!(
         inspect_out_dir(&out).unwrap().state,
         RunState::Ended,

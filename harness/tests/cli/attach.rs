@@ -515,10 +515,7 @@ fn sigint_during_attach_writes_the_partial_report_and_stops_the_program() {
             .unwrap(),
     );
     wait_until("4 streamed samples", Duration::from_secs(30), || {
-        std::fs::read_to_string(out.join("samples.jsonl"))
-            .map(|t| t.lines().count())
-            .unwrap_or(0)
-            >= 4
+        crate::common::streamed_samples(&out) >= 4
     });
     let program = read_pid(&pidfile);
     kill(Pid::from_raw(-(leakloop.id() as i32)), Signal::SIGINT).unwrap();

@@ -89,3 +89,12 @@ pub(crate) fn report_schema_errors(path: &Path) -> Vec<String> {
         .map(|e| e.to_string())
         .collect()
 }
+
+/// How many samples the run folder `out` has streamed into its sample store so far (0 while it
+/// has none).
+pub(crate) fn streamed_samples(out: &Path) -> usize {
+    leakloop::report::read_folder_samples(out)
+        .ok()
+        .flatten()
+        .map_or(0, |s| s.samples.len())
+}

@@ -35,7 +35,7 @@ enum Stdout {
 }
 
 /// Folders and files the cases name: `{tmp}/pass`, `{tmp}/fail`, `{tmp}/crashed` (report
-/// folders), `{tmp}/unfinished` (samples.jsonl only), `{tmp}/empty`, `{tmp}/fifo`, `{tmp}/dumpsys`
+/// folders), `{tmp}/unfinished` (a sample store only), `{tmp}/empty`, `{tmp}/fifo`, `{tmp}/dumpsys`
 /// (the seed report's three dumpsys excerpts as a capture folder, turns 0 to 2) and
 /// `{tmp}/dumpsys-bad` (a capture folder with a file named without a turn).
 fn prepare(tmp: &Path) {

@@ -102,7 +102,7 @@ fn simulator_fixture_exits_as_stated_and_matches_its_golden_snapshot(
         "junit.xml",
         "plot.svg",
         "summary.md",
-        "samples.jsonl",
+        "samples.csv.zst",
     ] {
         assert!(
             out.path().join(artifact).is_file(),
@@ -140,11 +140,9 @@ fn the_same_seed_gives_byte_identical_reports() {
         let report = read_report(&dir.join("report.json")).unwrap();
         serde_json::to_string(&report.record.samples).unwrap()
     };
+    // The samples come from each run's store. Its bytes are not compared: where the stream is
+    // flushed depends on how fast the turns went, not on the seed.
     assert_eq!(read(a.path()), read(b.path()));
-    assert_eq!(
-        std::fs::read(a.path().join("samples.jsonl")).unwrap(),
-        std::fs::read(b.path().join("samples.jsonl")).unwrap()
-    );
 }
 
 /// A verdict that holds only for the seed a fixture happens to carry proves little: every

@@ -37,5 +37,6 @@ mod remote;
 mod report;
 mod schema;
 mod stop;
+mod store;
 mod suite;
 mod worker;

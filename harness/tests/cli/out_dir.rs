@@ -17,7 +17,7 @@ const ARTIFACTS: [&str; 5] = [
     "junit.xml",
     "plot.svg",
     "summary.md",
-    "samples.jsonl",
+    "samples.csv.zst",
 ];
 
 /// `leakloop ARGS`, run by `sh` after the shell commands in `setup` (e.g. `umask 027`).
@@ -103,8 +103,8 @@ fn a_run_that_stops_before_its_engine_runs_leaves_no_earlier_verdict(
     );
 }
 
-/// Regression: samples.jsonl was opened through a symlink planted in the output folder (the
-/// victim was overwritten with samples); reports were created 0600 and samples 0644 whatever
+/// Regression: samples.jsonl (now the sample store) was opened through a symlink planted in the
+/// output folder (the victim was overwritten with samples); reports were created 0600 and samples 0644 whatever
 /// the umask.
 #[test]
 fn every_file_respects_the_umask_and_no_planted_symlink_is_followed() {
@@ -151,9 +151,10 @@ fn file_size_limit(blocks: u32) -> String {
 fn a_full_disk_while_writing_reports_keeps_the_verdict_and_its_exit_code() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    // samples.jsonl (about 5 KB) fits under 8 KiB; report.json (about 23 KB) does not.
+    // samples.csv.zst (under 1 KB) and junit.xml (3 KB) fit under 5 KiB; report.json (about
+    // 7 KB, its samples in the store) does not.
     let scenario = fixture_path("flutter-gemma-opencl-leak");
-    let output = leakloop_after(&file_size_limit(16), &run_args(&scenario, &out, &[]));
+    let output = leakloop_after(&file_size_limit(10), &run_args(&scenario, &out, &[]));
     let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
     assert_eq!(output.status.code(), Some(1), "{stdout}{stderr}");
     assert!(

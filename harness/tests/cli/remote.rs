@@ -204,14 +204,9 @@ fn remote_worker(dir: &Path) -> Option<u32> {
     })
 }
 
-/// Waits until `samples.jsonl` holds `n` samples.
+/// Waits until the sample store holds `n` samples.
 fn wait_for_samples(run: &mut KillOnDrop, out: &Path, n: usize) {
-    let streamed = || {
-        std::fs::read_to_string(out.join("samples.jsonl"))
-            .map(|t| t.lines().count())
-            .unwrap_or(0)
-            >= n
-    };
+    let streamed = || crate::common::streamed_samples(out) >= n;
     let ready = poll(Duration::from_secs(60), || {
         streamed() || run.try_wait().unwrap().is_some()
     }) && streamed();
@@ -408,7 +403,7 @@ fn a_remote_worker_killed_mid_run_is_a_crash_that_keeps_every_sample() {
     assert!(stderr.contains("the remote worker (pid"), "{stderr}");
     assert!(stderr.contains("signal 9 (SIGKILL)"), "{stderr}");
     let report = read_report(&out.join("report.json")).unwrap();
-    let streamed = read_samples(&out.join("samples.jsonl")).unwrap();
+    let streamed = read_samples(&out.join("samples.csv.zst")).unwrap();
     assert!(report.record.samples.len() >= 4);
     assert_eq!(
         report.record.samples.len(),

@@ -118,15 +118,13 @@ fn an_engine_failure_exits_three() {
 fn a_run_that_died_before_its_report_shows_its_streamed_samples() {
     let dir = tempfile::tempdir().unwrap();
     let (record, _) = crashed_run();
-    let mut stream = SampleStream::create(dir.path()).unwrap();
+    let mut stream = SampleStream::create(dir.path()).unwrap().flush_every_turn();
     for sample in &record.samples {
         stream.on_sample(sample);
+        stream.on_turn_end(sample.turn, 8);
     }
-    let samples_path = stream.finish().unwrap();
-    // The kill tore the line being written.
-    let mut text = std::fs::read_to_string(&samples_path).unwrap();
-    text.push_str(r#"{"turn":4,"phase":"gen"#);
-    std::fs::write(&samples_path, text).unwrap();
+    // The kill left the store's compressed stream unended.
+    drop(stream);
 
     let output = leakloop(&["report", path(dir.path())], &[]);
     let out = stdout(&output);
@@ -146,7 +144,7 @@ fn an_empty_folder_is_bad_input() {
     let output = leakloop(&["report", path(dir.path())], &[]);
     assert_eq!(output.status.code(), Some(2));
     assert!(
-        stderr(&output).contains("holds no report.json and no samples.jsonl"),
+        stderr(&output).contains("holds no report.json and no samples.csv.zst"),
         "{}",
         stderr(&output)
     );
@@ -222,11 +220,14 @@ fn streaming_child_process() {
         return;
     };
     let (record, _) = leak_run();
-    let mut stream = SampleStream::create(Path::new(&dir)).unwrap();
+    let mut stream = SampleStream::create(Path::new(&dir))
+        .unwrap()
+        .flush_every_turn();
     for i in 0..10_000u32 {
         let mut sample = record.samples[i as usize % record.samples.len()].clone();
         sample.turn = i;
         stream.on_sample(&sample);
+        stream.on_turn_end(i, 10_000);
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
 }
@@ -245,26 +246,24 @@ fn a_killed_run_keeps_every_sample_it_streamed() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let samples_path = dir.path().join("samples.jsonl");
-    let count_lines = || {
-        std::fs::read(&samples_path)
-            .map(|b| b.iter().filter(|&&c| c == b'\n').count())
+    let samples_path = dir.path().join("samples.csv.zst");
+    let count = || {
+        leakloop::report::read_samples(&samples_path)
+            .map(|s| s.samples.len())
             .unwrap_or(0)
     };
-    poll(std::time::Duration::from_secs(20), || count_lines() >= 50);
+    poll(std::time::Duration::from_secs(20), || count() >= 50);
+    // SIGKILL: nothing of the child's ends the store.
     child.kill().unwrap();
     child.wait().unwrap();
-    let lines = count_lines();
+    let seen = count();
     assert!(
-        lines >= 50,
-        "the child streamed {lines} lines before the deadline"
+        seen >= 50,
+        "the child streamed {seen} samples before the deadline"
     );
 
     let streamed = leakloop::report::read_samples(&samples_path).unwrap();
-    assert!(
-        streamed.samples.len() >= lines,
-        "every complete line reads back"
-    );
+    assert!(streamed.torn_last_line, "the store was never ended");
     let turns: Vec<u32> = streamed.samples.iter().map(|s| s.turn).collect();
     assert_eq!(turns, (0..turns.len() as u32).collect::<Vec<_>>());
 

@@ -174,7 +174,13 @@ fn the_driver_refuses_an_option_it_does_not_know() {
         return;
     }
     let output = leakloop_command()
-        .args(["driver-check", "--model", MODEL, "--option", "cache=\"disk\""])
+        .args([
+            "driver-check",
+            "--model",
+            MODEL,
+            "--option",
+            "cache=\"disk\"",
+        ])
         .args(["--", "python3", DRIVER])
         .current_dir(workspace())
         .output()

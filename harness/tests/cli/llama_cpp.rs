@@ -133,14 +133,14 @@ fn each_server_scenario_ends_with_the_verdict_it_states(
 }
 
 #[rstest]
-#[case::one_llama_reused(&[], "after reload: ledger (created/deleted): batch 2/1, context 2/1, model 2/1")]
+#[case::one_llama_reused(&[], "after reload: ledger (created/deleted): batch 2/1, context 2/1, logits 1/1, model 2/1")]
 #[case::one_llama_per_request(
     &["context=\"per_request\""],
-    "after reload: ledger (created/deleted): batch 1/1, context 1/1, model 1/1"
+    "after reload: ledger (created/deleted): batch 1/1, context 1/1, logits 1/1, model 1/1"
 )]
 #[case::bounded_prompt_cache(
     &["cache=\"ram\"", "cache_bytes=100000", "distinct_prompts=true"],
-    "after reload: ledger (created/deleted): batch 2/1, context 2/1, model 2/1"
+    "after reload: ledger (created/deleted): batch 2/1, context 2/1, logits 1/1, model 2/1"
 )]
 fn the_driver_conforms_to_the_protocol(#[case] options: &[&str], #[case] after_reload: &str) {
     let test = "the_driver_conforms_to_the_protocol";

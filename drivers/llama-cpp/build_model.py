@@ -48,7 +48,8 @@ def vocabulary() -> tuple[list[bytes], list[float], list[int]]:
     for piece in PIECES:
         tokens.append(piece.encode("utf-8"))
         types.append(gguf.TokenType.NORMAL)
-    # Longer pieces score higher, so the tokenizer prefers them over single characters.
+    # llama.cpp's SentencePiece tokenizer only merges pairs that are themselves in the vocabulary,
+    # so the word pieces are rarely reached: text tokenizes to about one token per character.
     scores = [0.0] * (3 + 256) + [float(len(p)) - 10.0 for p in PIECES]
     return tokens, scores, [int(t) for t in types]
 

@@ -166,6 +166,7 @@ class Driver(CommonCalls):
         self.sessions: dict[int, dict] = {}
         self.next_session = 1
         self.requests = 0
+        self.bias = None  # the logit biases, built on the first generation
         # What the anti-pattern options keep; never released while the driver runs.
         self.kept_llamas = []
         self.kept_outputs = []
@@ -266,8 +267,7 @@ class Driver(CommonCalls):
         limit = int(request.get("max_output_tokens") or 0)
         cancel_after = request.get("cancel_after_tokens")
         # Greedy, with the end of text suppressed: every run generates exactly `limit` tokens.
-        settings = dict(max_tokens=limit, temperature=0.0, top_k=1,
-                        logit_bias={llm.token_eos(): -1e9})
+        settings = dict(max_tokens=limit, temperature=0.0, top_k=1, logit_bias=self._bias(llm))
         try:
             if cancel_after is None:
                 completion = llm.create_completion(text, **settings)
@@ -279,6 +279,18 @@ class Driver(CommonCalls):
             raise
         except Exception as e:  # noqa: BLE001
             raise DriverError("generate", f"create_completion: {e}") from e
+
+    def _bias(self, llm) -> dict:
+        """Logit biases that keep generations to `max_tokens` tokens: no end of text, and no token
+        that ends in an unfinished UTF-8 sequence. llama-cpp-python 0.3.36 checks `max_tokens`
+        only once the text decodes, so a random model's stray byte tokens run past it (9 tokens
+        for 8 asked, seen here)."""
+        if self.bias is None:
+            self.bias = {llm.token_eos(): -1e9}
+            for token in range(llm.n_vocab()):
+                if any(b >= 0x80 for b in llm.detokenize([token])):
+                    self.bias[token] = -1e9
+        return self.bias
 
     def _keep(self, llm, completion) -> None:
         """Reads the generation's logits, as applications do, and keeps them with the completion

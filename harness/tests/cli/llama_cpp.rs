@@ -233,5 +233,12 @@ fn the_build_script_writes_the_committed_model_byte_for_byte_and_llama_cpp_gener
         .expect("python3 runs");
     let shown = text(&output);
     assert!(output.status.success(), "{shown}");
-    assert!(shown.contains("generated 8"), "{shown}");
+    // At least the 8 tokens asked for: 0.3.36 may run past `max_tokens` while a stray byte
+    // token leaves the text inside a UTF-8 sequence (the driver biases such tokens away).
+    let generated: u32 = shown
+        .lines()
+        .find_map(|l| l.strip_prefix("generated "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no token count: {shown}"));
+    assert!(generated >= 8, "{shown}");
 }

@@ -25,6 +25,7 @@ mod init;
 mod interrupted;
 mod library;
 mod litert_interpreter;
+mod llama_cpp;
 mod max_live;
 mod onnxruntime;
 mod opencl;

@@ -138,6 +138,15 @@ fn missing_resource(args: &[String]) -> Option<String> {
                 .into(),
         );
     }
+    if args.iter().any(|a| a.contains("llama"))
+        && !runs("python3", &["-c", "import llama_cpp.server.app"])
+    {
+        return Some(
+            "Python's llama_cpp is not installed (CMAKE_ARGS=-DGGML_NATIVE=OFF python3 -m pip \
+             install 'llama-cpp-python[server]==0.3.36')"
+                .into(),
+        );
+    }
     None
 }
 

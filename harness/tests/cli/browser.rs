@@ -2,7 +2,7 @@
 //! `leakloop history --out DIR` writes history.html; Debian's `chromium`, headless, opens each
 //! from disk with no network, and the test checks that the page loads without a console error,
 //! that the failing metric (report.html) or the regressed scenario (history.html) comes first in
-//! the DOM the browser built, and that its plots were drawn (SVG paths in that DOM). A screenshot
+//! the DOM the browser built, and that its plots were drawn (SVG lines with points in that DOM). A screenshot
 //! of each page goes to `LEAKLOOP_PAGE_SCREENSHOTS` when set (CI keeps that folder as an
 //! artifact), else into the test's temporary folder. Without chromium the test says
 //! `SKIPPED: chromium (apt-get install chromium)`; `LEAKLOOP_REQUIRE_CHROMIUM=1` (set by CI)
@@ -90,16 +90,22 @@ fn load(browser: &str, page: &Path, shot: &str, scratch: &Path) -> String {
     dom.stdout
 }
 
-/// Every `<path d="...">` in `dom` that draws something.
-fn drawn_paths(dom: &str) -> usize {
-    dom.match_indices("<path")
-        .filter(|(at, _)| {
-            let tag = &dom[*at..dom[*at..].find('>').map_or(dom.len(), |e| at + e)];
-            tag.split(" d=\"")
-                .nth(1)
-                .is_some_and(|d| d.trim_start().len() > 2)
+/// How many lines the browser's DOM draws: `<polyline points="...">` (what the plots' SVG writer
+/// emits for a series) or `<path d="...">` with coordinates in them.
+fn drawn_lines(dom: &str) -> usize {
+    [("<polyline", " points=\""), ("<path", " d=\"")]
+        .iter()
+        .map(|(element, attribute)| {
+            dom.match_indices(element)
+                .filter(|(at, _)| {
+                    let tag = &dom[*at..dom[*at..].find('>').map_or(dom.len(), |e| at + e)];
+                    tag.split(attribute)
+                        .nth(1)
+                        .is_some_and(|v| v.split('"').next().is_some_and(|v| v.trim().len() > 2))
+                })
+                .count()
         })
-        .count()
+        .sum()
 }
 
 #[test]
@@ -128,7 +134,7 @@ fn report_and_history_pages_load_in_a_headless_browser() {
         "the failing metric first: {first_row}"
     );
     assert!(dom.contains("<svg"), "the memory plot is in the page");
-    assert!(drawn_paths(&dom) > 0, "the memory plot draws nothing");
+    assert!(drawn_lines(&dom) > 0, "the memory plot draws nothing");
 
     // history.html of builds whose leak starts at build 6.
     let builds: Vec<PathBuf> = (0..12)
@@ -158,5 +164,5 @@ fn report_and_history_pages_load_in_a_headless_browser() {
         dom.contains("href=\"../b06/\""),
         "a link to build b06's run"
     );
-    assert!(drawn_paths(&dom) > 0, "the trend plot draws nothing");
+    assert!(drawn_lines(&dom) > 0, "the trend plot draws nothing");
 }

@@ -24,7 +24,7 @@ pub(crate) fn render_history(
     let mut text = format!(
         "history: {} builds ({} .. {}), {} scenario(s); a change is a shift beyond the builds' \
          spread over {} builds against up to {} before (Student's t over the builds, \
-         false-alarm rate per series {})\n",
+         false-alarm rate per series and direction {})\n",
         builds.len(),
         labels[0],
         labels[labels.len() - 1],

@@ -62,7 +62,8 @@ pub mod fuzzing;
 pub mod input;
 #[doc(hidden)]
 pub mod probe;
-pub(crate) mod process;
+#[doc(hidden)]
+pub mod process;
 #[doc(hidden)]
 pub mod report;
 #[doc(hidden)]

@@ -57,7 +57,8 @@ pub(crate) use classify_trace::{classify_trace, TraceOptions};
 pub use dumpsys_trace::{ProcessSelector, MAX_DUMP_FILES};
 #[doc(hidden)]
 pub use history::{
-    find_changes, Change, ChangeOptions, DEFAULT_ALPHA, DEFAULT_SPREAD_FACTOR, DEFAULT_WINDOW,
+    find_changes, known_step_rise, Change, ChangeOptions, BACK_WINDOW_FACTOR, DEFAULT_ALPHA,
+    DEFAULT_SPREAD_FACTOR, DEFAULT_WINDOW,
 };
 pub use reason::{
     Doubt, EarlyGrowth, EnvelopeOutcome, Envelopes, Interval, IntervalKind, Outlook, Pattern,

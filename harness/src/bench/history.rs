@@ -9,7 +9,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal, StudentT};
 
-use crate::analyze::{analyze_run, find_changes, ChangeOptions};
+use crate::analyze::{analyze_run, find_changes, known_step_rise, Change, ChangeOptions};
 use crate::engine::build_in_process;
 use crate::runner::{run_scenario, NoObserver};
 use crate::scenario::{parse_scenario, Scenario};
@@ -41,12 +41,20 @@ pub struct HistoryBenchRow {
     pub step: String,
     /// Histories judged.
     pub histories: u32,
-    /// Share with any change flagged (on noise-only rows: the false-alarm rate).
+    /// Share with any change flagged, rise or fall.
     pub flagged: f64,
+    /// Share with a rise flagged anywhere (on noise-only rows: the false-alarm rate, as only a
+    /// rise fails `history`).
+    pub rose: f64,
     /// Share with a rise flagged at exactly the step's build.
     pub exact: f64,
     /// Share with a rise flagged within one build of it.
     pub within_one: f64,
+    /// Share with a rise flagged when the history ends `window` builds after the step (the
+    /// alert a nightly raises by then).
+    pub by_window: f64,
+    /// Share in which a test told where the step is finds a rise (`analyze::known_step_rise`).
+    pub oracle: f64,
 }
 
 /// Runs every row.
@@ -140,13 +148,18 @@ fn simulate(scenario: &Scenario, profile: &str, seed: u64) -> Result<(f64, f64),
 #[derive(Default)]
 struct Judged {
     flagged: u32,
+    rose: u32,
     exact: u32,
     within_one: u32,
+    by_window: u32,
+    oracle: u32,
 }
 
 impl Judged {
     /// Judges one history of one or more series (any change in any series counts as flagged; the
-    /// step is found when the first series shows a rise at, or next to, `step_at`).
+    /// step is found when the first series shows a rise at, or next to, `step_at`; the first
+    /// series alone is also judged cut `window` builds after the step, and by the test that knows
+    /// where the step is).
     fn add(
         &mut self,
         series: &[Vec<Vec<f64>>],
@@ -157,6 +170,9 @@ impl Judged {
         let changes: Vec<_> = series.iter().map(|s| find_changes(s, options)).collect();
         if changes.iter().any(|c| !c.is_empty()) {
             self.flagged += 1;
+        }
+        if changes.iter().flatten().any(Change::is_rise) {
+            self.rose += 1;
         }
         if step {
             let rises: Vec<usize> = changes[0]
@@ -170,16 +186,31 @@ impl Judged {
             if rises.iter().any(|&b| b.abs_diff(step_at) <= 1) {
                 self.within_one += 1;
             }
+            // The same history cut `window` builds after the step: the alert must come by then.
+            let cut = &series[0][..(step_at + options.window).min(series[0].len())];
+            if find_changes(cut, options)
+                .iter()
+                .any(|c| c.is_rise() && c.build.abs_diff(step_at) <= 1)
+            {
+                self.by_window += 1;
+            }
+            if known_step_rise(&series[0], step_at, options) {
+                self.oracle += 1;
+            }
         }
     }
 
     fn row(&self, source: String, step: String, histories: u32) -> HistoryBenchRow {
         let share = |n: u32| f64::from(n) / f64::from(histories.max(1));
         let stepped = step != "-";
+        let when_stepped = |n: u32| if stepped { share(n) } else { f64::NAN };
         HistoryBenchRow {
+            by_window: when_stepped(self.by_window),
+            oracle: when_stepped(self.oracle),
             source,
             histories,
             flagged: share(self.flagged),
+            rose: share(self.rose),
             exact: if stepped { share(self.exact) } else { f64::NAN },
             within_one: if stepped {
                 share(self.within_one)
@@ -196,9 +227,11 @@ pub fn render_history_bench(rows: &[HistoryBenchRow], config: &HistoryBenchConfi
     let options = config.options;
     let mut out = format!(
         "{} histories per row, {} builds each, step at build {} (0-based), seed {}; window {} \
-         builds after, {} before, Mann-Whitney p < {}, shift > {} x spread\n\n\
-         | figures | step | histories | any change flagged | rise found at the step | within one build |\n\
-         |---|---:|---:|---:|---:|---:|\n",
+         builds after, up to {} before, scan-wide false-alarm rate {} per direction, shift > {} x spread; \
+         \"by build k+{}\": the history cut {} builds after the step, rise found within one build; \
+         \"told where\": Student's t at the step, p < {}\n\n\
+         | figures | step | histories | any change flagged | a rise flagged | rise found at the step | within one build | by build k+{} | told where |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         config.histories,
         config.builds,
         config.step_at,
@@ -206,7 +239,11 @@ pub fn render_history_bench(rows: &[HistoryBenchRow], config: &HistoryBenchConfi
         options.window,
         options.back_window,
         options.alpha,
-        options.spread_factor
+        options.spread_factor,
+        options.window - 1,
+        options.window,
+        options.alpha,
+        options.window - 1,
     );
     let pct = |x: f64| {
         if x.is_nan() {
@@ -217,13 +254,16 @@ pub fn render_history_bench(rows: &[HistoryBenchRow], config: &HistoryBenchConfi
     };
     for r in rows {
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             r.source,
             r.step,
             r.histories,
             pct(r.flagged),
+            pct(r.rose),
             pct(r.exact),
-            pct(r.within_one)
+            pct(r.within_one),
+            pct(r.by_window),
+            pct(r.oracle)
         ));
     }
     out

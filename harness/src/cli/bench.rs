@@ -70,7 +70,7 @@ enum BenchCommand {
         /// Seed of the noise and the simulator runs.
         #[arg(long, default_value_t = 1)]
         seed: u64,
-        /// The rank test's level (as `history` uses it by default).
+        /// The scan's false-alarm rate per direction (as `history` uses it by default).
         #[arg(long, default_value_t = crate::analyze::DEFAULT_ALPHA)]
         alpha: f64,
         /// Spreads a change must exceed (as `history` uses by default).

@@ -9,7 +9,7 @@
 
 use std::path::PathBuf;
 
-use crate::analyze::{ChangeOptions, DEFAULT_WINDOW};
+use crate::analyze::{ChangeOptions, BACK_WINDOW_FACTOR, DEFAULT_WINDOW};
 use crate::cli::output;
 use crate::cli::{CliError, Exit, Outcome};
 use crate::history::judge;
@@ -23,7 +23,8 @@ pub(crate) struct HistoryArgs {
     /// report.json files in its subfolders), or several runs of a build.
     #[arg(required = true, value_name = "DIR")]
     pub dirs: Vec<PathBuf>,
-    /// Builds in the window after a candidate change (the builds before it: twice as many).
+    /// Builds in the window after a candidate change: a change is judged once this many builds
+    /// follow it (the builds before it: up to three times as many).
     #[arg(long, default_value_t = DEFAULT_WINDOW as u32, value_parser = clap::value_parser!(u32).range(2..=100))]
     pub window: u32,
     /// A change must also exceed this much (bytes per turn for growth, bytes for plateaus;
@@ -57,7 +58,7 @@ pub(crate) fn run(args: HistoryArgs) -> Result<Outcome, CliError> {
     }
     let options = ChangeOptions {
         window: args.window as usize,
-        back_window: 2 * args.window as usize,
+        back_window: BACK_WINDOW_FACTOR * args.window as usize,
         min_change,
         ..ChangeOptions::default()
     };
@@ -84,10 +85,13 @@ pub(crate) fn run(args: HistoryArgs) -> Result<Outcome, CliError> {
     let text = render_history(&history, &builds, &options);
     output::print(&text);
     if let Some(out) = &args.out {
-        for problem in write_history_files(out, &text, &history) {
+        for problem in write_history_files(out, &text, &history, &builds) {
             output::warning(&problem);
         }
-        output::println(&format!("history: trend plots in {}", out.display()));
+        output::println(&format!(
+            "history: trend plots and history.html in {}",
+            out.display()
+        ));
     }
     let regressions = history.regressions();
     Ok(Outcome::Verdict(if regressions > 0 {

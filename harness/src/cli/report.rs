@@ -40,7 +40,7 @@ pub(crate) struct ReportArgs {
     /// What to print on stdout.
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
-    /// Print only; do not rewrite summary.md and plot.svg in DIR.
+    /// Print only; do not rewrite summary.md, plot.svg and report.html in DIR.
     #[arg(long)]
     no_write: bool,
 }

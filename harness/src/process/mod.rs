@@ -19,7 +19,7 @@ mod group;
 #[cfg(all(feature = "cli", any(target_os = "linux", target_os = "android")))]
 mod hangup;
 pub(crate) mod lines;
-pub(crate) mod output;
+pub mod output;
 pub(crate) mod pipes;
 pub(crate) mod tail;
 

@@ -15,7 +15,7 @@ const OUTPUT_GRACE: Duration = Duration::from_secs(1);
 
 /// What a command that ran to its end printed, and how it ended.
 #[derive(Debug)]
-pub(crate) struct Finished {
+pub struct Finished {
     /// How it ended.
     pub status: ExitStatus,
     /// Its standard output, at most the cap, invalid UTF-8 replaced.
@@ -26,7 +26,7 @@ pub(crate) struct Finished {
 
 /// Why a command did not run to its end.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum RunError {
+pub enum RunError {
     /// It could not be started.
     #[error("cannot start it: {0}")]
     Start(#[source] std::io::Error),
@@ -38,7 +38,7 @@ pub(crate) enum RunError {
 /// Runs `command` (its stdin as the caller set it; stdout and stderr are piped here) in its own
 /// process group, waiting at most `timeout`, and keeps at most `max_output` bytes of each
 /// output. A command still running at the timeout is killed with its group.
-pub(crate) fn run_capped(
+pub fn run_capped(
     mut command: Command,
     timeout: Duration,
     max_output: usize,

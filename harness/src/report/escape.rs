@@ -10,6 +10,8 @@
 //!   quotes in text and attributes; what they pass through are the characters XML 1.0 does not
 //!   allow at all, not even as `&#..;` references (ESC, NUL and the other C0 controls), which
 //!   make the whole file malformed. [`xml`] shows each as `\u{..}`.
+//! - HTML (report.html, history.html): [`html`] for text and attribute values; the SVG plots
+//!   inlined into a page are the XML documents above.
 //! - Terminal: [`crate::input::printable`], which every line the CLI prints goes through as
 //!   well (`cli/output.rs`).
 
@@ -109,6 +111,27 @@ pub(crate) fn markdown_link(target: &str) -> String {
             }
             // `:` is encoded too: `javascript:` can then never be read as a scheme.
             _ => out.push_str(&format!("%{byte:02X}")),
+        }
+    }
+    out
+}
+
+/// `text` as HTML text or a quoted attribute value that reads as the same characters: `&`, `<`,
+/// `>` and both quotes as entities (no markup, no way out of an attribute) and every control
+/// character as `\u{..}`.
+#[cfg(any(feature = "reports", test))]
+pub(crate) fn html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            '\n' | '\t' => out.push(' '),
+            c if is_unprintable(c) || !allowed_in_xml(c) => push_visible(&mut out, c),
+            c => out.push(c),
         }
     }
     out

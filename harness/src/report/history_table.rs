@@ -8,7 +8,9 @@ use std::path::Path;
 use super::history::BuildReports;
 use super::plain::{aligned, status_counts};
 use super::safe_path::unique_slugs;
-use super::{format_signed_bytes, render_trends_svg, write_atomic};
+use super::{
+    format_signed_bytes, render_history_html, render_trends_svg, write_atomic, HISTORY_HTML,
+};
 use crate::analyze::ChangeOptions;
 use crate::history::{Figure, Finding, History, MetricHistory};
 
@@ -21,7 +23,8 @@ pub(crate) fn render_history(
     let labels = &history.labels;
     let mut text = format!(
         "history: {} builds ({} .. {}), {} scenario(s); a change is a shift beyond the builds' \
-         spread over {} builds against the {} before (Mann-Whitney, p < {})\n",
+         spread over {} builds against up to {} before (Student's t over the builds, \
+         false-alarm rate per series and direction {})\n",
         builds.len(),
         labels[0],
         labels[labels.len() - 1],
@@ -49,13 +52,24 @@ pub(crate) fn render_history(
     text
 }
 
-/// Writes history.txt (`text`) and a trend plot per scenario into `out`; returns what could not
+/// Writes history.txt (`text`), history.html and a trend plot per scenario into `out`; returns what could not
 /// be rendered or written, each as a sentence (the verdict was printed: these are warnings). A
 /// plot's file name is its scenario's name made safe (`unique_slugs`): a name read from a report
 /// can never place a file outside `out`, and two scenarios never share a plot.
-pub(crate) fn write_history_files(out: &Path, text: &str, history: &History) -> Vec<String> {
+pub(crate) fn write_history_files(
+    out: &Path,
+    text: &str,
+    history: &History,
+    builds: &[BuildReports],
+) -> Vec<String> {
     let mut problems = Vec::new();
-    let mut written = vec![(out.join("history.txt"), text.to_owned())];
+    let mut written = vec![
+        (out.join("history.txt"), text.to_owned()),
+        (
+            out.join(HISTORY_HTML),
+            render_history_html(history, builds, out),
+        ),
+    ];
     let names = history.scenarios.iter().map(|s| s.scenario.as_str());
     let files = unique_slugs(names, &[]);
     for (scenario, file) in history.scenarios.iter().zip(files) {
@@ -147,7 +161,8 @@ fn render_block(
     text.push_str(&aligned(&rows, &[0, 1, 5, 6]));
 }
 
-fn finding_line(f: &Finding, labels: &[String]) -> String {
+/// The line that names one change: where it starts, how much, against what.
+pub(crate) fn finding_line(f: &Finding, labels: &[String]) -> String {
     let c = &f.change;
     let range = |r: &std::ops::Range<usize>| match r.len() {
         1 => labels[r.start].clone(),
@@ -155,7 +170,7 @@ fn finding_line(f: &Finding, labels: &[String]) -> String {
     };
     format!(
         "{}: `{}` {} {} from build {}: {} (median of {}) against {} (median of {}); spread {}, \
-         Mann-Whitney p = {:.2e}",
+         scan p = {:.2e}",
         if c.is_rise() {
             "REGRESSION"
         } else {

@@ -28,6 +28,8 @@ mod golden_view;
 pub mod history;
 #[cfg(feature = "cli")]
 mod history_table;
+#[cfg(feature = "cli")]
+mod html;
 mod json;
 #[cfg(feature = "reports")]
 mod junit;
@@ -74,6 +76,8 @@ pub use fanout::Fanout;
 pub use golden_view::golden_view;
 #[cfg(feature = "cli")]
 pub(crate) use history_table::{render_history, write_history_files};
+#[cfg(feature = "cli")]
+pub(crate) use html::{render_history_html, render_run_html, HISTORY_HTML, REPORT_HTML};
 pub use json::{
     parse_report, read_report, render_report_json, write_report_json, ReportFile, FORMAT_VERSION,
     LEAKLOOP_VERSION,

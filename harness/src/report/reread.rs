@@ -12,8 +12,9 @@ use crate::runner::RunRecord;
 
 use super::{
     inspect_out_dir, read_folder_samples, read_report, read_suite_report, render_plot_svg,
-    render_summary_md, write_atomic, EntryStatus, FolderView, ReportError, ReportFile, RunState,
-    StreamedSamples, SuiteReport, PLOT_SVG, REPORT_JSON, SAMPLES_STORE, SUMMARY_MD,
+    render_run_html, render_summary_md, write_atomic, EntryStatus, FolderView, ReportError,
+    ReportFile, RunState, StreamedSamples, SuiteReport, PLOT_SVG, REPORT_HTML, REPORT_JSON,
+    SAMPLES_STORE, SUMMARY_MD,
 };
 
 /// What an output folder holds.
@@ -88,7 +89,7 @@ pub fn render_unfinished(dir: &Path, state: RunState) -> String {
     }
 }
 
-/// Rewrites summary.md and plot.svg in `dir` from a run's report.
+/// Rewrites summary.md, plot.svg and report.html in `dir` from a run's report.
 pub fn rewrite_run_files(
     dir: &Path,
     record: &RunRecord,
@@ -97,7 +98,9 @@ pub fn rewrite_run_files(
     let summary = render_summary_md(record, verdict);
     write_atomic(&dir.join(SUMMARY_MD), summary.as_bytes())?;
     let plot = render_plot_svg(record, verdict)?;
-    write_atomic(&dir.join(PLOT_SVG), plot.as_bytes())
+    write_atomic(&dir.join(PLOT_SVG), plot.as_bytes())?;
+    let page = render_run_html(record, verdict)?;
+    write_atomic(&dir.join(REPORT_HTML), page.as_bytes())
 }
 
 /// A suite entry as its scenario folder's own report tells it.

@@ -288,7 +288,10 @@ fn history_out_keeps_a_hostile_scenario_name_inside_out() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     written.sort();
-    assert_eq!(written, ["_._.._escaped.svg", "history.txt"]);
+    assert_eq!(
+        written,
+        ["_._.._escaped.svg", "history.html", "history.txt"]
+    );
 }
 
 #[test]

@@ -49,12 +49,12 @@
 //!   still settling after the detected settle turn rises early and stops; a leak keeps rising. A
 //!   rise that fails only these checks is inconclusive (a run twice as long would tell). Whether
 //!   the growth *matters* (fails `leakloop analyze`) is judged apart: `growth_matters`;
-//! - never growth when the slope is practically nil: `hi <= min(T / horizon_turns, cap)` (growth
+//! - never growth when the slope is practically nil, `hi <= min(T / horizon_turns, cap)` (growth
 //!   at that rate stays within the tolerance over the growth gate's horizon, and within a
-//!   `max_growth_per_turn` cap). A significant trend of a few bytes per turn (an allocator's
-//!   bookkeeping in a clean server) would otherwise make the class word of a clean process
-//!   `growth` in one run and `clean` in the next; such a series is judged clean or plateau on
-//!   its level instead, and its reason shows the slope's interval. The same bound applies to the
+//!   `max_growth_per_turn` cap), and the level decides clean or plateau (below): a significant
+//!   trend of a few bytes per turn (an allocator's bookkeeping in a clean server) would
+//!   otherwise make the class word of a clean process `growth` in one run and `clean` in the
+//!   next; the reason shows the slope's interval. The same bound applies to the
 //!   envelopes (`classify/envelope.rs`) and the level split (`classify/levels.rs`);
 //! - a jump of the last sample above the fitted line beyond both [`SPIKE_SIGMAS`] noise deviations
 //!   and the tolerance bars clean and plateau;
@@ -874,11 +874,25 @@ impl Steady {
         let by_effect = trend.p_increasing >= options.trend_alpha
             && self.strictly_rising()
             && effect_p < options.trend_alpha;
-        // A slope whose upper bound is practically nil is no growth, however significant: the
-        // class word of a clean process must not hang on a trend of a few bytes per turn.
+        let span = self.span();
+        let evidence = Evidence {
+            slope,
+            hi,
+            rise,
+            rise_margin: prepared.one_sided_t()
+                * sigma
+                * (prepared.baseline_variance() + 1.0 / self.count as f64).sqrt(),
+            span,
+            tail: span - self.centre(),
+            tolerance: prepared.tolerance(),
+            cap: options.max_growth_per_turn.map(|g| g as f64),
+        };
+        // A slope whose upper bound is practically nil is no growth, however significant, when
+        // the level decides the series: the class word of a clean process must not hang on a
+        // trend of a few bytes per turn.
         let rising = (trend.p_increasing < options.trend_alpha || by_effect)
             && lo > 0.0
-            && !prepared.negligible(hi);
+            && !(prepared.negligible(hi) && evidence.decision().is_some());
         let significance = if by_effect {
             Significance::EffectSize { p: effect_p }
         } else {
@@ -988,19 +1002,6 @@ impl Steady {
             return;
         }
 
-        let span = self.span();
-        let evidence = Evidence {
-            slope,
-            hi,
-            rise,
-            rise_margin: prepared.one_sided_t()
-                * sigma
-                * (prepared.baseline_variance() + 1.0 / self.count as f64).sqrt(),
-            span,
-            tail: span - self.centre(),
-            tolerance: prepared.tolerance(),
-            cap: options.max_growth_per_turn.map(|g| g as f64),
-        };
         let decision = evidence.decision();
         if decision.is_some() && !reloads::levels_stay_put(self, prepared, slope, rise, analysis) {
             return;

@@ -142,9 +142,14 @@ pub(super) fn judge(series: &MetricSeries, prepared: &Prepared<'_>, analysis: &m
         .max_growth_per_turn
         .is_none_or(|cap| interval.hi <= cap as f64);
     let (trough_p, peak_p) = (troughs.p_rising(), peaks.p_rising());
+    let clean = within_cap && worst_end <= tolerance;
+    let bounded = within_cap
+        && interval.hi.max(0.0) * (last - first)
+            <= tolerance.max(PLATEAU_DRIFT_FRACTION * peak_rise);
+    // A practically nil slope is no growth when the level decides (as in the parent module).
     let outcome = if trough_p < options.trend_alpha
         && peak_p < options.trend_alpha
-        && !prepared.negligible(interval.hi)
+        && !(prepared.negligible(interval.hi) && (clean || bounded))
     {
         analysis.classification = Classification::Growth;
         analysis.turns_needed = None;
@@ -153,14 +158,11 @@ pub(super) fn judge(series: &MetricSeries, prepared: &Prepared<'_>, analysis: &m
             peak_p,
             too_small: GrowthGate::new(prepared).judge(interval.lo, interval.hi, analysis),
         }
-    } else if within_cap && worst_end <= tolerance {
+    } else if clean {
         analysis.classification = Classification::Clean;
         analysis.turns_needed = None;
         EnvelopeOutcome::Clean
-    } else if within_cap
-        && interval.hi.max(0.0) * (last - first)
-            <= tolerance.max(PLATEAU_DRIFT_FRACTION * peak_rise)
-    {
+    } else if bounded {
         analysis.classification = Classification::Plateau;
         analysis.turns_needed = None;
         analysis.plateau = Some(PlateauInfo {

@@ -7,13 +7,14 @@ use crate::scenario::Tolerance;
 const MIB: f64 = 1024.0 * 1024.0;
 const BASE: f64 = 1024.0 * MIB;
 
-/// Noise of about 1 MiB that repeats: deterministic, no trend.
+/// Noise of about 200 KiB that repeats: deterministic, no trend.
 const WIGGLE: [f64; 7] = [0.3, -0.9, 0.2, 1.1, -0.3, -0.7, 0.8];
+const NOISE: f64 = MIB / 4.0;
 
 fn series(levels: impl Fn(u64) -> f64, turns: u64, per_turn: f64) -> MetricSeries {
     let points: Vec<(u64, u64)> = (0..=turns)
         .map(|t| {
-            let v = BASE + levels(t) + per_turn * t as f64 + WIGGLE[t as usize % 7] * MIB;
+            let v = BASE + levels(t) + per_turn * t as f64 + WIGGLE[t as usize % 7] * NOISE;
             (t, v.round() as u64)
         })
         .collect();

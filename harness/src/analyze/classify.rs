@@ -49,6 +49,13 @@
 //!   still settling after the detected settle turn rises early and stops; a leak keeps rising. A
 //!   rise that fails only these checks is inconclusive (a run twice as long would tell). Whether
 //!   the growth *matters* (fails `leakloop analyze`) is judged apart: `growth_matters`;
+//! - never growth when the slope is practically nil, `hi <= min(T / horizon_turns, cap)` (growth
+//!   at that rate stays within the tolerance over the growth gate's horizon, and within a
+//!   `max_growth_per_turn` cap), and the level decides clean or plateau (below): a significant
+//!   trend of a few bytes per turn (an allocator's bookkeeping in a clean server) would
+//!   otherwise make the class word of a clean process `growth` in one run and `clean` in the
+//!   next; the reason shows the slope's interval. The same bound applies to the
+//!   envelopes (`classify/envelope.rs`) and the level split (`classify/levels.rs`);
 //! - a jump of the last sample above the fitted line beyond both [`SPIKE_SIGMAS`] noise deviations
 //!   and the tolerance bars clean and plateau;
 //! - **clean** if the worst case stays within tolerance: `rise_hi + max(hi, 0) * D' <= T`;
@@ -457,6 +464,24 @@ impl<'a> Prepared<'a> {
         }
     }
 
+    /// The practical-significance bound on growth per turn: the tolerance spread over the
+    /// horizon (growth at that rate leaves the tolerance only after `horizon_turns` turns), or
+    /// the `max_growth_per_turn` cap where that is smaller.
+    fn negligible_rate(&self) -> f64 {
+        let options = self.options;
+        let spread = self.tolerance() / options.horizon_turns.max(1) as f64;
+        options
+            .max_growth_per_turn
+            .map_or(spread, |cap| spread.min(cap as f64))
+    }
+
+    /// Whether a slope whose interval reaches up to `hi` is practically nil: `hi` is within
+    /// [`Prepared::negligible_rate`]. Such a series is never `growth`; it is judged clean or
+    /// plateau on its level (see the module documentation).
+    fn negligible(&self, hi: f64) -> bool {
+        hi <= self.negligible_rate()
+    }
+
     /// A run twice as long as this one (at least one turn longer).
     fn twice_as_long(&self) -> u64 {
         self.last_turn
@@ -849,7 +874,25 @@ impl Steady {
         let by_effect = trend.p_increasing >= options.trend_alpha
             && self.strictly_rising()
             && effect_p < options.trend_alpha;
-        let rising = (trend.p_increasing < options.trend_alpha || by_effect) && lo > 0.0;
+        let span = self.span();
+        let evidence = Evidence {
+            slope,
+            hi,
+            rise,
+            rise_margin: prepared.one_sided_t()
+                * sigma
+                * (prepared.baseline_variance() + 1.0 / self.count as f64).sqrt(),
+            span,
+            tail: span - self.centre(),
+            tolerance: prepared.tolerance(),
+            cap: options.max_growth_per_turn.map(|g| g as f64),
+        };
+        // A slope whose upper bound is practically nil is no growth, however significant, when
+        // the level decides the series: the class word of a clean process must not hang on a
+        // trend of a few bytes per turn.
+        let rising = (trend.p_increasing < options.trend_alpha || by_effect)
+            && lo > 0.0
+            && !(prepared.negligible(hi) && evidence.decision().is_some());
         let significance = if by_effect {
             Significance::EffectSize { p: effect_p }
         } else {
@@ -959,19 +1002,6 @@ impl Steady {
             return;
         }
 
-        let span = self.span();
-        let evidence = Evidence {
-            slope,
-            hi,
-            rise,
-            rise_margin: prepared.one_sided_t()
-                * sigma
-                * (prepared.baseline_variance() + 1.0 / self.count as f64).sqrt(),
-            span,
-            tail: span - self.centre(),
-            tolerance: prepared.tolerance(),
-            cap: options.max_growth_per_turn.map(|g| g as f64),
-        };
         let decision = evidence.decision();
         if decision.is_some() && !reloads::levels_stay_put(self, prepared, slope, rise, analysis) {
             return;
@@ -1073,8 +1103,8 @@ fn scatter_around_lines(blocks: &[Vec<(f64, f64)>]) -> f64 {
 ///
 /// With a `max_growth_per_turn` cap, growth matters when the upper bound of its slope exceeds
 /// the cap (as the scenario expectation judges it). Without one, it matters when its lower bound,
-/// projected over [`ClassifyOptions::horizon_turns`] turns, exceeds the tolerance: +1 B/turn over
-/// nine turns is real growth, but nobody runs the engine long enough for it to matter.
+/// projected over [`ClassifyOptions::horizon_turns`] turns, exceeds the tolerance. (A slope whose
+/// upper bound is within the tolerance over the horizon is not growth at all: `Prepared::negligible`.)
 struct GrowthGate {
     cap: Option<f64>,
     horizon: f64,
@@ -1284,6 +1314,7 @@ fn projected_shape(prepared: &Prepared<'_>, samples: u64, spacing: f64) -> Shape
 }
 
 mod envelope;
+mod levels;
 mod reloads;
 mod shapes;
 

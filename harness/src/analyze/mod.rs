@@ -61,8 +61,8 @@ pub use history::{
     DEFAULT_SPREAD_FACTOR, DEFAULT_WINDOW,
 };
 pub use reason::{
-    Doubt, EarlyGrowth, EnvelopeOutcome, Envelopes, Interval, IntervalKind, Outlook, Pattern,
-    PatternKind, RatchetDoubt, Reason, Rise, Settled, Significance, TooSmall,
+    Doubt, EarlyGrowth, EnvelopeOutcome, Envelopes, Interval, IntervalKind, LevelsOutcome, Outlook,
+    Pattern, PatternKind, RatchetDoubt, Reason, Rise, Settled, Significance, TooSmall,
 };
 #[doc(hidden)]
 pub use run::{analyze_run, analyze_run_with, derive_status, ENGINE_ERRORS};

@@ -207,6 +207,26 @@ pub enum Reason {
         /// Its one-sided p-value.
         p: f64,
     },
+    /// Flat levels between a few jumps that come and go: no rise inside the levels
+    /// (`classify/levels.rs`).
+    FlatLevels {
+        /// Jumps up.
+        ups: usize,
+        /// Drops.
+        drops: usize,
+        /// The largest jump (negative for a drop).
+        largest: f64,
+        /// The turn it landed on.
+        at_turn: u64,
+        /// The interval of the slope inside the levels.
+        interval: Interval,
+        /// That slope's one-sided p-value of rising.
+        p: f64,
+        /// The tolerance.
+        tolerance: f64,
+        /// What the levels show.
+        outcome: LevelsOutcome,
+    },
     /// Memory that steps up and down or rises and falls in teeth, judged on its troughs and
     /// peaks (what a leak must move) rather than on a line through every sample.
     Envelope {
@@ -362,6 +382,21 @@ pub enum EnvelopeOutcome {
     Undecided {
         /// About this many turns would decide, when a projection could tell.
         turns_needed: Option<u64>,
+    },
+}
+
+/// What flat levels between jumps show ([`Reason::FlatLevels`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LevelsOutcome {
+    /// Every level, with what the slope could add by the last turn, within the tolerance.
+    Clean {
+        /// The highest level's worst case at the last turn, above the baseline.
+        worst_end: f64,
+    },
+    /// The last level beyond the tolerance and not climbing.
+    Bounded {
+        /// The last level above the baseline.
+        rise: f64,
     },
 }
 

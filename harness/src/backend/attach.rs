@@ -63,6 +63,13 @@ fn starter_engine(options: &StarterOptions<'_>) -> String {
          \x20 # Runs its own turn loop and prints `TURN n CLOSED` after each closed turn\n\
          \x20 # (docs/attach.md); leakloop samples it at each marker.\n\
          \x20 command: {command}\n\
-         \x20 markers: {{stream: stdout, timeout: 60s}}\n"
+         \x20 markers:\n\
+         \x20   stream: stdout\n\
+         \x20   timeout: 60s\n\
+         \x20   # Print `READY` once the model and whatever else it keeps for its whole life are\n\
+         \x20   # loaded, before the first turn: the baseline is sampled there, so loading is not\n\
+         \x20   # counted as growth. Without it the first `TURN n CLOSED` is the baseline and\n\
+         \x20   # counts as no turn.\n\
+         \x20   ready: '^READY\\b'\n"
     )
 }

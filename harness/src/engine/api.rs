@@ -165,6 +165,13 @@ pub trait TurnMarks {
     fn taken_turn_nanos(&self) -> Option<u64> {
         None
     }
+    /// Called once the baseline after a ready line is sampled: the latest turn marked before
+    /// that, when one was (a process that goes straight into its first turn can close it
+    /// within the settle time, and that turn is then in the baseline). The baseline then stands
+    /// for that turn, as a baseline taken at a first turn marker does. `None` by default.
+    fn marked_before_baseline(&mut self) -> Option<u64> {
+        None
+    }
 }
 
 impl fmt::Debug for dyn Engine + '_ {

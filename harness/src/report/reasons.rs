@@ -9,8 +9,9 @@ use leakloop_units::Quantity;
 
 use crate::analyze::units::{confidence_percent, probability, quantity};
 use crate::analyze::{
-    Doubt, EarlyGrowth, EnvelopeOutcome, Envelopes, Interval, IntervalKind, MetricAnalysis,
-    Outlook, Pattern, PatternKind, RatchetDoubt, Reason, Rise, Significance, TooSmall, Verdict,
+    Doubt, EarlyGrowth, EnvelopeOutcome, Envelopes, Interval, IntervalKind, LevelsOutcome,
+    MetricAnalysis, Outlook, Pattern, PatternKind, RatchetDoubt, Reason, Rise, Significance,
+    TooSmall, Verdict,
 };
 
 /// `reason`, a reason given for `metric`, as a sentence.
@@ -435,6 +436,39 @@ impl Words {
                 envelopes,
                 outcome,
             } => self.envelope(pattern, envelopes, outcome),
+            Reason::FlatLevels {
+                ups,
+                drops,
+                largest,
+                at_turn,
+                interval,
+                p,
+                tolerance,
+                outcome,
+            } => {
+                let levels = format!(
+                    "flat levels between jumps ({ups} up, {drops} down; the largest {} at turn \
+                     {at_turn}): inside them it moves {} per turn ({}, least squares p = {p:.2}), \
+                     no rise",
+                    self.signed(*largest),
+                    self.signed((interval.lo + interval.hi) / 2.0),
+                    self.interval(interval),
+                );
+                match outcome {
+                    LevelsOutcome::Clean { worst_end } => format!(
+                        "{levels}; every level ends at most {} from the baseline, within the {} \
+                         tolerance: an allocator's level that moved, not a leak",
+                        self.signed(*worst_end),
+                        self.size(*tolerance)
+                    ),
+                    LevelsOutcome::Bounded { rise } => format!(
+                        "{levels}; the last level stands {} above the baseline (beyond the {} \
+                         tolerance) and does not climb: a bounded level, not a leak",
+                        self.signed(*rise),
+                        self.size(*tolerance)
+                    ),
+                }
+            }
             Reason::RoseInJumps {
                 ups,
                 drops,

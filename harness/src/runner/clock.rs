@@ -49,6 +49,17 @@ impl MarkerClock {
         Ok(matches!(marks.wait_ready()?, Ready::Turn(_)))
     }
 
+    /// After the baseline was sampled (`at_marker`: at a turn marker, see
+    /// [`MarkerClock::ready`]): when the baseline stands for a turn marker, because it was
+    /// taken at one or because a marker came after the ready line before it was sampled (a
+    /// process that went straight into its first turn), the turns are the markers after it;
+    /// otherwise every marker is a turn.
+    pub(crate) fn after_baseline(&mut self, marks: &mut dyn TurnMarks, at_marker: bool) {
+        if at_marker || marks.marked_before_baseline().is_some() {
+            self.start_after_baseline(marks);
+        }
+    }
+
     /// After a baseline taken at a turn marker: the latest marker now (the one waited for, or a
     /// later one that came while the baseline was sampled) is the runner's turn 0, so turn 1 is
     /// the first turn that closed wholly after the baseline.
@@ -153,12 +164,52 @@ mod tests {
         };
         let mut clock = MarkerClock::default();
         assert!(!clock.ready(&mut marks).unwrap());
+        clock.after_baseline(&mut marks, false);
         let mut turns = Vec::new();
         for _ in 0..2 {
             clock.wait(&mut marks).unwrap();
             turns.push(clock.sampled_turn(&mut marks));
         }
         assert_eq!(turns, [1, 2]);
+    }
+
+    /// A ready line, then marker 500 before the baseline was sampled: the race of a process
+    /// that goes straight into its first turn.
+    struct MarkedDuringSettle(Listed);
+
+    impl TurnMarks for MarkedDuringSettle {
+        fn wait_turn_closed(&mut self, after: Option<u64>) -> Result<u64, EngineError> {
+            self.0.wait_turn_closed(after)
+        }
+        fn take_latest_turn(&mut self) -> Option<u64> {
+            self.0.take_latest_turn()
+        }
+        fn first_turn(&self) -> Option<u64> {
+            self.0.first_turn()
+        }
+        fn marked_before_baseline(&mut self) -> Option<u64> {
+            self.0.latest = Some(500);
+            self.0.latest
+        }
+    }
+
+    #[test]
+    fn a_marker_before_the_baseline_after_a_ready_line_is_the_baselines_turn() {
+        let mut marks = MarkedDuringSettle(Listed {
+            waits: vec![501, 502],
+            latest: None,
+        });
+        let mut clock = MarkerClock::default();
+        assert!(!clock.ready(&mut marks).unwrap());
+        clock.after_baseline(&mut marks, false);
+        let mut turns = Vec::new();
+        for _ in 0..2 {
+            clock.wait(&mut marks).unwrap();
+            turns.push(clock.sampled_turn(&mut marks));
+        }
+        // Turn 500 is in the baseline: the runner's turn 1 is the marker after it.
+        assert_eq!(turns, [1, 2]);
+        assert_eq!(clock.offset, Some(500));
     }
 
     #[test]

@@ -224,14 +224,12 @@ impl Run<'_> {
         self.load(0, "load")?;
         let at_marker = self.wait_ready()?;
         self.baseline(0, Phase::Load)?;
-        if at_marker {
-            if let Clock::Marked(clock) = &mut self.clock {
-                let marks = self
-                    .engine
-                    .turn_marks()
-                    .expect("a marked clock is chosen only for an engine with turn marks");
-                clock.start_after_baseline(marks);
-            }
+        if let Clock::Marked(clock) = &mut self.clock {
+            let marks = self
+                .engine
+                .turn_marks()
+                .expect("a marked clock is chosen only for an engine with turn marks");
+            clock.after_baseline(marks, at_marker);
         }
         let total = self.scenario.total_turns();
         let reload_every = self.scenario.reload_every;

@@ -564,6 +564,48 @@ fn the_baseline_is_the_loaded_process_not_its_start(
     assert!(seen >= markers, "{details:?}");
 }
 
+/// A process that prints `READY` and goes straight into its first turn closes it within the
+/// settle time, before the baseline is sampled: that turn is then the baseline's (as a first
+/// marker is without a ready line), and the runner's turn 1 is the marker after it, so the
+/// first counted turn's 4 MiB are growth, not part of the baseline.
+#[test]
+fn a_turn_closed_before_the_baseline_after_ready_is_the_baselines() {
+    if !python3_or_skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = chat_loop_scenario(
+        dir.path(),
+        "straight",
+        "--ready, --first-turn-ms, '0', --turn-ms, '600', --leak, 4MiB",
+        "",
+        "max_turns: 3\n",
+    );
+    std::fs::write(
+        &scenario,
+        std::fs::read_to_string(&scenario)
+            .unwrap()
+            .replace("settle: 10ms", "settle: 200ms")
+            .replace("turns: 6", "turns: 3"),
+    )
+    .unwrap();
+    let (_, text, report) = run_attached(&scenario, dir.path());
+    assert_eq!(turns_sampled(&report), [0, 1, 2, 3], "{text}");
+    let details = &report.record.backend.details;
+    assert!(
+        details["baseline_at"].starts_with("turn marker 1 (line ")
+            && details["baseline_at"].contains("after the ready line"),
+        "{details:?}"
+    );
+    let rss = |i: usize| *report.record.samples[i].metrics.get("rss").unwrap() as i64;
+    assert!(
+        rss(1) - rss(0) >= 3 * 1024 * 1024,
+        "the first counted turn's leak landed in the baseline: {} then {}",
+        rss(0),
+        rss(1)
+    );
+}
+
 /// `settle: 0`: each marker is sampled as soon as it is read, so an app that goes straight on
 /// with its next turn (no pause after the marker) still has one sample per turn.
 #[test]

@@ -87,6 +87,13 @@ fn the_attach_starter_times_turns_marker_to_marker() {
     let script =
         "i=0; while [ $i -lt 60 ]; do i=$((i+1)); sleep 0.05; echo \"TURN $i CLOSED\"; done";
     let path = init(dir.path(), "attach", &["attach", "--", "sh", "-c", script]);
+    // The starter tells where the baseline is taken and how a program moves it to its loaded
+    // state (this program prints no READY: its first marker is the baseline).
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        text.contains("ready: '^READY\\b'") && text.contains("Print `READY` once"),
+        "{text}"
+    );
     let times = check_and_run(&path, &dir.path().join("out"));
     // The first marker has no marker before it.
     assert!(times.len() >= 20, "{times:?}");

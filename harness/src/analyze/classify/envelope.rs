@@ -27,6 +27,8 @@
 //!   `* rise)`);
 //! - **inconclusive** otherwise, named as the pattern it is.
 //!
+//! With fewer drops, flat levels between the jumps are judged by `classify/levels.rs`.
+//!
 //! This applies to a series the line-based decision left inconclusive, and to one it called
 //! growth with more than [`MIN_DROPS`] drops whose envelopes show no rise at all (their mean
 //! slope's one-sided `p >` [`ENVELOPES_STILL_P`]): steps that happened to fall late look like a trend to the tests on
@@ -92,6 +94,10 @@ pub(super) fn judge(series: &MetricSeries, prepared: &Prepared<'_>, analysis: &m
         .collect();
     let Some((pattern, jumps, sigma)) = find_pattern(&points, prepared.sigma, prepared.noise_floor)
     else {
+        // Too few drops for troughs and peaks: flat levels between the jumps, when it is that.
+        if super::levels::judge(&points, prepared, analysis) {
+            return;
+        }
         if growth {
             growth_in_jumps(&points, prepared, analysis);
         }
@@ -136,7 +142,15 @@ pub(super) fn judge(series: &MetricSeries, prepared: &Prepared<'_>, analysis: &m
         .max_growth_per_turn
         .is_none_or(|cap| interval.hi <= cap as f64);
     let (trough_p, peak_p) = (troughs.p_rising(), peaks.p_rising());
-    let outcome = if trough_p < options.trend_alpha && peak_p < options.trend_alpha {
+    let clean = within_cap && worst_end <= tolerance;
+    let bounded = within_cap
+        && interval.hi.max(0.0) * (last - first)
+            <= tolerance.max(PLATEAU_DRIFT_FRACTION * peak_rise);
+    // A practically nil slope is no growth when the level decides (as in the parent module).
+    let outcome = if trough_p < options.trend_alpha
+        && peak_p < options.trend_alpha
+        && !(prepared.negligible(interval.hi) && (clean || bounded))
+    {
         analysis.classification = Classification::Growth;
         analysis.turns_needed = None;
         EnvelopeOutcome::Rising {
@@ -144,14 +158,11 @@ pub(super) fn judge(series: &MetricSeries, prepared: &Prepared<'_>, analysis: &m
             peak_p,
             too_small: GrowthGate::new(prepared).judge(interval.lo, interval.hi, analysis),
         }
-    } else if within_cap && worst_end <= tolerance {
+    } else if clean {
         analysis.classification = Classification::Clean;
         analysis.turns_needed = None;
         EnvelopeOutcome::Clean
-    } else if within_cap
-        && interval.hi.max(0.0) * (last - first)
-            <= tolerance.max(PLATEAU_DRIFT_FRACTION * peak_rise)
-    {
+    } else if bounded {
         analysis.classification = Classification::Plateau;
         analysis.turns_needed = None;
         analysis.plateau = Some(PlateauInfo {
@@ -321,7 +332,7 @@ fn envelope_points(
 /// classifier's noise, which jumps inflate) or, when smaller, the scale of the quietest quarter
 /// of the differences, then again against the noise of the differences that are no jump (at
 /// least `floor`, the metric's resolution, in both).
-fn find_jumps(points: &[(f64, f64)], sigma: f64, floor: f64) -> Option<(Jumps, f64)> {
+pub(super) fn find_jumps(points: &[(f64, f64)], sigma: f64, floor: f64) -> Option<(Jumps, f64)> {
     // Where steps are frequent they inflate any scale of all the differences (a Gaussian's lower
     // quartile of absolute deviations is 0.3186 of its standard deviation).
     let diffs: Vec<f64> = points.windows(2).map(|w| w[1].1 - w[0].1).collect();

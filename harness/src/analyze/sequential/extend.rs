@@ -15,10 +15,12 @@
 //! # Stopping
 //!
 //! A look stops the run as soon as every expectation of a watched metric is decided (one fails,
-//! or all hold): only an undecided expectation (what makes a verdict inconclusive) extends it. A metric whose class word is `inconclusive` while every
+//! or all hold), or an end-judged expectation that only gets worse fails already
+//! (`engine_errors`, `max_live`; see `look_outcome`): only an undecided expectation (what makes a verdict inconclusive) extends it. A metric whose class word is `inconclusive` while every
 //! expectation is decided does not, unlike [`super::StopWhenDecided`] (the rule of an explicit
 //! `max_turns`), which waits for every metric: noisy runs that pass today keep their length.
 
+use crate::analyze::{ExpectationKind, ExpectationResult, Verdict};
 use crate::runner::{RunRecord, StopRule};
 use crate::scenario::Scenario;
 
@@ -93,25 +95,13 @@ impl StopRule for ExtendWhileUndecided {
         let measured = so_far.turns_completed.saturating_sub(self.warmup_turns);
         let levels = extension_levels(measured, &self.measured_looks, self.min, self.max, false);
         let verdict = analyze_run_with(so_far, levels);
-        // Only the watched metrics' expectations: a look sees the ledger up to the previous
-        // turn (a conversation still open fails `balanced` there), and more turns cannot change
-        // a count of engine errors the way they narrow a slope.
-        let mut ours = verdict.expectations.iter().filter(|e| {
-            e.name
-                .split_once('.')
-                .is_some_and(|(metric, _)| verdict.metrics.contains_key(metric))
-        });
-        let word = if ours.clone().any(|e| e.failed()) {
-            "one fails"
-        } else if ours.any(|e| e.inconclusive) {
-            return None;
-        } else {
-            "all hold"
+        let decided = match look_outcome(&verdict) {
+            LookOutcome::Undecided => return None,
+            LookOutcome::Decided(decided) => decided,
         };
         if measured <= self.min {
             return Some(format!(
-                "every metric expectation decided ({word}) at the minimum of {measured} measured \
-                 turns"
+                "{decided} at the minimum of {measured} measured turns"
             ));
         }
         let look = self
@@ -120,7 +110,7 @@ impl StopRule for ExtendWhileUndecided {
             .position(|&m| m == measured)
             .map_or(0, |i| i + 1);
         Some(format!(
-            "every metric expectation decided ({word}) after {measured} measured turns, extended \
+            "{decided} after {measured} measured turns, extended \
              past turns {} while one was undecided (look {look} of at most {}, up to {}; growth tested at \
              alpha {}, intervals at {:.1}%)",
             self.min,
@@ -130,6 +120,65 @@ impl StopRule for ExtendWhileUndecided {
             levels.confidence * 100.0,
         ))
     }
+}
+
+/// What a look of the default extension found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum LookOutcome {
+    /// An expectation of a watched metric is still undecided: the run goes on.
+    Undecided,
+    /// The run may stop; why, in words (the start of the stop reason).
+    Decided(String),
+}
+
+/// Whether a look's `verdict` decides the run. The watched metrics' expectations must all be
+/// decided; the others are judged at the end of the run, and a look says what it knows of them.
+/// `engine_errors` and `max_live` only get worse with more turns (an error stays counted, a peak
+/// of live objects stays reached), so one failing at a look fails the run whatever comes, and
+/// stops it. `balanced` is not judged at a look: the look sees the ledger up to the previous
+/// turn, and a conversation still open there is closed later; so a run stopped with every
+/// metric expectation holding says that its ledger's balance is still to be judged, rather than
+/// "all hold" before a final verdict that may fail on it.
+fn look_outcome(verdict: &Verdict) -> LookOutcome {
+    let of_metric = |e: &&ExpectationResult| {
+        e.name
+            .split_once('.')
+            .is_some_and(|(metric, _)| verdict.metrics.contains_key(metric))
+    };
+    let ours: Vec<&ExpectationResult> = verdict.expectations.iter().filter(of_metric).collect();
+    if ours.iter().any(|e| e.failed()) {
+        return LookOutcome::Decided("every metric expectation decided (one fails)".to_owned());
+    }
+    let lasting = verdict.expectations.iter().find(|e| {
+        !e.passed
+            && !e.inconclusive
+            && matches!(
+                ExpectationKind::parse(&e.name),
+                Some((ExpectationKind::EngineErrors | ExpectationKind::MaxLive, _))
+            )
+    });
+    if let Some(failed) = lasting {
+        return LookOutcome::Decided(format!(
+            "`{}` fails, and more turns cannot undo it",
+            failed.name
+        ));
+    }
+    if ours.iter().any(|e| e.inconclusive) {
+        return LookOutcome::Undecided;
+    }
+    let balance_later = verdict.expectations.iter().any(|e| {
+        matches!(
+            ExpectationKind::parse(&e.name),
+            Some((ExpectationKind::Balanced, _))
+        )
+    });
+    LookOutcome::Decided(if balance_later {
+        "every metric expectation decided (all hold; the ledger's balance is judged at the end \
+         of the run)"
+            .to_owned()
+    } else {
+        "every metric expectation decided (all hold)".to_owned()
+    })
 }
 
 #[cfg(test)]

@@ -344,6 +344,22 @@ impl TurnMarks for AttachEngine {
     fn first_turn(&self) -> Option<u64> {
         self.board.lock().first.map(|m| m.turn)
     }
+
+    fn marked_before_baseline(&mut self) -> Option<u64> {
+        let (latest, ready) = {
+            let state = self.board.lock();
+            (state.latest?, state.ready)
+        };
+        // The report says what the baseline stands for: that turn, not the ready line.
+        self.ready_at = Some(format!(
+            "turn marker {} (line {}), which came after the ready line (line {}) before the \
+             baseline was sampled",
+            latest.turn,
+            latest.line,
+            ready.unwrap_or(0)
+        ));
+        Some(latest.turn)
+    }
 }
 
 /// The marker source in words, for messages and the report.

@@ -139,3 +139,50 @@ fn an_undecided_run_extends_and_decides() {
     let verdict = crate::analyze::analyze_run(&run);
     assert_eq!(verdict.status, VerdictStatus::Pass, "{verdict:#?}");
 }
+
+/// A look judges the ledger's balance only at the end of the run: a run stopped with every
+/// metric expectation holding says so, instead of "all hold" before a verdict that fails on a
+/// conversation never closed.
+#[test]
+fn a_stop_on_holding_metrics_does_not_claim_the_ledger_holds() {
+    let mut run = record(&values(20), 20, 64 * KIB);
+    run.ledger.record_create(3, "sim/conversation");
+    let mut rule = ExtendWhileUndecided::new(&run.scenario);
+    let reason = rule.look(&run).expect("the metric is decided at turns");
+    assert_eq!(
+        reason,
+        "every metric expectation decided (all hold; the ledger's balance is judged at the end \
+         of the run) at the minimum of 20 measured turns"
+    );
+    run.early_stop = Some(EarlyStop {
+        turn: 20,
+        max_turns: 40,
+        reason,
+    });
+    let verdict = crate::analyze::analyze_run(&run);
+    assert_eq!(verdict.status, VerdictStatus::Fail, "{verdict:#?}");
+}
+
+/// An engine error counted at a look fails the run whatever comes: the look stops it, naming
+/// the expectation, even while a metric is still undecided.
+#[test]
+fn an_engine_error_at_a_look_stops_an_undecided_run() {
+    let limit = 4 * KIB;
+    let mut run = record(&values(20), 20, limit);
+    let mut rule = ExtendWhileUndecided::new(&run.scenario);
+    assert_eq!(
+        rule.look(&run),
+        None,
+        "the metric alone leaves it undecided"
+    );
+    run.engine_errors.push((
+        7,
+        "generate".to_owned(),
+        crate::engine::EngineError::new(crate::engine::EngineErrorKind::Unavailable, "refused"),
+    ));
+    let reason = rule.look(&run).expect("an engine error decides the run");
+    assert_eq!(
+        reason,
+        "`engine_errors` fails, and more turns cannot undo it at the minimum of 20 measured turns"
+    );
+}

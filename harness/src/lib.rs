@@ -65,6 +65,8 @@ pub mod probe;
 pub(crate) mod process;
 #[doc(hidden)]
 pub mod report;
+#[cfg(feature = "results-db")]
+pub(crate) mod results_db;
 #[doc(hidden)]
 pub mod walk;
 

@@ -34,6 +34,7 @@ mod readme;
 mod real_traces;
 mod remote;
 mod report;
+mod results_db;
 mod schema;
 mod stop;
 mod suite;

@@ -8,6 +8,10 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
     /// SQLite (an `INTEGER PRIMARY KEY` is the row id).
+    #[cfg_attr(
+        any(target_os = "android", target_vendor = "apple"),
+        expect(dead_code, reason = "these builds have no SQLite")
+    )]
     Sqlite,
     /// PostgreSQL (a `BIGSERIAL`).
     #[cfg_attr(

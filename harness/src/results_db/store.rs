@@ -167,30 +167,44 @@ pub(crate) fn is_postgres_url(target: &str) -> bool {
 
 fn connect(target: &str, create: bool) -> Result<Box<dyn Store>, DbError> {
     if is_postgres_url(target) {
-        #[cfg(feature = "postgres")]
-        return Ok(Box::new(super::postgres::PostgresStore::connect(target)?));
-        #[cfg(not(feature = "postgres"))]
-        return Err(DbError::new(
-            target,
-            DbErrorKind::Unsupported(
-                "this leakloop was built without PostgreSQL (cargo feature `postgres`)".into(),
-            ),
-        ));
+        return postgres(target);
     }
     let path = Path::new(target);
     if !create && !path.exists() {
         return Err(DbError::new(target, DbErrorKind::Missing));
     }
-    #[cfg(not(any(target_os = "android", target_vendor = "apple")))]
-    return Ok(Box::new(super::sqlite::SqliteStore::open(path)?));
-    #[cfg(any(target_os = "android", target_vendor = "apple"))]
-    return Err(DbError::new(
-        target,
+    sqlite(path)
+}
+
+#[cfg(feature = "postgres")]
+fn postgres(url: &str) -> Result<Box<dyn Store>, DbError> {
+    Ok(Box::new(super::postgres::PostgresStore::connect(url)?))
+}
+
+#[cfg(not(feature = "postgres"))]
+fn postgres(url: &str) -> Result<Box<dyn Store>, DbError> {
+    Err(DbError::new(
+        url,
+        DbErrorKind::Unsupported(
+            "this leakloop was built without PostgreSQL (cargo feature `postgres`)".into(),
+        ),
+    ))
+}
+
+#[cfg(not(any(target_os = "android", target_vendor = "apple")))]
+fn sqlite(path: &Path) -> Result<Box<dyn Store>, DbError> {
+    Ok(Box::new(super::sqlite::SqliteStore::open(path)?))
+}
+
+#[cfg(any(target_os = "android", target_vendor = "apple"))]
+fn sqlite(path: &Path) -> Result<Box<dyn Store>, DbError> {
+    Err(DbError::new(
+        &path.display().to_string(),
         DbErrorKind::Unsupported(
             "this build has no SQLite (Android and macOS builds): record into a postgres:// URL"
                 .into(),
         ),
-    ));
+    ))
 }
 
 /// Opens (creating a SQLite file that is not there) the database `target` for recording, and

@@ -269,11 +269,14 @@ mod postgres {
         };
         let name = format!("unit_{test}_{}", std::process::id());
         let mut admin = ::postgres::Client::connect(&base, ::postgres::NoTls).unwrap();
-        admin
-            .batch_execute(&format!(
-                "DROP DATABASE IF EXISTS {name}; CREATE DATABASE {name}"
-            ))
-            .unwrap();
+        // One statement per call: several in one call form a transaction, inside which
+        // PostgreSQL runs neither.
+        for statement in [
+            format!("DROP DATABASE IF EXISTS {name}"),
+            format!("CREATE DATABASE {name}"),
+        ] {
+            admin.batch_execute(&statement).unwrap();
+        }
         let (head, params) = base.split_once('?').unwrap_or((&base, ""));
         let server = &head[..head.rfind('/').unwrap()];
         let query = if params.is_empty() {

@@ -309,8 +309,16 @@ mod postgres {
         let labels: Vec<String> = builds.iter().map(|b| b.label()).collect();
         assert_eq!(labels, ["b1", "b2"]);
         let scenario = stored(&early.scenario);
-        assert_eq!(builds[0].runs[&scenario], vec![early_figures]);
-        assert_eq!(builds[1].runs[&scenario], vec![late_figures]);
+        // Metric names are text too (the hostile one holds a NUL).
+        let as_stored = |mut figures: RunFigures| {
+            figures.metrics = std::mem::take(&mut figures.metrics)
+                .into_iter()
+                .map(|(name, m)| (stored(&name), m))
+                .collect();
+            figures
+        };
+        assert_eq!(builds[0].runs[&scenario], vec![as_stored(early_figures)]);
+        assert_eq!(builds[1].runs[&scenario], vec![as_stored(late_figures)]);
         let only = read_builds(store.as_mut(), Some(&scenario)).unwrap();
         assert_eq!(only.len(), 2);
     }

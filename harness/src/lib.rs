@@ -66,6 +66,8 @@ pub mod probe;
 pub mod process;
 #[doc(hidden)]
 pub mod report;
+#[cfg(feature = "results-db")]
+pub(crate) mod results_db;
 #[doc(hidden)]
 pub mod walk;
 

@@ -6,6 +6,7 @@ mod analysis;
 mod bare_loop;
 mod detection;
 mod history;
+mod history_scale;
 mod overhead;
 mod scale;
 mod sequential;
@@ -20,6 +21,7 @@ pub use bare_loop::{
 };
 pub use detection::{render_markdown, run_detection, DetectionConfig, DetectionRow, Detector};
 pub use history::{render_history_bench, run_history_bench, HistoryBenchConfig, HistoryBenchRow};
+pub(crate) use history_scale::{render_history_scale, run_history_scale, HistoryScaleError};
 pub use overhead::{render_overhead, run_overhead, OverheadError, OverheadRow};
 pub use scale::{
     render_scale, run_scale, scale_child, scale_in_child, scale_scenario, ScaleError, ScaleRow,

@@ -57,6 +57,17 @@ enum BenchCommand {
         #[arg(long)]
         sequential: bool,
     },
+    /// `leakloop history` at nightly scale: BUILDS x SCENARIOS synthesized runs (default 365 x
+    /// 200, a year of nightlies) as folders and in a SQLite results database; prints the time
+    /// and peak RSS of history from each (docs/results-db.md).
+    HistoryScale {
+        /// Builds.
+        #[arg(long, default_value_t = 365, value_parser = clap::value_parser!(u32).range(2..=10_000))]
+        builds: u32,
+        /// Scenarios per build.
+        #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        scenarios: u32,
+    },
     /// False alarms of `leakloop history` on builds that differ only by noise, and how often it
     /// finds a step at its first build (synthetic figures and simulator runs); prints a
     /// Markdown table.
@@ -324,6 +335,21 @@ pub(crate) fn run(args: BenchArgs) -> Result<Outcome, CliError> {
             Ok(Outcome::Done)
         }
         BenchCommand::Stability(args) => bench_stability(args),
+        BenchCommand::HistoryScale { builds, scenarios } => {
+            let engine = |e: crate::bench::HistoryScaleError| CliError::Engine(e.into());
+            let root = tempfile::tempdir().map_err(|e| {
+                CliError::Output(anyhow::anyhow!("cannot make a temporary folder: {e}"))
+            })?;
+            let rows = crate::bench::run_history_scale(
+                root.path(),
+                builds as usize,
+                scenarios as usize,
+                &mut |line| output::note(line),
+            )
+            .map_err(engine)?;
+            output::print(&crate::bench::render_history_scale(&rows));
+            Ok(Outcome::Done)
+        }
         BenchCommand::Scale { max_turns, .. } => {
             let rows = run_scale(max_turns, |row| {
                 output::note(&format!(

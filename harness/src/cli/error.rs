@@ -40,7 +40,8 @@ Exit codes (every command):
      errors, a remote machine or device that is unreachable or lost; bisect: no build measured
      the figure; driver-check: the driver cannot be started
   4  output could not be written before there was a verdict: the --out folder, or stdout of a
-     command without a verdict (bench, bisect)
+     command without a verdict (bench, bisect); run, merge: every scenario passed but --record
+     could not record them all (their folders are written)
   5  inconclusive: no expectation failed, but one could not be decided within the run's
      turns (not shown clean; analyze: a metric is inconclusive), with --on-inconclusive fail
      (run's default); with --on-inconclusive pass such a run exits 0
@@ -153,7 +154,10 @@ impl Exit {
                 "the engine failed: crash, hang, load error, a missing engine library, engine \
                  errors the scenario did not script"
             }
-            Exit::OutputFailed => "output could not be written before there was a verdict",
+            Exit::OutputFailed => {
+                "output could not be written before there was a verdict; a pass that `--record` \
+                 could not record"
+            }
             Exit::Inconclusive => {
                 "inconclusive: no expectation failed, but one could not be decided within the \
                  run (not shown clean), with `--on-inconclusive fail`"
@@ -178,6 +182,17 @@ impl Exit {
         Exit::InterruptedBySigint,
         Exit::InterruptedBySigterm,
     ];
+
+    /// The code of a command whose verdict is `self` but which could not record every run in
+    /// its `--record` database (their folders are written): a pass becomes 4, as output that
+    /// could not be written, so that a nightly does not lose its history unnoticed; any other
+    /// verdict keeps its code (a leak or a crash says more than the database).
+    pub fn with_record_failure(self) -> Exit {
+        match self {
+            Exit::Pass => Exit::OutputFailed,
+            other => other,
+        }
+    }
 
     /// The exit code of a run stopped by `signal` (`SIGINT` or `SIGTERM`).
     pub fn interrupted(signal: &str) -> Exit {
@@ -299,6 +314,15 @@ impl From<ReportError> for CliError {
             | ReportError::Walk(_)
             | ReportError::NothingToReport { .. } => CliError::BadInput(e.into()),
         }
+    }
+}
+
+/// A results database that `history --db` cannot read is bad input, as a folder would be.
+/// (`--record` never stops a run with one: see `cli/record.rs` and
+/// [`Exit::with_record_failure`].)
+impl From<crate::results_db::DbError> for CliError {
+    fn from(e: crate::results_db::DbError) -> Self {
+        CliError::BadInput(e.into())
     }
 }
 

@@ -15,14 +15,26 @@ use crate::cli::{CliError, Exit, Outcome};
 use crate::history::judge;
 use crate::report::history::read_build;
 use crate::report::{render_history, write_history_files, ReportError};
+use crate::results_db::{open_existing, read_builds};
 
 /// Arguments of `leakloop history`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct HistoryArgs {
     /// One folder per build, oldest first: a run's `--out` folder, a suite folder (per-scenario
     /// report.json files in its subfolders), or several runs of a build.
-    #[arg(required = true, value_name = "DIR")]
+    #[arg(
+        required_unless_present = "db",
+        conflicts_with = "db",
+        value_name = "DIR"
+    )]
     pub dirs: Vec<PathBuf>,
+    /// Read the builds from this results database (`--record`) instead of folders: a SQLite
+    /// file or a `postgres://` URL; its runs are grouped by build id, oldest build date first.
+    #[arg(long, value_name = "DB")]
+    pub db: Option<String>,
+    /// Only this scenario.
+    #[arg(long, value_name = "NAME")]
+    pub scenario: Option<String>,
     /// Builds in the window after a candidate change: a change is judged once this many builds
     /// follow it (the builds before it: up to three times as many).
     #[arg(long, default_value_t = DEFAULT_WINDOW as u32, value_parser = clap::value_parser!(u32).range(2..=100))]
@@ -51,7 +63,7 @@ pub(crate) fn min_change_flag(flag: &str, text: Option<&str>) -> Result<f64, Cli
 
 pub(crate) fn run(args: HistoryArgs) -> Result<Outcome, CliError> {
     let min_change = min_change_flag("--min-change", args.min_change.as_deref())?;
-    if args.dirs.len() < 2 {
+    if args.db.is_none() && args.dirs.len() < 2 {
         return Err(CliError::bad_input(
             "history needs the folders of at least two builds",
         ));
@@ -80,6 +92,25 @@ pub(crate) fn run(args: HistoryArgs) -> Result<Outcome, CliError> {
             output::note(&format!("history: skipped {note}"));
         }
         builds.push(build);
+    }
+    if let Some(db) = &args.db {
+        let mut store = open_existing(db).map_err(|e| CliError::from(e).context("history"))?;
+        builds = read_builds(store.as_mut(), args.scenario.as_deref())
+            .map_err(|e| CliError::from(e).context("history"))?;
+        if builds.len() < 2 {
+            return Err(CliError::bad_input(format!(
+                "history: {db} holds {} build(s){}: history needs at least two",
+                builds.len(),
+                args.scenario
+                    .as_deref()
+                    .map(|s| format!(" of scenario `{s}`"))
+                    .unwrap_or_default()
+            )));
+        }
+    } else if let Some(scenario) = &args.scenario {
+        for build in &mut builds {
+            build.runs.retain(|name, _| name == scenario);
+        }
     }
     let history = judge(&builds, &options, &args.metrics);
     let text = render_history(&history, &builds, &options);

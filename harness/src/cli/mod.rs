@@ -15,6 +15,7 @@ mod init;
 mod interrupt;
 mod output;
 mod overrides;
+mod record;
 #[cfg(test)]
 mod reference;
 mod report;

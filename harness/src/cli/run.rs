@@ -12,9 +12,11 @@ use crate::analyze::Verdict;
 use crate::cli::interrupt::{self, InFlight};
 use crate::cli::output;
 use crate::cli::overrides::OverrideArgs;
+use crate::cli::record::RecordArgs;
 use crate::cli::suite::{self, Partition};
 use crate::cli::{CliError, Exit, OnInconclusive, Outcome};
 use crate::report::{print_terminal, render_report_json, OutDir, ProgressObserver};
+use crate::results_db::RunSource;
 use crate::runner::{RunObserver, RunRecord, Sample};
 use crate::scenario::{BackendKind, Overrides, Scenario};
 use crate::session::{Judged, Session, SessionObserver};
@@ -78,6 +80,9 @@ pub(crate) struct RunArgs {
     /// to the suite root); `leakloop merge` joins the shares' --out folders.
     #[arg(long, value_name = "K/N")]
     pub partition: Option<Partition>,
+    /// `--record DB`.
+    #[command(flatten)]
+    pub record: RecordArgs,
 }
 
 /// What `leakloop run` prints on stdout.
@@ -117,12 +122,22 @@ pub(crate) fn run(args: RunArgs) -> Result<Outcome, CliError> {
     if let Some(dir) = &args.baseline {
         session = session.baseline(dir, args.baseline_min_change.clone());
     }
+    let recorder = args.record.recorder();
+    let started = std::time::SystemTime::now();
     let outcome = session.run(&mut Printer::new(args.quiet, args.format))?;
-    Ok(Outcome::Verdict(Exit::of_run(
+    let exit = Exit::of_run(&outcome.record, &outcome.verdict, args.on_inconclusive);
+    let Some(recorder) = recorder else {
+        return Ok(Outcome::Verdict(exit));
+    };
+    recorder.record(
+        RunSource::Run,
         &outcome.record,
         &outcome.verdict,
-        args.on_inconclusive,
-    )))
+        args.out.as_deref(),
+        exit,
+        Some((started, std::time::SystemTime::now())),
+    );
+    Ok(Outcome::Verdict(recorder.finish(exit)))
 }
 
 /// How the command line shows a session: a progress bar while the turns run (none with

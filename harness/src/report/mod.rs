@@ -55,7 +55,7 @@ mod summary_md;
 mod table;
 mod terminal;
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;
 #[cfg(feature = "reports")]
 mod trend;
 mod units;

@@ -5,7 +5,14 @@
 use std::process::Command;
 
 /// Crates only `cli` (and `reports`, which it turns on) may bring in.
-const CLI_ONLY: &[&str] = &["clap", "indicatif", "plotters", "quick-junit", "tokio"];
+const CLI_ONLY: &[&str] = &[
+    "clap",
+    "indicatif",
+    "plotters",
+    "quick-junit",
+    "rusqlite",
+    "tokio",
+];
 
 #[test]
 fn the_library_without_default_features_compiles_no_cli_crates() {

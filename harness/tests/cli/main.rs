@@ -37,6 +37,7 @@ mod readme;
 mod real_traces;
 mod remote;
 mod report;
+mod results_db;
 mod schema;
 mod stop;
 mod store;

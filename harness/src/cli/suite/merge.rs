@@ -4,15 +4,17 @@
 //! writes its report.json, summary.md and junit.xml. Everything is checked before `--out` is
 //! claimed: a refusal (exit 2, naming the folder or entry) changes nothing.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
 
 use crate::cli::output;
+use crate::cli::record::{RecordArgs, Recorder};
 use crate::cli::run::claim_out;
 use crate::cli::suite::run::write_index;
 use crate::cli::{CliError, Exit, Outcome};
-use crate::report::{render_suite_text, SuiteReport};
+use crate::report::{read_report, render_suite_text, SuiteReport, REPORT_JSON};
+use crate::results_db::RunSource;
 use crate::suite::{copy_into, join, plan_copies, read_shares, MergeError};
 
 /// Arguments of `leakloop merge`.
@@ -30,6 +32,9 @@ pub(crate) struct MergeArgs {
     /// Print only the counts line, not the table.
     #[arg(long, short)]
     quiet: bool,
+    /// `--record DB`.
+    #[command(flatten)]
+    record: RecordArgs,
 }
 
 pub(crate) fn run(args: MergeArgs) -> Result<Outcome, CliError> {
@@ -45,8 +50,36 @@ pub(crate) fn run(args: MergeArgs) -> Result<Outcome, CliError> {
         output::print(&render_suite_text(&merged));
     }
     output::println(&format!("reports: {}", out.dir().display()));
+    let root = out.dir().to_owned();
     write_index(out, &merged);
-    Ok(Outcome::Verdict(exit))
+    let Some(recorder) = args.record.recorder() else {
+        return Ok(Outcome::Verdict(exit));
+    };
+    record_merged(&recorder, &root, &merged);
+    Ok(Outcome::Verdict(recorder.finish(exit)))
+}
+
+/// Records every merged scenario that has a report, read back from its folder in the merged
+/// suite (the shares ran elsewhere: when they ran is not known here).
+fn record_merged(recorder: &Recorder, root: &Path, merged: &SuiteReport) {
+    for entry in &merged.scenarios {
+        let folder = root.join(&entry.folder);
+        let path = folder.join(REPORT_JSON);
+        if !path.is_file() {
+            continue;
+        }
+        match read_report(&path) {
+            Ok(report) => recorder.record(
+                RunSource::Merge,
+                &report.record,
+                &report.verdict,
+                Some(&folder),
+                Exit::from_code(entry.exit_code).unwrap_or(Exit::BadInput),
+                None,
+            ),
+            Err(e) => output::warning(&format!("not recorded: {e}")),
+        }
+    }
 }
 
 /// The merged suite's exit code, once every scenario's code is one leakloop gives.

@@ -5,13 +5,16 @@
 //! are written. The command exits with the worst scenario's code.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::cli::history::min_change_flag;
 use crate::cli::output;
+use crate::cli::record::Recorder;
 use crate::cli::run::{claim_out, Format, Printer, RunArgs};
 use crate::cli::{CliError, Exit, OnInconclusive, Outcome};
 use crate::report::provenance::{process_env, resolve_build};
 use crate::report::{render_suite_text, write_suite_reports, OutDir, SuiteReport};
+use crate::results_db::RunSource;
 use crate::runner::{BuildStamp, CiRun};
 use crate::scenario::{Overrides, Scenario, ScenarioError};
 use crate::session::{Baseline, Session};
@@ -54,6 +57,7 @@ pub(crate) fn run_suite(args: &RunArgs) -> Result<Outcome, CliError> {
         baseline: args.baseline.clone(),
         baseline_min_change: args.baseline_min_change.clone(),
         on_inconclusive: args.on_inconclusive,
+        recorder: args.record.recorder().map(Arc::new),
     };
     let report = run_plan(&options, &plan, root.as_ref().map(OutDir::dir));
     match args.format {
@@ -70,6 +74,11 @@ pub(crate) fn run_suite(args: &RunArgs) -> Result<Outcome, CliError> {
         write_index(root, &report);
     }
     let exit = Exit::from_code(report.exit_code).unwrap_or(Exit::BadInput);
+    // Every scenario thread is done: the suite holds the last reference.
+    let exit = match options.recorder.map(Arc::try_unwrap) {
+        Some(Ok(recorder)) => recorder.finish(exit),
+        _ => exit,
+    };
     Ok(Outcome::Verdict(exit))
 }
 
@@ -106,6 +115,8 @@ pub(crate) struct SuiteOptions {
     pub baseline_min_change: Option<String>,
     /// `--on-inconclusive`: each scenario's exit code for an inconclusive verdict.
     pub on_inconclusive: OnInconclusive,
+    /// `--record`: where each scenario's outcome is recorded once its folder is written.
+    pub recorder: Option<Arc<Recorder>>,
 }
 
 /// Runs every file of `plan` (the library's suite run), each into `root/<folder>` when there is
@@ -184,11 +195,23 @@ fn run_into_folder(
     if let Some((build, ci)) = &options.build {
         session = session.stamp(build.clone(), ci.clone());
     }
-    if let Some(folder) = folder {
+    if let Some(folder) = &folder {
         session = session.out(folder);
     }
+    let started = std::time::SystemTime::now();
     let outcome = session.run(&mut Printer::without_verdict(true))?;
-    let exit_code = Exit::of_run(&outcome.record, &outcome.verdict, options.on_inconclusive) as u8;
+    let exit = Exit::of_run(&outcome.record, &outcome.verdict, options.on_inconclusive);
+    if let Some(recorder) = &options.recorder {
+        recorder.record(
+            RunSource::Suite,
+            &outcome.record,
+            &outcome.verdict,
+            folder.as_deref(),
+            exit,
+            Some((started, std::time::SystemTime::now())),
+        );
+    }
+    let exit_code = exit as u8;
     Ok(Ran {
         verdict: outcome.verdict,
         exit_code,

@@ -65,28 +65,38 @@ pub(crate) fn keyed_growth_in_words(metric: &str, keyed: &KeyedGrowth) -> String
         KeyedExplanation::CacheFilling => {
             let bound = match keyed.filled_after_keys {
                 Some(k) => format!(
-                    "new keys stopped adding memory after {k} distinct keys: a bounded cache                      that evicts"
+                    "new keys stopped adding memory after {k} distinct keys: a bounded cache \
+                     that evicts"
                 ),
-                None => "every new key so far added memory: bounded only as long as the keys                          are (a cache without eviction grows with every new session)"
+                None => "every new key so far added memory: bounded only as long as the keys \
+                         are (a cache without eviction grows with every new session)"
                     .to_owned(),
             };
             format!(
-                "grows by about {per_new_key} per new key, not per request ({keys}; {grown}; a                  repeated key: {per_request}): a cache filling; {bound}"
+                "grows by about {per_new_key} per new key, not per request ({keys}; {grown}; a \
+                 repeated key: {per_request}): a cache filling; {bound}"
             )
         }
         KeyedExplanation::PerRequest => format!(
-            "grows by about {per_request} per request even when the key was seen before ({}              repeated-key turns, p = {}; {keys}): missing eviction or a leak, not a cache              filling",
+            "grows by about {per_request} per request even when the key was seen before ({} \
+             repeated-key turns, p = {}; {keys}): missing eviction or a leak, not a cache \
+             filling",
             keyed.repeat_turns,
             probability(keyed.per_request_p)
         ),
         KeyedExplanation::Both => format!(
-            "grows by about {per_request} per request even when the key was seen before              (missing eviction or a leak), and by about {per_new_key} more per new key (a cache              filling; {keys}; {grown})"
+            "grows by about {per_request} per request even when the key was seen before \
+             (missing eviction or a leak), and by about {per_new_key} more per new key (a cache \
+             filling; {keys}; {grown})"
         ),
         KeyedExplanation::Neither => format!(
-            "its growth follows neither new keys nor repeated requests clearly ({keys}; a              repeated key: {per_request})"
+            "its growth follows neither new keys nor repeated requests clearly ({keys}; a \
+             repeated key: {per_request})"
         ),
         KeyedExplanation::Unseparated => format!(
-            "cannot tell a cache filling from a leak: {} measured turns had a new key and {} a              repeated one ({keys}); let keys repeat (`sessions: {{distinct: N}}` with N well              below the turns)",
+            "cannot tell a cache filling from a leak: {} measured turns had a new key and {} a \
+             repeated one ({keys}); let keys repeat (`sessions: {{distinct: N}}` with N well \
+             below the turns)",
             keyed.new_key_turns, keyed.repeat_turns
         ),
     }

@@ -7,6 +7,7 @@ mod attach_server;
 mod bench;
 mod bisect;
 mod bounded_io;
+mod caches;
 mod check;
 mod ci_workflow;
 mod common;

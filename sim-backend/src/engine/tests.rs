@@ -270,7 +270,11 @@ fn a_named_session_opened_again_finds_its_prefix_entry_and_eviction_is_least_rec
     assert_eq!(named(&mut e, 4, "a"), 16);
     assert_eq!(named(&mut e, 5, "c"), 16);
     assert_eq!(named(&mut e, 6, "a"), 16, "`a` is still cached");
-    assert_eq!(named(&mut e, 7, "b"), 16, "`b` was evicted: stored again, evicting `c`");
+    assert_eq!(
+        named(&mut e, 7, "b"),
+        16,
+        "`b` was evicted: stored again, evicting `c`"
+    );
     assert_eq!(named(&mut e, 8, "a"), 16);
     // Unnamed sessions are each new, as before.
     e.open_session(9).map(|s| e.send(s, 12)).unwrap().unwrap();

@@ -16,6 +16,7 @@ use crate::scenario::ScenarioError;
 #[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(test, schemars(rename = "session_order"))]
 pub enum SessionOrder {
     /// `sess-1`, `sess-2`, ..., `sess-N`, then `sess-1` again.
     #[default]
@@ -58,7 +59,8 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// `sessions:` as written.
+/// The session ids the turns use: `{distinct: N, order: cycle|random}`; each turn's id is its
+/// key, and the report says whether growth follows new sessions or every request.
 #[cfg_attr(test, derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]

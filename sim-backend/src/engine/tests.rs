@@ -256,7 +256,7 @@ fn a_named_session_opened_again_finds_its_prefix_entry_and_eviction_is_least_rec
     .unwrap();
     e.load().unwrap();
     let base = e.exact_metrics()["native_heap"];
-    let mut named = |e: &mut SimEngine, n: u32, name: &str| {
+    let named = |e: &mut SimEngine, n: u32, name: &str| {
         let session = e.open_named_session(n, Some(name)).unwrap();
         e.send(session, 12).unwrap();
         e.send(session, 12).unwrap();

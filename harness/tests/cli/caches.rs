@@ -55,3 +55,38 @@ fn keyed_fixture_says_what_its_growth_follows(
     assert!(summary.contains("**Caches or leaks**"), "{summary}");
     assert!(summary.contains(words), "{summary}");
 }
+
+/// An attached process marking each request's session (`TURN n CLOSED key=K`, as a model
+/// server's client prints it): every sampled turn's key is in the record.
+#[test]
+fn an_attached_process_marks_each_turn_with_its_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("keyed.yaml");
+    std::fs::write(
+        &path,
+        "name: keyed\nengine:\n  backend: attach\n  command: [sh, -c, 'echo READY; i=1; while [ $i -le 12 ]; do sleep 0.2; echo \"TURN $i CLOSED key=sess-$((i % 3))\"; i=$((i + 1)); done; sleep 5']\n\
+         turns: 6\nsample: {settle: 0ms}\nwatch: [rss]\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let output = run(&path, &out);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        crate::common::stdout_and_stderr(&output)
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let closes: Vec<&serde_json::Value> = report["record"]["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["phase"] == "close")
+        .collect();
+    assert!(!closes.is_empty());
+    for sample in closes {
+        let turn = sample["turn"].as_u64().unwrap();
+        assert_eq!(sample["key"], format!("sess-{}", turn % 3), "{sample}");
+    }
+}

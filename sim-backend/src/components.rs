@@ -28,8 +28,18 @@ pub(crate) enum Component {
     Leaked(u64),
     /// A caching-allocator block of this size class (in tokens).
     PoolBlock(u32),
-    /// The prefix-cache entry stored for this session.
-    PrefixEntry(u64),
+    /// A prefix-cache entry.
+    PrefixEntry(PrefixKey),
+}
+
+/// What a prefix-cache entry is stored under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum PrefixKey {
+    /// The session id of an unnamed session: every open is a new entry.
+    Session(u64),
+    /// A session named by the caller (interned): a session opened again under the same name
+    /// finds its entry.
+    Named(u64),
 }
 
 /// Where a component's bytes are counted.

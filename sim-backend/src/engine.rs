@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::clock::{per_token, VirtualClock};
-use crate::components::{Component, Memory, Region};
+use crate::components::{Component, Memory, PrefixKey, Region};
 use crate::config::SimConfig;
 use crate::error::SimError;
 use crate::faults::{FaultSchedule, SimFaultKind};
@@ -60,6 +60,8 @@ struct Session {
     responses: u64,
     prefix_stored: bool,
     pool_in_use: u64,
+    /// What its prefix-cache entry is stored under.
+    prefix_key: Option<PrefixKey>,
 }
 
 /// A deterministic simulated inference engine.
@@ -76,7 +78,9 @@ pub struct SimEngine {
     next_leak: u64,
     /// Generations since the last load (for `timing.slowdown_per_generation`).
     generations: u32,
-    prefix_entries: VecDeque<u64>,
+    prefix_entries: VecDeque<PrefixKey>,
+    /// Session names given to [`SimEngine::open_named_session`], interned.
+    session_names: BTreeMap<String, u64>,
     ledger: BTreeMap<&'static str, Counts>,
     clock: VirtualClock,
     noise: Noise,
@@ -120,6 +124,7 @@ impl SimEngine {
             next_leak: 0,
             generations: 0,
             prefix_entries: VecDeque::new(),
+            session_names: BTreeMap::new(),
             ledger,
             clock: VirtualClock::default(),
         })
@@ -151,7 +156,23 @@ impl SimEngine {
 
     /// Opens a session for `turn` (1-based); its conversation's KV cache is allocated now.
     pub fn open_session(&mut self, turn: u32) -> Result<SessionId, SimError> {
+        self.open_named_session(turn, None)
+    }
+
+    /// As [`SimEngine::open_session`], for a session the caller names (a model server's
+    /// session id): a session opened again under a name already cached finds its prefix-cache
+    /// entry (a hit, which stores nothing) instead of storing a new one. Unnamed, every session
+    /// is new.
+    pub fn open_named_session(
+        &mut self,
+        turn: u32,
+        name: Option<&str>,
+    ) -> Result<SessionId, SimError> {
         self.check_ready("open_session")?;
+        let prefix_key = name.map(|name| {
+            let next = self.session_names.len() as u64;
+            PrefixKey::Named(*self.session_names.entry(name.to_owned()).or_insert(next))
+        });
         let id = self.next_session;
         self.next_session += 1;
         let kv = self.scaled(self.profile.spec().kv_cache.as_u64());
@@ -164,6 +185,7 @@ impl SimEngine {
             id,
             Session {
                 turn,
+                prefix_key,
                 ..Session::default()
             },
         );
@@ -188,12 +210,20 @@ impl SimEngine {
             .advance(per_token(spec.timing.prefill_per_token, prompt_tokens));
         let state = self.sessions.get_mut(&session.0).expect("checked above");
         state.prompt_tokens = state.prompt_tokens.saturating_add(prompt_tokens);
-        let store = entry > 0 && !state.prefix_stored && capacity != Some(0);
+        let key = state.prefix_key.unwrap_or(PrefixKey::Session(session.0));
+        let first_send = !state.prefix_stored;
         state.prefix_stored = true;
+        let cached = self.prefix_entries.iter().position(|k| *k == key);
+        if let (true, Some(at)) = (first_send, cached) {
+            // A hit: the entry becomes the most recently used, nothing new is stored.
+            self.prefix_entries.remove(at);
+            self.prefix_entries.push_back(key);
+        }
+        let store = entry > 0 && first_send && cached.is_none() && capacity != Some(0);
         if store {
             self.memory
-                .insert(Component::PrefixEntry(session.0), place.into(), entry);
-            self.prefix_entries.push_back(session.0);
+                .insert(Component::PrefixEntry(key), place.into(), entry);
+            self.prefix_entries.push_back(key);
             if let Some(capacity) = capacity {
                 while self.prefix_entries.len() > capacity as usize {
                     let oldest = self.prefix_entries.pop_front().expect("non-empty");

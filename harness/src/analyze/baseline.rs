@@ -166,6 +166,7 @@ mod tests {
             spike_turns: Vec::new(),
             epochs: 1,
             growth_matters: None,
+            keyed_growth: None,
         };
         Verdict {
             status: VerdictStatus::Pass,

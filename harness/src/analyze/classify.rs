@@ -431,6 +431,7 @@ impl<'a> Prepared<'a> {
             spike_turns: self.spike_turns.clone(),
             epochs: self.epochs.len() as u32,
             growth_matters: None,
+            keyed_growth: None,
         }
     }
 

@@ -9,6 +9,7 @@
 
 mod baseline;
 mod below_limit;
+mod cache_or_leak;
 mod checks;
 mod classify;
 #[cfg(feature = "cli")]
@@ -29,6 +30,7 @@ mod verdict;
 #[cfg(test)]
 pub(crate) mod test_support;
 
+pub use cache_or_leak::{explain_keyed_growth, KeyedExplanation, KeyedGrowth, KEYED_ALPHA};
 pub use checks::{Check, ExpectationKind, GrowthPerTurn};
 pub use defaults::{metric_rule, planned_expectations, MetricRule, PlannedExpectation};
 pub use series::{Epoch, MetricSeries};

@@ -5,13 +5,14 @@ use std::collections::BTreeMap;
 use crate::runner::{RunOutcome, RunRecord};
 use crate::scenario::FaultKind;
 
+use super::cache_or_leak::explain_keyed_growth;
 use super::classify::{classify, ClassifyOptions};
 use super::defaults::{balanced_rule, check_horizon, metric_rule, MetricRule};
 use super::expectations::{check_balanced, check_max_live, check_metric};
 use super::reason::Reason;
 use super::sequential::{final_levels, Levels};
 use super::series::MetricSeries;
-use super::verdict::{ExpectationResult, MetricAnalysis, Verdict, VerdictStatus};
+use super::verdict::{Classification, ExpectationResult, MetricAnalysis, Verdict, VerdictStatus};
 
 /// The name of the expectation that every engine error was scripted.
 pub const ENGINE_ERRORS: &str = "engine_errors";
@@ -43,6 +44,7 @@ pub fn analyze_run_with(record: &RunRecord, levels: Levels) -> Verdict {
         }
     }
     let unknown_ledger = unknown_ledger(record);
+    let keys = turn_keys(record);
     let mut metrics = BTreeMap::new();
     let mut expectations = Vec::new();
     // An unknown ledger is not judged by default: only a written `balanced` fails for it.
@@ -90,7 +92,15 @@ pub fn analyze_run_with(record: &RunRecord, levels: Levels) -> Verdict {
                 trend_alpha: levels.trend_alpha,
                 ..ClassifyOptions::default()
             };
-            classify(&series, &options)
+            let mut analysis = classify(&series, &options);
+            if matches!(
+                analysis.classification,
+                Classification::Growth | Classification::Plateau
+            ) {
+                analysis.keyed_growth =
+                    explain_keyed_growth(&series, &keys, u64::from(scenario.warmup_turns));
+            }
+            analysis
         });
         match (metric_rule(&scenario.expect, &name), expectation, &analysis) {
             (MetricRule::Written, Some(expectation), _) => {
@@ -119,6 +129,15 @@ pub fn analyze_run_with(record: &RunRecord, levels: Levels) -> Verdict {
         metrics,
         expectations,
     }
+}
+
+/// The key of each turn that has one (`Sample::key`), by turn: what `cache_or_leak` reads.
+fn turn_keys(record: &RunRecord) -> BTreeMap<u64, String> {
+    record
+        .samples
+        .iter()
+        .filter_map(|s| Some((u64::from(s.turn), s.key.clone()?)))
+        .collect()
 }
 
 /// The verdict's status as it follows from how the run ended and its checked expectations: the

@@ -204,6 +204,7 @@ mod tests {
             epoch,
             t_ms: f64::from(turn),
             metrics: BTreeMap::from([("rss".to_owned(), value)]).into(),
+            key: None,
         }
     }
 

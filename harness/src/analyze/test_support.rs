@@ -59,6 +59,7 @@ pub(crate) fn samples(
             epoch,
             t_ms: f64::from(turn) * 1000.0,
             metrics: pick(turn).into(),
+            key: None,
         });
         if turn > 0 && reload_every > 0 && turn % reload_every == 0 && turn + 1 < turns {
             epoch += 1;
@@ -71,6 +72,7 @@ pub(crate) fn samples(
                     .iter()
                     .map(|(n, v)| ((*n).to_owned(), *v))
                     .collect(),
+                key: None,
             });
         }
     }

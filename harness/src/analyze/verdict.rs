@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::analyze::cache_or_leak::KeyedGrowth;
 use crate::analyze::reason::Reason;
 
 /// What a metric's post-close series does. The default is `Inconclusive`: nothing is claimed
@@ -116,6 +117,11 @@ pub struct MetricAnalysis {
     /// growth counts as mattering).
     #[serde(default)]
     pub growth_matters: Option<bool>,
+    /// For a keyed run (`sessions:`, marker keys) whose metric grew or rose to a plateau: whether
+    /// the growth follows new keys (a cache filling) or every request (missing eviction, a
+    /// leak); absent otherwise and in reports written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keyed_growth: Option<KeyedGrowth>,
 }
 
 /// One checked expectation.

@@ -172,6 +172,13 @@ pub trait TurnMarks {
     fn marked_before_baseline(&mut self) -> Option<u64> {
         None
     }
+
+    /// The key the turn [`TurnMarks::take_latest_turn`] last returned was marked with (the
+    /// marker pattern's `key` group: a session id, a shape), taken with it; `None` when its
+    /// marker named none.
+    fn taken_turn_key(&self) -> Option<String> {
+        None
+    }
 }
 
 impl fmt::Debug for dyn Engine + '_ {

@@ -186,10 +186,11 @@ impl Engine for SimEngine {
     fn open_session(
         &mut self,
         turn: u32,
-        _options: &SessionOptions,
+        options: &SessionOptions,
     ) -> Result<SessionId, EngineError> {
+        // A named session (the scenario's `sessions:`) finds its prefix-cache entry again.
         self.inner
-            .open_session(turn)
+            .open_named_session(turn, options.session.as_deref())
             .map(|s| SessionId(s.0))
             .map_err(|e| self.error(EngineErrorKind::Open, e))
     }

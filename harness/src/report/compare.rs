@@ -192,6 +192,7 @@ mod tests {
                 max_turns: None,
                 target: crate::scenario::Target::Local,
                 concurrency: None,
+                sessions: None,
             },
             backend: BackendInfo {
                 backend: "litert-lm".into(),

@@ -64,6 +64,7 @@ fn scenario(name: &str, profile: &str, warmup_turns: u32, turns: u32) -> Scenari
         stop: crate::scenario::StopMode::Turns,
         max_turns: None,
         concurrency: None,
+        sessions: None,
     }
 }
 
@@ -93,6 +94,7 @@ fn sample(turn: u32, phase: Phase, epoch: u32, metrics: &[(&str, u64)]) -> Sampl
             .iter()
             .map(|(name, value)| ((*name).to_owned(), *value))
             .collect(),
+        key: None,
     }
 }
 

@@ -29,6 +29,22 @@ pub(crate) fn default_mark(defaulted: bool) -> &'static str {
     }
 }
 
+/// Per metric of a keyed run that grew, what its growth follows: new keys (a cache filling),
+/// every request (missing eviction, a leak), both or neither (`analyze/cache_or_leak.rs`).
+pub(crate) fn keyed_growth(verdict: &Verdict) -> Vec<(&str, String)> {
+    verdict
+        .metrics
+        .iter()
+        .filter_map(|(metric, analysis)| {
+            let keyed = analysis.keyed_growth.as_ref()?;
+            Some((
+                metric.as_str(),
+                crate::report::reasons::keyed_growth_in_words(metric, keyed),
+            ))
+        })
+        .collect()
+}
+
 /// Per metric whose growth passed its limit, what to say of it: `growth below the limit:
 /// +42.0 KiB/turn (42.0 MiB per 1,000 turns)`.
 pub(crate) fn growth_below_limit(verdict: &Verdict) -> Vec<(&str, String)> {

@@ -9,9 +9,9 @@ use leakloop_units::Quantity;
 
 use crate::analyze::units::{confidence_percent, probability, quantity};
 use crate::analyze::{
-    Doubt, EarlyGrowth, EnvelopeOutcome, Envelopes, Interval, IntervalKind, LevelsOutcome,
-    MetricAnalysis, Outlook, Pattern, PatternKind, RatchetDoubt, Reason, Rise, Significance,
-    TooSmall, Verdict,
+    Doubt, EarlyGrowth, EnvelopeOutcome, Envelopes, Interval, IntervalKind, KeyedExplanation,
+    KeyedGrowth, LevelsOutcome, MetricAnalysis, Outlook, Pattern, PatternKind, RatchetDoubt, Reason,
+    Rise, Significance, TooSmall, Verdict,
 };
 
 /// `reason`, a reason given for `metric`, as a sentence.
@@ -42,6 +42,63 @@ pub(crate) fn verdict_in_words(verdict: &Verdict) -> Verdict {
         status: verdict.status,
         metrics: render_reasons(&verdict.metrics),
         expectations: verdict.expectations.clone(),
+    }
+}
+
+/// What a keyed run's growth follows (`analyze/cache_or_leak.rs`), in words: a cache filling,
+/// growth per request, both, or neither.
+pub(crate) fn keyed_growth_in_words(metric: &str, keyed: &KeyedGrowth) -> String {
+    let q = quantity(metric);
+    let keys = match keyed.distinct_keys {
+        1 => "1 distinct key".to_owned(),
+        n => format!("{n} distinct keys"),
+    };
+    let per_request = q.format_signed(keyed.per_request_bytes);
+    let per_new_key = q.format(keyed.per_new_key_bytes);
+    let grown = format!(
+        "{} of {} turns that grew had a new key, p = {}",
+        keyed.grown_on_new_keys,
+        keyed.grown_turns,
+        probability(keyed.per_new_key_p)
+    );
+    match keyed.explanation {
+        KeyedExplanation::CacheFilling => {
+            let bound = match keyed.filled_after_keys {
+                Some(k) => format!(
+                    "new keys stopped adding memory after {k} distinct keys: a bounded cache \
+                     that evicts"
+                ),
+                None => "every new key so far added memory: bounded only as long as the keys \
+                         are (a cache without eviction grows with every new session)"
+                    .to_owned(),
+            };
+            format!(
+                "grows by about {per_new_key} per new key, not per request ({keys}; {grown}; a \
+                 repeated key: {per_request}): a cache filling; {bound}"
+            )
+        }
+        KeyedExplanation::PerRequest => format!(
+            "grows by about {per_request} per request even when the key was seen before ({} \
+             repeated-key turns, p = {}; {keys}): missing eviction or a leak, not a cache \
+             filling",
+            keyed.repeat_turns,
+            probability(keyed.per_request_p)
+        ),
+        KeyedExplanation::Both => format!(
+            "grows by about {per_request} per request even when the key was seen before \
+             (missing eviction or a leak), and by about {per_new_key} more per new key (a cache \
+             filling; {keys}; {grown})"
+        ),
+        KeyedExplanation::Neither => format!(
+            "its growth follows neither new keys nor repeated requests clearly ({keys}; a \
+             repeated key: {per_request})"
+        ),
+        KeyedExplanation::Unseparated => format!(
+            "cannot tell a cache filling from a leak: {} measured turns had a new key and {} a \
+             repeated one ({keys}); let keys repeat (`sessions: {{distinct: N}}` with N well \
+             below the turns)",
+            keyed.new_key_turns, keyed.repeat_turns
+        ),
     }
 }
 

@@ -64,6 +64,17 @@ pub fn render_summary_md(record: &RunRecord, verdict: &Verdict) -> String {
 /// Growth below its limit, and which expectations were defaults.
 fn notes_lines(verdict: &Verdict) -> String {
     let mut out = String::new();
+    let keyed = notes::keyed_growth(verdict);
+    if !keyed.is_empty() {
+        out.push_str("\n**Caches or leaks**\n\n");
+        for (metric, text) in keyed {
+            out.push_str(&format!(
+                "- {}: {}\n",
+                markdown_code(metric),
+                markdown(&text)
+            ));
+        }
+    }
     let below = notes::growth_below_limit(verdict);
     if !below.is_empty() {
         out.push_str("\n**Growth below the limit**\n\n");

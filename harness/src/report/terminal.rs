@@ -216,6 +216,9 @@ fn failures_section(verdict: &Verdict) -> String {
 /// Growth below its limit, and which expectations were defaults.
 fn notes_section(verdict: &Verdict) -> String {
     let mut out = String::new();
+    for (metric, text) in notes::keyed_growth(verdict) {
+        out.push_str(&format!("{}: {text}\n", printable(metric)));
+    }
     for (metric, text) in notes::growth_below_limit(verdict) {
         out.push_str(&format!("{WARN}{}: {text}{WARN:#}\n", printable(metric)));
     }

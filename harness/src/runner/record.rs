@@ -85,6 +85,10 @@ pub struct Sample {
     pub t_ms: f64,
     /// Every metric, in bytes.
     pub metrics: Metrics,
+    /// The key of the turn: the session id or shape it used (`sessions:`, or the `key` group of
+    /// an attach marker); absent for (re)load samples and runs without keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
 }
 
 impl Sample {
@@ -96,6 +100,7 @@ impl Sample {
             epoch: 0,
             t_ms: 0.0,
             metrics: Metrics::new(),
+            key: None,
         }
     }
 }

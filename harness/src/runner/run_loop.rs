@@ -16,7 +16,7 @@ use crate::runner::timing::{Stopwatch, TimedStep, TurnTimes};
 use crate::runner::{
     EarlyStop, Metrics, Phase, RunAllTurns, RunOutcome, RunRecord, Sample, StopRule,
 };
-use crate::scenario::{FaultKind, SamplePoint, Scenario, Step};
+use crate::scenario::{FaultKind, SamplePoint, Scenario, SessionOptions, Step};
 
 /// Ledger kind for engine loads and unloads made by the runner.
 const RUNNER_ENGINE: &str = "runner/engine";
@@ -99,6 +99,7 @@ pub fn run_scenario_on(
         early_stop: None,
         times,
         turn_done: false,
+        turn_key: None,
     };
     let outcome = match run.execute(stop) {
         Ok(()) => RunOutcome::Completed,
@@ -216,6 +217,8 @@ struct Run<'a> {
     /// Whether the turn in progress is over as far as its time goes (its close ran, or its
     /// marker came).
     turn_done: bool,
+    /// The key of the turn in progress (its session id, or the one its marker named).
+    turn_key: Option<String>,
 }
 
 impl Run<'_> {
@@ -317,6 +320,7 @@ impl Run<'_> {
             .expect("a marked clock is chosen only for an engine with turn marks");
         let ended = clock.sampled_turn(marks);
         let turn_nanos = marks.taken_turn_nanos();
+        self.turn_key = marks.taken_turn_key();
         self.times.start_turn();
         self.times.set_turn(turn_nanos);
         self.turn_done = true;
@@ -398,11 +402,26 @@ impl Run<'_> {
         let mut recovery: Option<Recovery> = None;
         self.times.start_turn();
         self.turn_done = false;
+        self.turn_key = self
+            .scenario
+            .sessions
+            .map(|s| s.key_for_turn(turn, self.scenario.seed));
         for step in &self.scenario.turn {
             // Every step may call the engine, whose counts then move on.
             self.ledger_current = false;
             match step {
                 Step::Open(options) => {
+                    let keyed;
+                    let options = match &self.turn_key {
+                        Some(key) => {
+                            keyed = SessionOptions {
+                                session: Some(key.clone()),
+                                ..options.clone()
+                            };
+                            &keyed
+                        }
+                        None => options,
+                    };
                     let watch = Stopwatch::start(&*self.engine);
                     let opened = self.engine.open_session(turn, options);
                     self.times.add(TimedStep::Open, watch.nanos(&*self.engine));
@@ -640,6 +659,9 @@ impl Run<'_> {
             epoch: self.epoch,
             t_ms,
             metrics,
+            key: (!matches!(phase, Phase::Load | Phase::Reload))
+                .then(|| self.turn_key.clone())
+                .flatten(),
         };
         self.observer.on_sample(&sample);
         self.samples.push(sample);

@@ -16,8 +16,9 @@ use crate::scenario::target::{AdbProcess, AdbTarget, Target};
 use crate::scenario::validate::Context;
 use crate::scenario::ScenarioError;
 
-/// The default turn marker: `TURN 7 CLOSED`, written once after each closed turn.
-pub const DEFAULT_MARKER_PATTERN: &str = r"^TURN (?P<turn>\d+) CLOSED";
+/// The default turn marker: `TURN 7 CLOSED`, written once after each closed turn, optionally
+/// followed by ` key=K`: the session id or shape the turn used (a turn's key).
+pub const DEFAULT_MARKER_PATTERN: &str = r"^TURN (?P<turn>\d+) CLOSED(?: key=(?P<key>\S+))?";
 
 /// The default ledger marker: `LEDGER conversation created=7 deleted=6`, cumulative counts of
 /// one resource kind since the process started.
@@ -68,7 +69,8 @@ pub enum AttachProcess {
 pub struct MarkerSpec {
     /// Where the lines come from.
     pub source: MarkerSource,
-    /// The turn marker's regex; its named group `turn` holds the turn number.
+    /// The turn marker's regex; its named group `turn` holds the turn number, its optional
+    /// group `key` the turn's key (a session id, a shape).
     pub pattern: String,
     /// The ledger marker's regex; named groups `kind`, `created`, `deleted` (cumulative counts).
     pub ledger: String,
@@ -115,7 +117,8 @@ pub(crate) struct RawMarkers {
     pub command: Option<Vec<String>>,
     /// Regular expression (Rust `regex` syntax) of the turn marker, searched in each line; the
     /// named group `turn` holds the turn number, which must rise by at least 1 from marker to
-    /// marker.
+    /// marker; an optional named group `key` holds the turn's key (the session id or shape the
+    /// request used), so that the report can tell a cache filling from growth per request.
     #[serde(default)]
     #[cfg_attr(test, schemars(extend("default" = DEFAULT_MARKER_PATTERN)))]
     pub pattern: Option<String>,

@@ -15,6 +15,7 @@ mod overrides;
 mod raw;
 #[cfg(test)]
 mod schema;
+mod sessions;
 mod spans;
 mod target;
 mod units;
@@ -44,6 +45,7 @@ pub use model::{
     DEFAULT_EXTENSION, MAX_BASELINE_SAMPLES, MAX_TURNS, OPENCL_PROFILES, SIM_PROFILES,
 };
 pub use overrides::Overrides;
+pub use sessions::{SessionOrder, Sessions};
 pub use target::{AdbProcess, AdbTarget, PushItem, RemoteWorker, SshTarget, Target};
 // Not API: the command line's own parsing of tolerances.
 #[doc(hidden)]

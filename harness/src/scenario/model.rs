@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::scenario::attach::AttachSpec;
 use crate::scenario::target::Target;
-use crate::scenario::Concurrency;
+use crate::scenario::{Concurrency, Sessions};
 
 /// The most turns (warm-up plus measured) one scenario may ask for.
 pub const MAX_TURNS: u32 = 100_000;
@@ -67,6 +67,9 @@ pub struct Scenario {
     /// ([`Scenario::effective_concurrency`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<Concurrency>,
+    /// The session ids the turns use; each turn's is its key (`scenario/sessions.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<Sessions>,
 }
 
 impl Scenario {
@@ -99,6 +102,7 @@ impl Scenario {
             max_turns: Some(turns),
             target: Target::Local,
             concurrency: None,
+            sessions: None,
         }
     }
 
@@ -288,6 +292,10 @@ pub struct SessionOptions {
     pub top_p: Option<f32>,
     /// Sampler seed.
     pub seed: Option<u64>,
+    /// The turn's session id from the scenario's `sessions:`, set by the runner (not written in
+    /// an `open` step): an engine that caches per session keys its cache by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
 }
 
 /// What a `send` step sends.

@@ -17,6 +17,7 @@ use crate::scenario::attach::RawMarkers;
 use crate::scenario::model::{BackendKind, Device, FaultKind, SamplePoint, StopMode};
 #[cfg(test)]
 use crate::scenario::schema::MetricName;
+use crate::scenario::sessions::RawSessions;
 use crate::scenario::target::RawTarget;
 use crate::scenario::Concurrency;
 
@@ -82,6 +83,12 @@ pub(crate) struct RawScenario {
     /// (docs/backends.md). A single scenario ignores it.
     #[serde(default)]
     pub concurrency: Option<Concurrency>,
+    /// The session ids the turns use: `{distinct: N, order: cycle|random}`. Each turn's key is
+    /// its session id, and the report says whether growth follows new sessions (a cache
+    /// filling) or every request (missing eviction). Unset: every turn opens a session of its
+    /// own and has no key.
+    #[serde(default)]
+    pub sessions: Option<RawSessions>,
     /// Unload and reload the engine after every K-th turn's close; 0 means never.
     #[serde(default)]
     #[cfg_attr(test, schemars(range(min = 0, max = 4_294_967_295_i64)))]

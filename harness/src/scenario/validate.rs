@@ -21,6 +21,7 @@ use crate::scenario::raw::{
     RawEngine, RawExpect, RawMetricExpect, RawScenario, RawSend, RawStep, UnitText,
     EXPECT_BALANCED, EXPECT_MAX_LIVE,
 };
+use crate::scenario::sessions::validate_sessions;
 use crate::scenario::spans::SpanIndex;
 use crate::scenario::target::validate_target;
 use crate::scenario::units::{parse_duration, parse_size, parse_tolerance, UnitError};
@@ -101,7 +102,7 @@ impl Context<'_> {
     }
 
     /// A count in `min..=u32::MAX`.
-    fn count(&self, path: &str, value: i64, min: u32) -> Result<u32, ScenarioError> {
+    pub(crate) fn count(&self, path: &str, value: i64, min: u32) -> Result<u32, ScenarioError> {
         if value < i64::from(min) {
             return Err(self.invalid(path, format!("must be at least {min}, got {value}")));
         }
@@ -196,6 +197,7 @@ pub(crate) fn validate(raw: RawScenario, cx: &Context<'_>) -> Result<Scenario, S
     )?;
     let expect = validate_expect(raw.expect.unwrap_or_default(), cx)?;
     check_samples_for_expectations(&expect, &sample, cx)?;
+    let sessions = validate_sessions(raw.sessions, cx)?;
     Ok(Scenario {
         name: raw.name,
         description: raw.description,
@@ -214,6 +216,7 @@ pub(crate) fn validate(raw: RawScenario, cx: &Context<'_>) -> Result<Scenario, S
         max_turns,
         target,
         concurrency: raw.concurrency,
+        sessions,
     })
 }
 
@@ -502,6 +505,7 @@ fn validate_open(
         top_k,
         top_p: o.top_p.map(|p| p as f32),
         seed: o.seed,
+        session: None,
     })
 }
 

@@ -8,6 +8,7 @@ mod bench;
 mod bisect;
 mod bounded_io;
 mod browser;
+mod caches;
 mod check;
 mod ci_workflow;
 mod common;

@@ -210,7 +210,10 @@ fn every_fixture_scenario_validates() {
         .chain(
             std::fs::read_dir(workspace().join("fixtures/attach")).expect("fixtures/attach exists"),
         )
-        .chain(std::fs::read_dir(workspace().join("fixtures/exec")).expect("fixtures/exec exists"));
+        .chain(std::fs::read_dir(workspace().join("fixtures/exec")).expect("fixtures/exec exists"))
+        .chain(
+            std::fs::read_dir(workspace().join("fixtures/caches")).expect("fixtures/caches exists"),
+        );
     for entry in entries {
         let path = entry.expect("readable entry").path();
         if path.extension().is_none_or(|e| e != "yaml") {

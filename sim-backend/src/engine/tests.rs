@@ -243,6 +243,45 @@ fn unbounded_prefix_cache_grows_with_every_session_and_a_bounded_one_plateaus() 
 }
 
 #[test]
+fn a_named_session_opened_again_finds_its_prefix_entry_and_eviction_is_least_recently_used() {
+    let mut spec = Profile::builtin("prefix-cache-unbounded")
+        .unwrap()
+        .spec()
+        .clone();
+    spec.prefix_cache_capacity = Some(2);
+    let mut e = SimEngine::new(
+        Profile::from_spec("bounded", spec).unwrap(),
+        SimConfig::default(),
+    )
+    .unwrap();
+    e.load().unwrap();
+    let base = e.exact_metrics()["native_heap"];
+    let named = |e: &mut SimEngine, n: u32, name: &str| {
+        let session = e.open_named_session(n, Some(name)).unwrap();
+        e.send(session, 12).unwrap();
+        e.send(session, 12).unwrap();
+        e.close_session(session).unwrap();
+        (e.exact_metrics()["native_heap"] - base) / MIB
+    };
+    assert_eq!(named(&mut e, 1, "a"), 8);
+    assert_eq!(named(&mut e, 2, "a"), 8, "a hit stores nothing");
+    assert_eq!(named(&mut e, 3, "b"), 16);
+    // `a` was used before `b`, but hitting it again makes `b` the one evicted by `c`.
+    assert_eq!(named(&mut e, 4, "a"), 16);
+    assert_eq!(named(&mut e, 5, "c"), 16);
+    assert_eq!(named(&mut e, 6, "a"), 16, "`a` is still cached");
+    assert_eq!(
+        named(&mut e, 7, "b"),
+        16,
+        "`b` was evicted: stored again, evicting `c`"
+    );
+    assert_eq!(named(&mut e, 8, "a"), 16);
+    // Unnamed sessions are each new, as before.
+    e.open_session(9).map(|s| e.send(s, 12)).unwrap().unwrap();
+    assert_eq!(e.prefix_entries.len(), 2);
+}
+
+#[test]
 fn forgets_delete_leaves_every_conversation_and_its_kv_cache() {
     let mut e = engine("forgets-delete", SimConfig::default());
     e.load().unwrap();

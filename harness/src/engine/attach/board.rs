@@ -18,6 +18,9 @@ use crate::process::lines::Line;
 /// How many recent non-marker lines of each stream are kept to explain a failure.
 const TAIL_LINES: usize = 3;
 
+/// The longest turn key kept from a marker: a session id or a shape name, not a payload.
+pub(crate) const MAX_KEY_CHARS: usize = 64;
+
 /// A turn marker as read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Mark {
@@ -32,6 +35,9 @@ pub(crate) struct Mark {
 pub(crate) struct BoardState {
     /// The latest turn marker.
     pub latest: Option<Mark>,
+    /// The key the latest turn marker named (its pattern's `key` group), printable and cut to
+    /// [`MAX_KEY_CHARS`] characters.
+    pub latest_key: Option<String>,
     /// The first turn marker.
     pub first: Option<Mark>,
     /// The line number of the ready line, when one came before the first turn marker.
@@ -155,11 +161,19 @@ impl Patterns {
         };
         if let Some(caps) = self.turn.captures(text) {
             let number = caps.name("turn").map(|m| m.as_str().parse::<u64>());
+            // Cut, not shortened with an ellipsis in the middle: keys are compared, and
+            // two long ids must stay apart wherever a cut leaves them.
+            let key = caps.name("key").map(|m| {
+                crate::input::printable(m.as_str())
+                    .chars()
+                    .take(MAX_KEY_CHARS)
+                    .collect::<String>()
+            });
             board.update(|s| {
                 s.lines += 1;
                 let line = s.lines;
                 match number {
-                    Some(Ok(turn)) => mark(s, Mark { turn, line }),
+                    Some(Ok(turn)) => mark(s, Mark { turn, line }, key),
                     _ => {
                         s.violation.get_or_insert_with(|| {
                             format!(
@@ -224,7 +238,7 @@ impl Patterns {
 }
 
 /// Records a turn marker, or the first break in the order of turn numbers.
-fn mark(state: &mut BoardState, mark: Mark) {
+fn mark(state: &mut BoardState, mark: Mark, key: Option<String>) {
     state.markers += 1;
     match state.latest {
         Some(prev) if mark.turn == prev.turn => {
@@ -256,6 +270,7 @@ fn mark(state: &mut BoardState, mark: Mark) {
             state.latest_at = Some(now);
             state.first.get_or_insert(mark);
             state.latest = Some(mark);
+            state.latest_key = key;
         }
     }
 }
@@ -387,6 +402,17 @@ mod tests {
             s.ready, None,
             "the default pattern wants the word at the line's start"
         );
+    }
+
+    #[test]
+    fn the_default_marker_takes_an_optional_key() {
+        let s = fed(&["TURN 1 CLOSED key=sess-3", "TURN 2 CLOSED"]);
+        assert_eq!(s.latest, Some(Mark { turn: 2, line: 2 }));
+        assert_eq!(s.latest_key, None, "a marker without a key clears it");
+        let s = fed(&["TURN 1 CLOSED", "TURN 2 CLOSED key=sess-3"]);
+        assert_eq!(s.latest_key.as_deref(), Some("sess-3"));
+        let long = format!("TURN 1 CLOSED key={}", "k".repeat(500));
+        assert_eq!(fed(&[&long]).latest_key.unwrap().len(), MAX_KEY_CHARS);
     }
 
     #[test]

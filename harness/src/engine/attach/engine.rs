@@ -47,6 +47,8 @@ pub struct AttachEngine {
     sampled: u64,
     /// The time per turn of the turn [`TurnMarks::take_latest_turn`] last returned.
     taken_turn_nanos: Option<u64>,
+    /// The key of the turn `take_latest_turn` last returned.
+    taken_turn_key: Option<String>,
     /// Where the process became ready (the baseline), in words, once it did.
     ready_at: Option<String>,
 }
@@ -84,6 +86,7 @@ impl AttachEngine {
             stopped: None,
             sampled: 0,
             taken_turn_nanos: None,
+            taken_turn_key: None,
             ready_at: None,
         })
     }
@@ -324,13 +327,18 @@ impl TurnMarks for AttachEngine {
     }
 
     fn take_latest_turn(&mut self) -> Option<u64> {
-        let (latest, nanos) = {
+        let (latest, nanos, key) = {
             let state = self.board.lock();
-            (state.latest.map(|m| m.turn), state.latest_turn_nanos)
+            (
+                state.latest.map(|m| m.turn),
+                state.latest_turn_nanos,
+                state.latest_key.clone(),
+            )
         };
-        // Taken under the same lock as the turn, so that the time is that turn's even when the
-        // next marker arrives right after.
+        // Taken under the same lock as the turn, so that the time and key are that turn's even
+        // when the next marker arrives right after.
         self.taken_turn_nanos = nanos;
+        self.taken_turn_key = key;
         if latest.is_some() {
             self.sampled += 1;
         }
@@ -339,6 +347,10 @@ impl TurnMarks for AttachEngine {
 
     fn taken_turn_nanos(&self) -> Option<u64> {
         self.taken_turn_nanos
+    }
+
+    fn taken_turn_key(&self) -> Option<String> {
+        self.taken_turn_key.clone()
     }
 
     fn first_turn(&self) -> Option<u64> {

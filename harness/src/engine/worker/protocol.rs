@@ -503,7 +503,7 @@ mod tests {
     #[case::load(Request::Load)]
     #[case::open(Request::OpenSession {
         turn: 3,
-        options: SessionOptions { temperature: Some(0.25), top_k: Some(20), top_p: None, seed: Some(7) },
+        options: SessionOptions { temperature: Some(0.25), top_k: Some(20), top_p: None, seed: Some(7), session: None },
     })]
     #[case::send_with_newlines(Request::Send {
         session: SessionId(4),

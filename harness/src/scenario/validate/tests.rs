@@ -94,7 +94,8 @@ expect:
                 temperature: Some(0.5),
                 top_k: Some(4),
                 top_p: Some(0.9),
-                seed: Some(3)
+                seed: Some(3),
+                session: None,
             }),
             Step::Send(PromptSpec::Text("hi".into())),
             Step::Generate {

@@ -168,6 +168,7 @@ mod tests {
             growth_matters: None,
         };
         Verdict {
+            attribution: None,
             status: VerdictStatus::Pass,
             metrics: [(metric.to_owned(), analysis)].into(),
             expectations: Vec::new(),

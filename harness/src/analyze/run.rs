@@ -118,6 +118,7 @@ pub fn analyze_run_with(record: &RunRecord, levels: Levels) -> Verdict {
         status,
         metrics,
         expectations,
+        attribution: None,
     }
 }
 

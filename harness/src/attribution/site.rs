@@ -6,6 +6,9 @@ use serde::{Deserialize, Serialize};
 /// How many frames (after trimming) identify a site: the same allocating code reached from
 /// different deep callers is one site.
 pub(crate) const SITE_DEPTH: usize = 6;
+/// How many frames a site keeps to show its path (those of the first stack seen beyond
+/// [`SITE_DEPTH`]: the calls that led there, such as the API entry point).
+pub(crate) const SHOWN_DEPTH: usize = 16;
 
 /// One symbolised frame.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -134,15 +137,16 @@ pub(crate) fn is_trimmed(frame: &Frame) -> bool {
     }
 }
 
-/// The frames that identify a site: `stack` (innermost first) without its trimmed innermost
-/// frames, at most [`SITE_DEPTH`] of them; the whole stack when every frame would be trimmed.
+/// The frames of a site: `stack` (innermost first) without its trimmed frames, at most
+/// [`SHOWN_DEPTH`] of them (the first [`SITE_DEPTH`] identify it, see [`site_key`]); the
+/// stack's own innermost frames when every frame would be trimmed.
 pub(crate) fn site_frames(stack: &[Frame]) -> Vec<Frame> {
     let first = stack.iter().position(|f| !is_trimmed(f));
     match first {
         Some(i) => stack[i..]
             .iter()
             .filter(|f| !is_trimmed(f))
-            .take(SITE_DEPTH)
+            .take(SHOWN_DEPTH)
             .cloned()
             .collect(),
         None => stack.iter().take(SITE_DEPTH).cloned().collect(),
@@ -154,6 +158,7 @@ pub(crate) fn site_frames(stack: &[Frame]) -> Vec<Frame> {
 pub(crate) fn site_key(frames: &[Frame]) -> Vec<(Option<String>, String)> {
     frames
         .iter()
+        .take(SITE_DEPTH)
         .map(|f| (f.function.clone(), f.module.clone()))
         .collect()
 }

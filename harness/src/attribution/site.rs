@@ -24,6 +24,10 @@ pub struct Frame {
     /// The source line, where debug info says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<u32>,
+    /// The return address, which identifies a frame without a symbol (not reported: it differs
+    /// between runs).
+    #[serde(skip)]
+    pub(crate) address: u64,
 }
 
 impl Frame {
@@ -159,6 +163,11 @@ pub(crate) fn site_key(frames: &[Frame]) -> Vec<(Option<String>, String)> {
     frames
         .iter()
         .take(SITE_DEPTH)
-        .map(|f| (f.function.clone(), f.module.clone()))
+        .map(|f| match &f.function {
+            Some(function) => (Some(function.clone()), f.module.clone()),
+            // Without a symbol only the address tells frames apart: unnamed frames of one
+            // library must not all be one site.
+            None => (None, format!("{}+{:#x}", f.module, f.address)),
+        })
         .collect()
 }

@@ -93,6 +93,7 @@ fn allocator_and_libc_frames_are_trimmed_from_the_top() {
         module: m.into(),
         file: None,
         line: None,
+        address: 0,
     };
     let stack = [
         frame("malloc", "libheaptrack_preload.so"),
@@ -106,7 +107,8 @@ fn allocator_and_libc_frames_are_trimmed_from_the_top() {
         function: None,
         module: "??".into(),
         file: None,
-        line: None
+        line: None,
+        address: 0,
     }));
     let site = site_frames(&stack);
     assert_eq!(site[0].function.as_deref(), Some("SaveCheckpoint"));
@@ -122,6 +124,7 @@ fn a_frame_is_described_without_its_parameter_list() {
         module: "liblitert-lm.so".into(),
         file: Some("/src/conversation.cc".into()),
         line: Some(42),
+        address: 0,
     };
     assert_eq!(
         frame.describe(),

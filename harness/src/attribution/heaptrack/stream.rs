@@ -27,6 +27,7 @@ pub(crate) const MAX_SNAPSHOTS: usize = 100_000;
 /// One instruction pointer: its library and its frames (inlined ones first).
 #[derive(Debug, Clone)]
 struct Ip {
+    address: u64,
     module: u32,
     frames: Vec<(u32, u32, u32)>,
 }
@@ -107,7 +108,7 @@ impl Stream {
             }
             "i" => {
                 let mut fields = rest.split(' ').map(hex);
-                let _ip = fields.next().ok_or("no address")??;
+                let address = fields.next().ok_or("no address")??;
                 let module = fields.next().ok_or("no module")?? as u32;
                 let numbers: Vec<u64> = fields.collect::<Result<_, _>>()?;
                 // A function alone (no debug info), or function, file and line; inlined frames
@@ -120,7 +121,15 @@ impl Stream {
                         [] => (0, 0, 0),
                     })
                     .collect();
-                push(&mut self.ips, Ip { module, frames }, "addresses")?;
+                push(
+                    &mut self.ips,
+                    Ip {
+                        address,
+                        module,
+                        frames,
+                    },
+                    "addresses",
+                )?;
             }
             "t" => {
                 let (ip, parent) = two(rest)?;
@@ -216,6 +225,7 @@ impl Stream {
                         module: module.clone(),
                         file: None,
                         line: None,
+                        address: ip.address,
                     });
                 }
                 for &(function, file, line) in &ip.frames {
@@ -224,6 +234,7 @@ impl Stream {
                         module: module.clone(),
                         file: self.string(file).map(str::to_owned),
                         line: (line != 0).then_some(line),
+                        address: ip.address,
                     });
                 }
             }

@@ -134,10 +134,11 @@ impl HeaptrackSource {
         let stream = Arc::new(Mutex::new(Some(Stream::default())));
         let (tell, done) = mpsc::channel();
         let shared = Arc::clone(&stream);
+        let started = Instant::now();
         std::thread::Builder::new()
             .name("heaptrack-stream".into())
             .spawn(move || {
-                let why = follow(stdout, &shared);
+                let why = follow(stdout, &shared, started);
                 let _ = tell.send(why);
             })
             .map_err(|e| format!("cannot start the thread that reads heaptrack: {e}"))?;
@@ -148,13 +149,13 @@ impl HeaptrackSource {
             interpret,
             stream,
             done,
-            started: Instant::now(),
+            started,
         })
     }
 }
 
 /// Reads the interpreted stream into `shared` until it ends; why it stopped early, if it did.
-fn follow(stdout: impl Read, shared: &Mutex<Option<Stream>>) -> Option<String> {
+fn follow(stdout: impl Read, shared: &Mutex<Option<Stream>>, started: Instant) -> Option<String> {
     let mut reader = BufReader::new(stdout);
     let mut buf = Vec::new();
     loop {
@@ -174,6 +175,12 @@ fn follow(stdout: impl Read, shared: &Mutex<Option<Stream>>) -> Option<String> {
                 let line = line.trim_end_matches(['\n', '\r']);
                 if let Some(stream) = shared.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
                     stream.line(line);
+                    // The first timestamp, read as it comes, sets how far heaptrack's clock
+                    // runs behind ours (the process starts after the source does).
+                    if stream.offset_ms.is_none() && line.starts_with("c ") {
+                        let ours = started.elapsed().as_millis() as u64;
+                        stream.offset_ms = Some(ours.saturating_sub(stream.now_ms));
+                    }
                 }
             }
             Err(e) => return Some(format!("reading heaptrack's stream failed: {e}")),
@@ -216,13 +223,10 @@ impl AttributionSource for HeaptrackSource {
     }
 
     fn mark(&mut self, turn: u32) {
-        let at = self.started.elapsed().as_millis() as u64;
-        if let Some(stream) = self
-            .stream
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_mut()
-        {
+        let ours = self.started.elapsed().as_millis() as u64;
+        let mut stream = self.stream.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(stream) = stream.as_mut() {
+            let at = ours.saturating_sub(stream.offset_ms.unwrap_or(0));
             stream.mark(turn, at);
         }
     }

@@ -49,6 +49,9 @@ pub(crate) struct Stream {
     recording: Recording,
     /// The latest timestamp seen, in ms since the process started.
     pub now_ms: u64,
+    /// How far heaptrack's clock runs behind the source's (the process's start-up before the
+    /// preload runs), from the first timestamp read; `None` before it.
+    pub offset_ms: Option<u64>,
     /// Sample points not yet reached by the stream: `(turn, ms)`.
     pending: std::collections::VecDeque<(u32, u64)>,
     /// Set once the stream is no longer followed.

@@ -191,5 +191,5 @@ pub struct Verdict {
     pub expectations: Vec<ExpectationResult>,
     /// Where the growth was allocated (`run --attribute`); absent without attribution.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attribution: Option<crate::attribution::Attribution>,
+    pub attribution: Option<Box<crate::attribution::Attribution>>,
 }

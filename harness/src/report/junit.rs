@@ -106,7 +106,7 @@ fn attributed<'v>(
     verdict: &'v Verdict,
     expectation: &str,
 ) -> Option<&'v crate::attribution::Attribution> {
-    verdict.attribution.as_ref().filter(|a| {
+    verdict.attribution.as_deref().filter(|a| {
         a.metric.as_deref().is_some_and(|m| {
             expectation
                 .strip_prefix(m)

@@ -419,7 +419,8 @@ impl Setup<'_> {
             let name = source.name();
             match source.finish() {
                 Ok(recording) => {
-                    verdict.attribution = Some(estimate(name, &recording, &record, &verdict));
+                    verdict.attribution =
+                        Some(Box::new(estimate(name, &recording, &record, &verdict)));
                 }
                 Err(e) => warn(observer, warnings, format!("no attribution ({name}): {e}")),
             }

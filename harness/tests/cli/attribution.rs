@@ -21,8 +21,15 @@ fn attributed_run(
     }
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("run");
-    let output = leakloop_command()
-        .arg("run")
+    let mut command = leakloop_command();
+    command.arg("run");
+    // The fetched release keeps its internal symbols (a packaged copy may export only the C
+    // API), so that sites are named inside LiteRT-LM and not just at its entry points.
+    let fetched = workspace().join("target/litert-lm/0.18.1/liblitert-lm.so");
+    if fetched.is_file() {
+        command.arg("--lib").arg(&fetched);
+    }
+    let output = command
         .arg(scenario)
         .args(["--attribute", "-q", "--turns"])
         .arg(turns.to_string())

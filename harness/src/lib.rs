@@ -25,6 +25,7 @@
 #![warn(missing_docs)]
 
 pub mod analyze;
+pub mod attribution;
 mod backend;
 /// Bisect: one scenario across a series of engine builds, and where a figure changed.
 #[cfg(feature = "cli")]

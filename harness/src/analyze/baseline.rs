@@ -169,6 +169,7 @@ mod tests {
             keyed_growth: None,
         };
         Verdict {
+            attribution: None,
             status: VerdictStatus::Pass,
             metrics: [(metric.to_owned(), analysis)].into(),
             expectations: Vec::new(),

@@ -22,7 +22,7 @@ mod reason;
 mod run;
 mod sequential;
 mod series;
-mod stats;
+pub(crate) mod stats;
 mod trace;
 pub(crate) mod units;
 mod verdict;

@@ -128,6 +128,7 @@ pub fn analyze_run_with(record: &RunRecord, levels: Levels) -> Verdict {
         status,
         metrics,
         expectations,
+        attribution: None,
     }
 }
 

@@ -195,4 +195,7 @@ pub struct Verdict {
     pub metrics: BTreeMap<String, MetricAnalysis>,
     /// Every expectation checked, in scenario order.
     pub expectations: Vec<ExpectationResult>,
+    /// Where the growth was allocated (`run --attribute`); absent without attribution.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<Box<crate::attribution::Attribution>>,
 }

@@ -2,15 +2,17 @@
 //! bare C loop making the same C-API calls (`bench/bare-loop/litert_lm_turns.c`, compiled with
 //! `cc` when the benchmark runs). Both run the same model, prompt and token limits on the CPU,
 //! alternately, and the per-turn times of the measured turns (warm-up excluded, load excluded)
-//! are compared: the ratio is what leakloop adds on top of the engine it watches.
+//! are compared: the ratio is what leakloop adds on top of the engine it watches. Where heaptrack
+//! is installed, a row with attribution on (`run --attribute`) says what it adds.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::engine::build_engine;
+use crate::attribution::{AttributionSource, HeaptrackSource};
 use crate::engine::litert_lm::{discover_library, LibraryLocation};
-use crate::runner::{run_scenario, RunObserver, RunOutcome};
+use crate::engine::{build_engine, build_on_target_in};
+use crate::runner::{run_scenario, Phase, RunObserver, RunOutcome, Sample};
 use crate::scenario::parse_scenario;
 
 /// The bare loop's source, carried in the binary so that the benchmark runs from anywhere.
@@ -80,17 +82,23 @@ pub fn run_bare_loop_comparison(
         |what: &str, e: &dyn std::fmt::Display| BareLoopError::Failed(format!("{what}: {e}"));
     let work = tempfile::tempdir().map_err(|e| failed("temporary folder", &e))?;
     let binary = compile_bare_loop(work.path())?;
-    let modes: [(&'static str, Option<bool>); 3] = [
+    // (isolate, attribute) per leakloop mode; attribution only where heaptrack is installed.
+    let mut modes: Vec<(&'static str, Option<(bool, bool)>)> = vec![
         ("bare C loop", None),
-        ("leakloop (worker)", Some(true)),
-        ("leakloop (in-process)", Some(false)),
+        ("leakloop (worker)", Some((true, false))),
+        ("leakloop (in-process)", Some((false, false))),
     ];
+    if HeaptrackSource::start().is_ok() {
+        modes.push(("leakloop (worker, --attribute)", Some((true, true))));
+    }
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
     for _ in 0..config.rounds.max(1) {
-        for (i, (_, isolate)) in modes.iter().enumerate() {
-            let per_turn = match isolate {
+        for (i, (_, mode)) in modes.iter().enumerate() {
+            let per_turn = match mode {
                 None => run_bare(&binary, &library.path, config, work.path())?,
-                Some(isolate) => run_leakloop(&library.path, config, *isolate)?,
+                Some((isolate, attribute)) => {
+                    run_leakloop(&library.path, config, *isolate, *attribute)?
+                }
             };
             times[i].push(per_turn);
         }
@@ -186,14 +194,22 @@ fn run_bare(
     }
 }
 
-/// Times the turns after the warm-up.
+/// Times the turns after the warm-up, and tells the attribution source of the sample points (as
+/// a session does).
 struct TurnClock {
     warmup: u32,
     started: Option<Instant>,
     ended: Option<Instant>,
+    source: Option<Box<dyn AttributionSource>>,
 }
 
 impl RunObserver for TurnClock {
+    fn on_sample(&mut self, sample: &Sample) {
+        if let (Some(source), Phase::Load | Phase::Close) = (self.source.as_mut(), sample.phase) {
+            source.mark(sample.turn);
+        }
+    }
+
     fn on_turn_end(&mut self, turn: u32, total: u32) {
         if turn == self.warmup {
             self.started = Some(Instant::now());
@@ -206,7 +222,12 @@ impl RunObserver for TurnClock {
 
 /// One round of leakloop on the same turn, with the default sampling (after load and close, no
 /// settle time) and the metrics a CPU chat scenario watches.
-fn run_leakloop(lib: &Path, config: &BareLoopConfig, isolate: bool) -> Result<f64, BareLoopError> {
+fn run_leakloop(
+    lib: &Path,
+    config: &BareLoopConfig,
+    isolate: bool,
+    attribute: bool,
+) -> Result<f64, BareLoopError> {
     let text = format!(
         "name: bench-overhead\n\
          engine: {{backend: litert-lm, model: {model:?}, lib: {lib:?}, device: cpu, max_tokens: 1024, isolate: {isolate}}}\n\
@@ -223,13 +244,29 @@ fn run_leakloop(lib: &Path, config: &BareLoopConfig, isolate: bool) -> Result<f6
     );
     let failed = |e: &dyn std::fmt::Display| BareLoopError::Failed(format!("leakloop run: {e}"));
     let scenario = parse_scenario(&text, Path::new("<bench overhead>")).map_err(|e| failed(&e))?;
-    let mut engine = build_engine(&scenario).map_err(|e| failed(&e))?;
+    let source = match attribute {
+        true => Some(Box::new(HeaptrackSource::start().map_err(|e| failed(&e))?)),
+        false => None,
+    };
+    let mut engine = match &source {
+        Some(source) => {
+            build_on_target_in(&scenario, None, &source.env()).map_err(|e| failed(&e))?
+        }
+        None => build_engine(&scenario).map_err(|e| failed(&e))?,
+    };
     let mut clock = TurnClock {
         warmup: config.warmup.max(1),
         started: None,
         ended: None,
+        source: source.map(|s| s as Box<dyn AttributionSource>),
     };
     let record = run_scenario(&scenario, engine.as_mut(), &mut clock);
+    drop(engine);
+    // The recording is read to its end, as a run's would be (its cost is the interpreter's and
+    // this thread's, after the timed turns).
+    if let Some(source) = clock.source.take() {
+        source.finish().map_err(|e| failed(&e))?;
+    }
     if let RunOutcome::EngineFailed { error, .. } = &record.outcome {
         return Err(failed(error));
     }

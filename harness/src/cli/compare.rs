@@ -128,6 +128,7 @@ mod tests {
 
     fn verdict(status: VerdictStatus) -> Verdict {
         Verdict {
+            attribution: None,
             status,
             metrics: BTreeMap::new(),
             expectations: vec![],

@@ -38,6 +38,10 @@ pub(crate) struct RunArgs {
     /// or `pid`, and its markers must come from `markers.file` or `markers.command`.
     #[arg(long, value_name = "PID")]
     pub pid: Option<u32>,
+    /// Attribute per-turn growth to allocation sites: the engine's process runs under heaptrack
+    /// and the report lists the sites whose live bytes grow per turn (`engine.attribute`).
+    #[arg(long)]
+    pub attribute: bool,
     /// The other scenario overrides (shared with `compare`).
     #[command(flatten)]
     pub scenario_overrides: OverrideArgs,
@@ -101,6 +105,7 @@ impl RunArgs {
             backend: self.backend,
             lib: self.lib.clone(),
             pid: self.pid,
+            attribute: self.attribute,
             ..self.scenario_overrides.overrides()
         }
     }

@@ -42,12 +42,22 @@ pub fn build_on_target_with(
     scenario: &Scenario,
     worker: Option<&WorkerCommand>,
 ) -> Result<Box<dyn Engine>, BuildError> {
+    build_on_target_in(scenario, worker, &[])
+}
+
+/// [`build_on_target_with`], with `extra_env` added to the environment of a process started on
+/// this machine for the engine (a worker or a driver): how an attribution source is injected.
+pub(crate) fn build_on_target_in(
+    scenario: &Scenario,
+    worker: Option<&WorkerCommand>,
+    extra_env: &[(String, String)],
+) -> Result<Box<dyn Engine>, BuildError> {
     if let Some((transport, worker)) = remote_parts(scenario) {
         return Ok(Box::new(RemoteEngine::launch(transport, worker, scenario)?));
     }
     // An app on a device is measured by its target's probe (`probe::target_for`); its driver
     // runs here.
-    Ok(build_here(scenario, worker)?)
+    Ok(build_here(scenario, worker, extra_env)?)
 }
 
 /// The engine on this machine: in a worker process (`worker`, or `leakloop worker`), in its own
@@ -55,6 +65,7 @@ pub fn build_on_target_with(
 fn build_here(
     scenario: &Scenario,
     worker: Option<&WorkerCommand>,
+    extra_env: &[(String, String)],
 ) -> Result<Box<dyn Engine>, EngineError> {
     let backend = backend::of(scenario.engine.backend);
     let apart = match backend.placement {
@@ -65,7 +76,16 @@ fn build_here(
     if !apart {
         return build_in_process(scenario);
     }
-    let (env, shim) = (backend.worker_env)(scenario)?;
+    let (mut env, shim) = (backend.worker_env)(scenario)?;
+    // A preload the attribution source needs goes first; one the backend sets (the OpenCL
+    // interposer) stays after it.
+    for (key, value) in extra_env {
+        match env.iter_mut().find(|(k, _)| k == key) {
+            Some((_, old)) if key == "LD_PRELOAD" => *old = format!("{value}:{old}"),
+            Some((_, old)) => *old = value.clone(),
+            None => env.push((key.clone(), value.clone())),
+        }
+    }
     let worker = match worker {
         _ if backend.placement == Placement::Driver => WorkerEngine::spawn_driver(scenario, &env)?,
         Some(command) => {

@@ -26,6 +26,7 @@ pub use sim::SimEngine;
 // the integration tests and device-tests/.
 #[doc(hidden)]
 pub use attach::AttachEngine;
+pub(crate) use factory::build_on_target_in;
 #[doc(hidden)]
 pub use factory::{
     build_engine, build_engine_with, build_in_process, build_on_target, build_on_target_with,

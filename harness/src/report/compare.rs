@@ -163,6 +163,7 @@ mod tests {
                 description: None,
                 source: None,
                 engine: EngineSpec {
+                    attribute: false,
                     backend: BackendKind::LitertLm,
                     profile: None,
                     inline_profiles: BTreeMap::new(),
@@ -235,6 +236,7 @@ mod tests {
 
     fn verdict(status: VerdictStatus, rss_slope: f64, passed: bool) -> Verdict {
         Verdict {
+            attribution: None,
             status,
             metrics: BTreeMap::from([
                 (

@@ -24,6 +24,7 @@ fn scenario(name: &str, profile: &str, warmup_turns: u32, turns: u32) -> Scenari
         description: Some(format!("per-turn chat on the {profile} profile")),
         source: Some(format!("/home/ci/leakloop/fixtures/scenarios/{name}.yaml").into()),
         engine: EngineSpec {
+            attribute: false,
             backend: BackendKind::Sim,
             profile: Some(profile.to_owned()),
             inline_profiles: BTreeMap::new(),
@@ -207,6 +208,7 @@ pub fn leak_run() -> (RunRecord, Verdict) {
         provenance: None,
     };
     let verdict = Verdict {
+        attribution: None,
         status: VerdictStatus::Fail,
         metrics: BTreeMap::from([
             (
@@ -374,6 +376,7 @@ pub fn clean_run() -> (RunRecord, Verdict) {
         ..MetricAnalysis::default()
     };
     let verdict = Verdict {
+        attribution: None,
         status: VerdictStatus::Pass,
         metrics: BTreeMap::from([
             (

@@ -44,15 +44,18 @@ pub fn junit_suite(record: &RunRecord, verdict: &Verdict) -> TestSuite {
                     "expectation"
                 })
                 .set_message(format!(
-                    "expected {}; measured {}{turn}",
-                    expectation.expected, expectation.measured
+                    "expected {}; measured {}{turn}{}",
+                    expectation.expected,
+                    expectation.measured,
+                    attribution_message(verdict, &expectation.name)
                 ))
                 .set_description(format!(
-                    "expectation: {}\nexpected: {}\nmeasured: {}\nturn: {}\n",
+                    "expectation: {}\nexpected: {}\nmeasured: {}\nturn: {}\n{}",
                     expectation.name,
                     expectation.expected,
                     expectation.measured,
-                    expectation.turn.map_or("-".to_owned(), |t| t.to_string())
+                    expectation.turn.map_or("-".to_owned(), |t| t.to_string()),
+                    attribution_description(verdict, &expectation.name)
                 ));
             status
         };
@@ -96,6 +99,45 @@ pub fn junit_suite(record: &RunRecord, verdict: &Verdict) -> TestSuite {
         );
     }
     suite
+}
+
+/// The attribution's metric when `expectation` is about it (`native_heap.growth_per_turn`).
+fn attributed<'v>(
+    verdict: &'v Verdict,
+    expectation: &str,
+) -> Option<&'v crate::attribution::Attribution> {
+    verdict.attribution.as_deref().filter(|a| {
+        a.metric.as_deref().is_some_and(|m| {
+            expectation
+                .strip_prefix(m)
+                .is_some_and(|rest| rest.starts_with('.'))
+        })
+    })
+}
+
+/// `; native_heap +528 KiB/turn: 97 % in 3 sites (...); top: f [lib] <- ...` for a failed
+/// expectation on the attributed metric (the whole document is escaped by [`escape::xml`]).
+fn attribution_message(verdict: &Verdict, expectation: &str) -> String {
+    let Some(a) = attributed(verdict, expectation) else {
+        return String::new();
+    };
+    let top = crate::attribution::site_lines(a).into_iter().next();
+    match top {
+        Some(top) => format!("; {}; top site: {top}", crate::attribution::headline(a)),
+        None => format!("; {}", crate::attribution::headline(a)),
+    }
+}
+
+/// Every listed site, one per line, for the failure's description.
+fn attribution_description(verdict: &Verdict, expectation: &str) -> String {
+    let Some(a) = attributed(verdict, expectation) else {
+        return String::new();
+    };
+    let mut out = format!("allocation sites: {}\n", crate::attribution::headline(a));
+    for line in crate::attribution::site_lines(a) {
+        out.push_str(&format!("  {line}\n"));
+    }
+    out
 }
 
 fn engine_case(record: &RunRecord) -> TestCase {

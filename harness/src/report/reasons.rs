@@ -42,6 +42,7 @@ pub(crate) fn verdict_in_words(verdict: &Verdict) -> Verdict {
         status: verdict.status,
         metrics: render_reasons(&verdict.metrics),
         expectations: verdict.expectations.clone(),
+        attribution: verdict.attribution.clone(),
     }
 }
 

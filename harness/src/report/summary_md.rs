@@ -50,6 +50,7 @@ pub fn render_summary_md(record: &RunRecord, verdict: &Verdict) -> String {
             ));
         }
     }
+    out.push_str(&attribution_lines(verdict));
     out.push_str(&notes_lines(verdict));
     if let Some(p) = &record.provenance {
         out.push_str("\n<details><summary>Provenance</summary>\n\n");
@@ -57,6 +58,24 @@ pub fn render_summary_md(record: &RunRecord, verdict: &Verdict) -> String {
             out.push_str(&format!("- **{label}:** {}\n", markdown(&text)));
         }
         out.push_str("\n</details>\n");
+    }
+    out
+}
+
+/// Where the growth was allocated (`run --attribute`): the headline, then one item per site.
+fn attribution_lines(verdict: &Verdict) -> String {
+    let Some(a) = &verdict.attribution else {
+        return String::new();
+    };
+    let mut out = format!(
+        "\n**Allocation sites:** {}\n\n",
+        markdown(&crate::attribution::headline(a))
+    );
+    for line in crate::attribution::site_lines(a) {
+        out.push_str(&format!("- {}\n", markdown(&line)));
+    }
+    for note in &a.notes {
+        out.push_str(&format!("- {}\n", markdown(note)));
     }
     out
 }

@@ -61,6 +61,7 @@ pub fn render_terminal(record: &RunRecord, verdict: &Verdict) -> String {
     out.push_str(&ledger_section(record));
     out.push_str(&errors_section(record));
     out.push_str(&failures_section(verdict));
+    out.push_str(&attribution_section(verdict));
     out.push_str(&notes_section(verdict));
     let (status, line) = verdict_line(record, verdict);
     let style = if status == VerdictStatus::Pass {
@@ -70,6 +71,34 @@ pub fn render_terminal(record: &RunRecord, verdict: &Verdict) -> String {
     };
     // The line quotes the engine's error message.
     out.push_str(&format!("{style}{}{style:#}\n", printable(&line)));
+    out
+}
+
+/// Where the growth was allocated (`run --attribute`): the headline and one line per site.
+fn attribution_section(verdict: &Verdict) -> String {
+    let Some(a) = &verdict.attribution else {
+        return String::new();
+    };
+    let mut out = format!(
+        "{HEADER}Allocation sites{HEADER:#}  {}
+",
+        printable(&crate::attribution::headline(a))
+    );
+    for line in crate::attribution::site_lines(a) {
+        out.push_str(&format!(
+            "  {}
+",
+            printable(&line)
+        ));
+    }
+    for note in &a.notes {
+        out.push_str(&format!(
+            "  {DIM}{}{DIM:#}
+",
+            printable(note)
+        ));
+    }
+    out.push('\n');
     out
 }
 

@@ -241,6 +241,10 @@ pub struct EngineSpec {
     /// The driver to start, for `backend: exec` (and only then).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exec: Option<crate::scenario::ExecSpec>,
+    /// Attribute per-turn growth to allocation sites (`run --attribute`): the engine's process
+    /// runs under an attribution source (heaptrack on Linux).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub attribute: bool,
 }
 
 impl EngineSpec {
@@ -261,6 +265,7 @@ impl EngineSpec {
             isolate: crate::backend::of(backend).isolate_by_default,
             attach: None,
             exec: None,
+            attribute: false,
         }
     }
 

@@ -37,6 +37,8 @@ pub struct Overrides {
     pub pid: Option<u32>,
     /// `max_turns`.
     pub max_turns: Option<u32>,
+    /// `engine.attribute: true` (`run --attribute`).
+    pub attribute: bool,
 }
 
 impl Overrides {
@@ -76,6 +78,9 @@ impl Overrides {
         }
         if let Some(profile) = &self.profile {
             engine.profile = Some(profile.clone());
+        }
+        if self.attribute {
+            engine.attribute = Some(true);
         }
         // Absolute, so that validation does not resolve them against the scenario's folder.
         if let Some(model) = &self.model {

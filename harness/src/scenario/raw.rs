@@ -205,6 +205,12 @@ pub(crate) struct RawEngine {
     #[serde(default)]
     #[cfg_attr(test, schemars(extend("default" = false)))]
     pub opencl_interposer: Option<bool>,
+    /// Attribute per-turn growth to allocation sites: the engine's process (a worker, an exec
+    /// driver, a program attach mode starts) runs under heaptrack, and the report lists the sites
+    /// whose live bytes grow per turn (docs/attribution.md). Linux only.
+    #[serde(default)]
+    #[cfg_attr(test, schemars(extend("default" = false)))]
+    pub attribute: Option<bool>,
 }
 
 /// One item of `turn:`: a map with exactly one key naming the step.

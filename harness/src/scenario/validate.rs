@@ -358,6 +358,7 @@ fn validate_engine(
         isolate: raw.isolate.unwrap_or(backend.isolate_by_default),
         attach: parts.attach,
         exec: parts.exec,
+        attribute: raw.attribute.unwrap_or(false),
     })
 }
 

@@ -32,7 +32,8 @@ pub use error::SessionError;
 pub use in_flight::{InFlight, Interruption, Pending};
 
 use crate::analyze::{analyze_run, stop_rule_for, Verdict};
-use crate::engine::build_on_target_with;
+use crate::attribution::{estimate, AttributionSource, HeaptrackSource};
+use crate::engine::build_on_target_in;
 use crate::engine::litert_lm::check_library;
 use crate::engine::transport::BuildError;
 use crate::engine::{Engine, WorkerCommand};
@@ -42,7 +43,7 @@ use crate::report::{
     provenance, write_reports_with, Fanout, OutDir, SampleStream, StoreRef, SAMPLES_STORE,
 };
 use crate::runner::{backend_on, run_scenario_on, NoObserver, Provenance, RunObserver, RunRecord};
-use crate::runner::{BuildStamp, CiRun, Sample};
+use crate::runner::{BuildStamp, CiRun, Phase, Sample};
 use crate::scenario::{load_scenario_with, Overrides, Scenario};
 
 /// What a caller sees of a session as it goes; every method does nothing by default.
@@ -341,6 +342,13 @@ impl Setup<'_> {
         }
         let mut times = PhaseTimes::default();
         let started = Instant::now();
+        // The attribution source starts before the engine's process, whose environment it
+        // sets; one that cannot start leaves the run as it is, with a warning.
+        let mut source = match self.engine.is_none() && scenario.engine.attribute {
+            true => start_attribution(&scenario, observer, warnings),
+            false => None,
+        };
+        let extra_env = source.as_ref().map(|s| s.env()).unwrap_or_default();
         // Where the engine's process is measured; a device that does not answer stops the run
         // before anything starts.
         let built = target_for(&scenario)
@@ -348,7 +356,7 @@ impl Setup<'_> {
             .and_then(|target| {
                 let engine = match self.engine {
                     Some(Prebuilt(engine)) => engine,
-                    None => build_on_target_with(&scenario, self.worker)?,
+                    None => build_on_target_in(&scenario, self.worker, &extra_env)?,
                 };
                 Ok((target, engine))
             });
@@ -387,7 +395,7 @@ impl Setup<'_> {
                     in_flight.flush_samples();
                 }
             });
-            let mut progress = Progress(&mut *observer);
+            let mut progress = Progress(&mut *observer, source.as_deref_mut());
             let mut streamed = in_flight.observer();
             let mut fanout = Fanout::new(vec![&mut progress, &mut streamed]);
             let mut stop = stop_rule_for(&scenario);
@@ -423,6 +431,16 @@ impl Setup<'_> {
         times.run_peak_rss = crate::probe::peak_rss_bytes();
         let started = Instant::now();
         let mut verdict = analyze_run(&record);
+        if let Some(source) = source {
+            let name = source.name();
+            match source.finish() {
+                Ok(recording) => {
+                    verdict.attribution =
+                        Some(Box::new(estimate(name, &recording, &record, &verdict)));
+                }
+                Err(e) => warn(observer, warnings, format!("no attribution ({name}): {e}")),
+            }
+        }
         times.analyze = started.elapsed().as_secs_f64();
         if let Some(baseline) = &baseline {
             baseline.apply(&record, &mut verdict);
@@ -438,11 +456,41 @@ impl Setup<'_> {
     }
 }
 
-/// Hands the turn loop's progress to a [`SessionObserver`].
-struct Progress<'o>(&'o mut dyn SessionObserver);
+/// Starts the attribution source for `scenario`'s engine process, or says why not.
+fn start_attribution(
+    scenario: &Scenario,
+    observer: &mut dyn SessionObserver,
+    warnings: &mut Vec<String>,
+) -> Option<Box<dyn AttributionSource>> {
+    if scenario.target.remote_worker().is_some() {
+        warn(
+            observer,
+            warnings,
+            "no attribution: the engine runs on a remote target".into(),
+        );
+        return None;
+    }
+    match HeaptrackSource::start() {
+        Ok(source) => Some(Box::new(source)),
+        Err(e) => {
+            warn(observer, warnings, format!("no attribution: {e}"));
+            None
+        }
+    }
+}
+
+/// Hands the turn loop's progress to a [`SessionObserver`], and its post-close sample points to
+/// the attribution source.
+struct Progress<'o>(
+    &'o mut dyn SessionObserver,
+    Option<&'o mut (dyn AttributionSource + 'static)>,
+);
 
 impl RunObserver for Progress<'_> {
     fn on_sample(&mut self, sample: &Sample) {
+        if let (Some(source), Phase::Load | Phase::Close) = (self.1.as_mut(), sample.phase) {
+            source.mark(sample.turn);
+        }
         self.0.on_sample(sample);
     }
 

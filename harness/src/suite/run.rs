@@ -237,6 +237,7 @@ mod tests {
                 }),
                 name => Ok(Ran {
                     verdict: Verdict {
+                        attribution: None,
                         status: if name == "leak" {
                             VerdictStatus::Fail
                         } else {

@@ -4,6 +4,7 @@ mod adb;
 mod analyze;
 mod attach;
 mod attach_server;
+mod attribution;
 mod bench;
 mod bisect;
 mod bounded_io;

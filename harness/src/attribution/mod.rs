@@ -1,0 +1,57 @@
+//! Attribution of per-turn growth to allocation sites (`run --attribute`, `engine.attribute`).
+//!
+//! A [`AttributionSource`] watches the engine's process while the scenario runs and gives the
+//! live bytes per allocation site at every sample point; [`estimate`] turns those snapshots into
+//! the sites whose live bytes grow per turn, with the analyzer's own slope and interval, ranked,
+//! and the share of the metric's growth they explain. Heaptrack (Linux) is the one source so far
+//! (`heaptrack/`); docs/attribution.md says how other sources plug in.
+
+mod estimate;
+mod heaptrack;
+mod render;
+mod site;
+#[cfg(test)]
+mod tests;
+
+pub use estimate::{estimate, Attribution, SiteGrowth, ATTRIBUTED_METRICS};
+pub use heaptrack::{heaptrack_or_skip, HeaptrackSource, HEAPTRACK_DIR_ENV, REQUIRE_HEAPTRACK_ENV};
+pub use render::{headline, site_lines};
+pub use site::Frame;
+
+use std::collections::BTreeMap;
+
+/// Live bytes per site at one sample point (the last one of its turn counts for that turn).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SiteSnapshot {
+    /// The turn the sample point belongs to (0: after load).
+    pub turn: u32,
+    /// Live bytes by site key (an index into [`Recording::sites`]).
+    pub live: BTreeMap<usize, u64>,
+}
+
+/// What a source recorded over a run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Recording {
+    /// The sites, each as its trimmed frames, innermost first.
+    pub sites: Vec<Vec<Frame>>,
+    /// One snapshot per sample point, in order.
+    pub snapshots: Vec<SiteSnapshot>,
+    /// What limited the recording (a cap reached, the stream ended early), in words.
+    pub notes: Vec<String>,
+}
+
+/// A way to learn the live bytes per allocation site of the measured process.
+///
+/// A source is started before the engine's process ([`AttributionSource::env`] goes into that
+/// process's environment), told of every sample point while the scenario runs
+/// ([`AttributionSource::mark`], which must not block), and finished once the process is gone.
+pub trait AttributionSource: Send {
+    /// The source's name, as reports show it (`heaptrack`).
+    fn name(&self) -> &'static str;
+    /// Environment the measured process must start with.
+    fn env(&self) -> Vec<(String, String)>;
+    /// A sample point of `turn` was just taken.
+    fn mark(&mut self, turn: u32);
+    /// The process has ended: what was recorded, within a bounded wait.
+    fn finish(self: Box<Self>) -> Result<Recording, String>;
+}

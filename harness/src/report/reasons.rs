@@ -10,8 +10,8 @@ use leakloop_units::Quantity;
 use crate::analyze::units::{confidence_percent, probability, quantity};
 use crate::analyze::{
     Doubt, EarlyGrowth, EnvelopeOutcome, Envelopes, Interval, IntervalKind, KeyedExplanation,
-    KeyedGrowth, LevelsOutcome, MetricAnalysis, Outlook, Pattern, PatternKind, RatchetDoubt, Reason,
-    Rise, Significance, TooSmall, Verdict,
+    KeyedGrowth, LevelsOutcome, MetricAnalysis, Outlook, Pattern, PatternKind, RatchetDoubt,
+    Reason, Rise, Significance, TooSmall, Verdict,
 };
 
 /// `reason`, a reason given for `metric`, as a sentence.

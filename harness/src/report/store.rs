@@ -4,8 +4,9 @@
 //! Layout: CSV (RFC 4180) compressed as one zstd frame. The header is `turn,phase,epoch,t_ms`,
 //! then one column per metric (bytes; an empty cell: the sample has no such metric), then
 //! `extra`: a JSON object of the metrics of a sample that were not known when the header was
-//! written (empty almost always). Column names in [`RESERVED_COLUMNS`] are never metrics; a
-//! reader looks columns up by name, so a later column (`key`) is added without breaking it.
+//! written (empty almost always), then `key`: the turn's session id or shape (empty: none).
+//! Column names in [`RESERVED_COLUMNS`] are never metrics; a reader looks columns up by name,
+//! so a store without `key` (written before keys existed) reads the same.
 //!
 //! Written as the run goes ([`StoreWriter`]): rows are compressed as they come and the zstd
 //! stream is flushed (complete blocks, decodable without what follows) at the end of each slow
@@ -246,7 +247,9 @@ impl StoreWriter {
             self.line.push(b',');
             push_field(&mut self.line, name);
         }
-        self.line.extend_from_slice(b",extra\n");
+        // `key` is always written (an empty cell costs one byte a row): the rows that decide the
+        // header may come before the first keyed turn.
+        self.line.extend_from_slice(b",extra,key\n");
         self.encoder.write_all(&self.line)?;
         self.columns = Some(columns);
         for sample in std::mem::take(&mut self.held) {
@@ -292,6 +295,10 @@ impl StoreWriter {
                 .map(|(n, v)| (n.to_owned(), v.into()))
                 .collect();
             push_field(line, &serde_json::Value::Object(object).to_string());
+        }
+        line.push(b',');
+        if let Some(key) = &sample.key {
+            push_field(line, key);
         }
         line.push(b'\n');
         self.encoder.write_all(line)
@@ -432,6 +439,8 @@ enum Column {
     Epoch,
     TMs,
     Extra,
+    /// The turn's session id or shape.
+    Key,
     Metric(String),
     /// A column this leakloop does not know (a later one): skipped.
     Other,
@@ -500,6 +509,7 @@ fn header(record: &csv::ByteRecord) -> Result<Vec<Column>, String> {
             "epoch" => Column::Epoch,
             "t_ms" => Column::TMs,
             "extra" => Column::Extra,
+            "key" => Column::Key,
             n if RESERVED_COLUMNS.contains(&n) => Column::Other,
             n => Column::Metric(n.to_owned()),
         });
@@ -527,6 +537,7 @@ fn row(columns: &[Column], record: &csv::ByteRecord) -> Result<Sample, String> {
         epoch: 0,
         t_ms: 0.0,
         metrics: Metrics::new(),
+        key: None,
     };
     for (column, field) in columns.iter().zip(record) {
         let text = std::str::from_utf8(field).map_err(|e| e.to_string())?;
@@ -550,7 +561,8 @@ fn row(columns: &[Column], record: &csv::ByteRecord) -> Result<Sample, String> {
                     serde_json::from_str(text).map_err(|e| format!("extra: {e}"))?;
                 sample.metrics.extend(extra);
             }
-            Column::Metric(_) | Column::Extra | Column::Other => {}
+            Column::Key if !text.is_empty() => sample.key = Some(text.to_owned()),
+            Column::Metric(_) | Column::Extra | Column::Key | Column::Other => {}
         }
     }
     Ok(sample)

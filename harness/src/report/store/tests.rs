@@ -44,7 +44,7 @@ fn the_store_is_plain_csv_with_one_column_per_metric() {
     let mut lines = text.lines();
     let header = lines.next().unwrap();
     assert!(header.starts_with("turn,phase,epoch,t_ms,"), "{header}");
-    assert!(header.ends_with(",extra"), "{header}");
+    assert!(header.ends_with(",extra,key"), "{header}");
     for name in record.metric_names() {
         assert!(header.split(',').any(|c| c == name), "{name}: {header}");
     }
@@ -78,9 +78,9 @@ fn a_metric_that_appears_late_is_kept_in_extra() {
     assert_eq!(read_samples(&path).unwrap().samples, record.samples);
 }
 
-/// Columns a later leakloop adds (the per-turn `key`) are skipped, not taken for metrics.
+/// The per-turn `key` column is read wherever it stands, and never taken for a metric.
 #[test]
-fn an_added_column_is_read_past() {
+fn the_key_column_is_read_wherever_it_stands() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(SAMPLES_STORE);
     let csv = "turn,phase,epoch,t_ms,native_heap,key,extra\n\
@@ -93,6 +93,24 @@ fn an_added_column_is_read_past() {
     assert_eq!(back[1].phase, Phase::Close);
     assert_eq!(back[1].t_ms, 12.0);
     assert_eq!(back[1].metrics.keys().collect::<Vec<_>>(), ["native_heap"]);
+    assert_eq!(back[0].key, None);
+    assert_eq!(back[1].key.as_deref(), Some("chat-7"));
+}
+
+/// Keys (a session id, a shape; any text, quoted where CSV needs it) read back as written.
+#[test]
+fn turn_keys_read_back_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut record, _) = leak_run();
+    for (i, sample) in record.samples.iter_mut().enumerate().skip(1) {
+        sample.key = Some(match i % 3 {
+            0 => format!("sess-{i}"),
+            1 => "a,b \"quoted\"".to_owned(),
+            _ => "shape 128x4".to_owned(),
+        });
+    }
+    let (path, _) = stored(dir.path(), &record.samples);
+    assert_eq!(read_samples(&path).unwrap().samples, record.samples);
 }
 
 /// What a killed run leaves: a frame never ended. Every turn flushed is read; the torn end is

@@ -257,7 +257,7 @@ mod scenarios {
     use device_tests::repo_root;
     use leakloop::analyze::VerdictStatus;
     use leakloop::engine::EngineErrorKind;
-    use leakloop::report::{read_report, read_samples, SAMPLES_JSONL};
+    use leakloop::report::{read_report, read_samples, SAMPLES_STORE};
     use leakloop::runner::{Phase, RunOutcome, Sample};
     use leakloop::testing::{ScenarioTest, TestRun};
 
@@ -438,7 +438,7 @@ mod scenarios {
         run.assert_status(VerdictStatus::EngineFailed);
 
         // Streamed while the run went: the load and turns 1-2, nothing of turn 3.
-        let streamed = read_samples(&out.path().join(SAMPLES_JSONL)).unwrap();
+        let streamed = read_samples(&out.path().join(SAMPLES_STORE)).unwrap();
         assert!(!streamed.torn_last_line);
         let streamed = streamed.samples;
         let turns = |samples: &[Sample]| {

@@ -2,7 +2,7 @@
 //! binary started again as its worker).
 
 use super::*;
-use crate::report::{read_samples, REPORT_JSON, SAMPLES_JSONL};
+use crate::report::{read_samples, REPORT_JSON, SAMPLES_STORE};
 use crate::runner::RunOutcome;
 use crate::scenario::EngineSpec;
 
@@ -36,7 +36,7 @@ fn a_passing_run_removes_its_reports_and_a_failed_assertion_keeps_them() {
         .assert_check_passed("balanced")
         .assert_check_passed("native_heap.max_growth_per_turn");
     let dir = run.reports_dir().to_owned();
-    assert!(dir.join(REPORT_JSON).is_file() && dir.join(SAMPLES_JSONL).is_file());
+    assert!(dir.join(REPORT_JSON).is_file() && dir.join(SAMPLES_STORE).is_file());
     drop(run);
     assert!(!dir.exists(), "{} was not removed", dir.display());
 
@@ -113,7 +113,7 @@ fn an_isolated_engine_runs_in_this_test_binary_as_its_worker() {
         RunOutcome::EngineFailed { turn, .. } => assert_eq!(*turn, 4),
         other => panic!("expected the worker to crash, got {other:?}"),
     }
-    let streamed = read_samples(&reports.path().join(SAMPLES_JSONL)).unwrap();
+    let streamed = read_samples(&reports.path().join(SAMPLES_STORE)).unwrap();
     assert_eq!(streamed.samples, run.record().samples);
     assert!(!run.record().samples.is_empty());
 }

@@ -45,12 +45,15 @@ fn keyed_fixture_says_what_its_growth_follows(
         serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
     let keyed = &report["verdict"]["metrics"]["native_heap"]["keyed_growth"];
     assert_eq!(keyed["explanation"], explanation, "{keyed}");
-    // Every turn's close sample carries its session id.
-    let samples = report["record"]["samples"].as_array().unwrap();
+    // Every turn's close sample carries its session id (read back from the sample store).
+    let samples = leakloop::report::read_report(&out.join("report.json"))
+        .unwrap()
+        .record
+        .samples;
     assert!(samples
         .iter()
-        .filter(|s| s["phase"] == "close")
-        .all(|s| s["key"].as_str().is_some_and(|k| k.starts_with("sess-"))));
+        .filter(|s| s.phase == leakloop::runner::Phase::Close)
+        .all(|s| s.key.as_deref().is_some_and(|k| k.starts_with("sess-"))));
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(summary.contains("**Caches or leaks**"), "{summary}");
     assert!(summary.contains(words), "{summary}");
@@ -76,17 +79,17 @@ fn an_attached_process_marks_each_turn_with_its_key() {
         "{}",
         crate::common::stdout_and_stderr(&output)
     );
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
-    let closes: Vec<&serde_json::Value> = report["record"]["samples"]
-        .as_array()
+    let samples = leakloop::report::read_report(&out.join("report.json"))
         .unwrap()
+        .record
+        .samples;
+    let closes: Vec<_> = samples
         .iter()
-        .filter(|s| s["phase"] == "close")
+        .filter(|s| s.phase == leakloop::runner::Phase::Close)
         .collect();
     assert!(!closes.is_empty());
     for sample in closes {
-        let turn = sample["turn"].as_u64().unwrap();
-        assert_eq!(sample["key"], format!("sess-{}", turn % 3), "{sample}");
+        let expected = format!("sess-{}", sample.turn % 3);
+        assert_eq!(sample.key.as_deref(), Some(expected.as_str()), "{sample:?}");
     }
 }

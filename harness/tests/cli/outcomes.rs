@@ -202,8 +202,8 @@ fn by_default_only_an_undecided_run_extends() {
     assert!(
         stdout.contains(
             "stopped early at turn 8 of 12 (turns 6, extended by default while the verdict was \
-             inconclusive, up to 12): every metric expectation decided (all hold) after 8 \
-             measured turns"
+             inconclusive, up to 12): every metric expectation decided (all hold; the ledger's \
+             balance is judged at the end of the run) after 8 measured turns"
         ),
         "{stdout}"
     );

@@ -10,7 +10,8 @@
 //! So, for a series without reloads that shows at least one jump after its declared warm-up (as
 //! `envelope::find_jumps` finds them) but fewer than [`MIN_DROPS`] drops, and whose jumps come
 //! and go (at most one more jump up than drops: a staircase of jumps up only is memory taken in
-//! chunks and is left as it was judged), the samples are split at the jumps into levels, and one
+//! chunks and is left as it was judged), and where every level between the jumps holds at least
+//! [`MIN_LEVEL_SAMPLES`] samples, the samples are split at the jumps into levels, and one
 //! common slope is fitted inside all of them (least squares with a level of its own for each
 //! segment; the standard error from the scatter around the levels or, when larger, from the
 //! noise of one sample). Then, for a series the tests called `growth` or left `inconclusive`
@@ -40,6 +41,9 @@ use super::{one_sided_t, Classification, MetricAnalysis, Prepared, PLATEAU_DRIFT
 use crate::analyze::reason::{Interval, LevelsOutcome, Reason};
 use crate::analyze::verdict::PlateauInfo;
 
+/// The fewest samples every level must hold for the split to judge a series.
+pub(super) const MIN_LEVEL_SAMPLES: usize = 3;
+
 /// Judges `points` (the raw samples after the warm-up) as flat levels between jumps when they
 /// are that (see the module documentation); true when it changed the analysis.
 pub(super) fn judge(
@@ -66,6 +70,13 @@ pub(super) fn judge(
     let segments = split(points, &jumps);
     // A jump at the last sample is a step that has just begun (or a spike): one more turn tells.
     if segments.last().is_none_or(|s| s.len() < 2) {
+        return false;
+    }
+    // A level is flat only if it is seen flat: with fewer samples in a level, the "jumps" of a
+    // short, noisy series are its noise, and fitting a slope inside such levels would discard
+    // the very rise a leak makes (a 1 MiB/turn leak under 4 MiB of noise over 6 turns read
+    // "2 up, 1 down" and passed as a plateau).
+    if segments.iter().any(|s| s.len() < MIN_LEVEL_SAMPLES) {
         return false;
     }
     let Some(fit) = Fit::new(&segments, sigma, points.len().saturating_sub(2).max(1)) else {

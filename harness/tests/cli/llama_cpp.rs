@@ -124,10 +124,13 @@ fn each_server_scenario_ends_with_the_verdict_it_states(
         return;
     };
     // The client prints READY once the server answers: the baseline is the loaded model, not
-    // the interpreter starting.
+    // the interpreter starting. On a loaded machine the first request (the client pauses a
+    // second before it) may still close before the baseline is sampled; the baseline then
+    // stands for that turn, after the ready line (docs/attach.md, "Ready line").
     let details = &report.record.backend.details;
+    let at = &details["baseline_at"];
     assert!(
-        details["baseline_at"].starts_with("ready line"),
+        at.starts_with("ready line") || at.contains("after the ready line"),
         "{}: {details:?}",
         path.display()
     );

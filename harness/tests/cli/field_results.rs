@@ -45,6 +45,8 @@ fn every_reproducer_the_field_results_name_exists_and_is_a_valid_scenario() {
         "fixtures/litert-interpreter/",
         "fixtures/onnxruntime/",
         "fixtures/scenarios/litert-py-",
+        "fixtures/llama-cpp/",
+        "fixtures/llama-server/",
     ] {
         assert!(
             paths.iter().any(|p| p.starts_with(library)),

@@ -18,8 +18,9 @@ mod compare;
 mod error;
 mod escape;
 /// Test fixtures (finished runs of every kind), for this crate's tests and, through
-/// `test-support`, its integration tests; not API.
-#[cfg(any(test, feature = "test-support"))]
+/// `test-support`, its integration tests; `bench history-scale` (cli) takes its template run
+/// from here. Not API.
+#[cfg(any(test, feature = "test-support", feature = "cli"))]
 #[doc(hidden)]
 pub mod examples;
 mod facts;

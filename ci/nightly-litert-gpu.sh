@@ -101,6 +101,12 @@ if outcome["status"] != "completed":
     if abort:
         print(f"   engine's last word: {abort[0]}")
 samples = record["samples"]
+if isinstance(samples, dict):
+    # report.json format 4 names its sample store (samples.csv.zst) instead of holding the samples.
+    import duckdb, os
+    store = os.path.join(os.path.dirname(os.path.abspath(sys.argv[1])), samples["store"])
+    rows = duckdb.sql("SELECT turn, phase, t_ms FROM read_csv('%s')" % store.replace("'", "''")).fetchall()
+    samples = [{"turn": t, "phase": p, "t_ms": ms} for t, p, ms in rows]
 close = {s["turn"]: s["t_ms"] for s in samples if s["phase"] == "close"}
 load = next((s["t_ms"] for s in samples if s["phase"] == "load"), None)
 if load is not None and len(close) > 1:

@@ -101,7 +101,9 @@ if outcome["status"] != "completed":
     if abort:
         print(f"   engine's last word: {abort[0]}")
 samples = record["samples"]
-if isinstance(samples, dict):
+if isinstance(samples, dict) and samples.get("rows", 0) == 0:
+    samples = []  # a run that failed before its first sample: the store has no rows to read
+elif isinstance(samples, dict):
     # report.json format 4 names its sample store (samples.csv.zst) instead of holding the samples.
     import duckdb, os
     store = os.path.join(os.path.dirname(os.path.abspath(sys.argv[1])), samples["store"])

@@ -32,8 +32,10 @@
 //! in turns, `D'` the turns from its centre to its end, `p` the Mann-Kendall p-value:
 //!
 //! - **growth** if `p <` [`TREND_ALPHA`] (or, where a rank test on so few samples cannot reach
-//!   that level, every steady sample stands above the one before and the slope against the noise,
-//!   `slope / (1.05 sigma / sqrt(Sxx))` on Student t, reaches it), `lo > 0`, and the rise
+//!   that level, every steady sample stands above the one before, the slope against the noise,
+//!   `slope / (1.05 sigma / sqrt(Sxx))` on Student t, reaches it, and the fitted end of the run
+//!   stands more than the tolerance above the baseline: a noise estimate from so few
+//!   differences cannot tell a warm-up still settling from a leak), `lo > 0`, and the rise
 //!   persists: the later half of the steady part (of every epoch) does not rise significantly
 //!   slower than [`PERSISTENCE_SLOPE_FRACTION`] of the whole part's slope (its Theil-Sen slope is
 //!   at least that less `z(1 - `[`PERSISTENCE_ALPHA`]`)` standard errors, from the noise or, when
@@ -920,7 +922,17 @@ impl Steady {
             / late_sxx.max(f64::MIN_POSITIVE).sqrt();
         let late_z = standard_normal().inverse_cdf(1.0 - PERSISTENCE_ALPHA);
         let least_squares_p = self.least_squares_p();
-        let doubt = if late_slope < PERSISTENCE_SLOPE_FRACTION * slope - late_z * late_se {
+        // A rise claimed from its effect size rests on a noise estimate from a few differences,
+        // which a warm-up still settling shrinks as much as a leak does: so few samples claim
+        // growth only when the run itself rose beyond the tolerance.
+        let rose = end - prepared.baseline as f64;
+        let doubt = if by_effect && rose <= prepared.tolerance() {
+            Some(Doubt::TooFewToTell {
+                samples: self.count,
+                rose,
+                tolerance: prepared.tolerance(),
+            })
+        } else if late_slope < PERSISTENCE_SLOPE_FRACTION * slope - late_z * late_se {
             Some(Doubt::LaterHalfSlower {
                 slope: late_slope,
                 p: late,

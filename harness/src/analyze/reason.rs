@@ -321,6 +321,16 @@ pub enum Doubt {
     },
     /// Memory stood higher before the steady part.
     Sawtooth,
+    /// Too few steady samples for a rank test, and the run rose less than its tolerance: a
+    /// warm-up still settling looks the same for so few turns.
+    TooFewToTell {
+        /// The steady samples.
+        samples: usize,
+        /// What the run rose above its baseline, in the metric's unit.
+        rose: f64,
+        /// The tolerance that rise stayed within.
+        tolerance: f64,
+    },
 }
 
 /// Steps or teeth seen in a steady part: drops beyond the noise that come back.

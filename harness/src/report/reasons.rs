@@ -165,6 +165,16 @@ impl Words {
             Doubt::Sawtooth => {
                 "memory stood higher before the steady part and fell (a sawtooth?)".to_owned()
             }
+            Doubt::TooFewToTell {
+                samples,
+                rose,
+                tolerance,
+            } => format!(
+                "{samples} steady samples cannot tell a leak from a warm-up still settling, and \
+                 the run rose {} in all, within the {} tolerance",
+                self.signed(*rose),
+                self.size(*tolerance)
+            ),
         }
     }
 

@@ -111,6 +111,33 @@ fn two_points_are_never_clean() {
     assert!(a.turns_needed.unwrap() >= 3);
 }
 
+/// Three turns of a real engine (LiteRT-LM over ssh, native_heap) rising a steady 4.5 KiB a turn:
+/// the differences agree so well that the slope dwarfs their noise, yet nothing in three turns
+/// tells a warm-up still settling from a leak.
+#[rstest]
+#[case::small_rise_is_undecided(4_600.0, Classification::Inconclusive)]
+#[case::rise_beyond_tolerance_is_growth(2.0 * MIB, Classification::Growth)]
+fn few_strictly_rising_samples_claim_growth_only_beyond_the_tolerance(
+    #[case] per_turn: f64,
+    #[case] class: Classification,
+) {
+    let points: Vec<(u64, u64)> = [0.0, 1.0, 1.98, 2.99]
+        .iter()
+        .enumerate()
+        .map(|(t, k)| (t as u64, (BASE + k * per_turn).round() as u64))
+        .collect();
+    let a = run(&points, &options(1));
+    assert_eq!(a.classification, class, "{a:#?}");
+    if class == Classification::Inconclusive {
+        assert!(a.turns_needed.is_some_and(|n| n > 3), "{a:#?}");
+        assert!(
+            words(&a).contains("cannot tell a leak from a warm-up"),
+            "{}",
+            words(&a)
+        );
+    }
+}
+
 #[test]
 fn noise_that_could_hide_a_leak_is_inconclusive() {
     // Noise of 20 MiB against a 5 MiB tolerance over 8 turns.

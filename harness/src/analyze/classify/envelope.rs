@@ -399,10 +399,7 @@ struct Line {
 impl Line {
     /// The one-sided p-value of "not rising".
     fn p_rising(&self) -> f64 {
-        if self.se <= 0.0 {
-            return if self.slope > 0.0 { 0.0 } else { 1.0 };
-        }
-        StudentsT::new(0.0, 1.0, self.df).map_or(1.0, |t| 1.0 - t.cdf(self.slope / self.se))
+        slope_p_rising(self.slope, self.se, self.df)
     }
 
     /// The mean of two lines' slopes and levels (independent errors).
@@ -418,15 +415,35 @@ impl Line {
 
     /// The slope's two-sided interval at `quantile` (`0.5 + confidence / 2`).
     fn interval(&self, quantile: f64, confidence: f64) -> Interval {
-        let t = StudentsT::new(0.0, 1.0, self.df)
-            .map(|d| d.inverse_cdf(quantile))
-            .unwrap_or(f64::INFINITY);
-        Interval {
-            confidence,
-            lo: self.slope - t * self.se,
-            hi: self.slope + t * self.se,
-            kind: None,
-        }
+        slope_interval(self.slope, self.se, self.df, quantile, confidence)
+    }
+}
+
+/// The one-sided p-value of "not rising" for a least-squares `slope` with standard error `se`
+/// on Student t with `df` degrees of freedom (a zero `se`: the slope's sign decides).
+pub(super) fn slope_p_rising(slope: f64, se: f64, df: f64) -> f64 {
+    if se <= 0.0 {
+        return if slope > 0.0 { 0.0 } else { 1.0 };
+    }
+    StudentsT::new(0.0, 1.0, df).map_or(1.0, |t| 1.0 - t.cdf(slope / se))
+}
+
+/// The two-sided interval of such a slope at `quantile` (`0.5 + confidence / 2`).
+pub(super) fn slope_interval(
+    slope: f64,
+    se: f64,
+    df: f64,
+    quantile: f64,
+    confidence: f64,
+) -> Interval {
+    let t = StudentsT::new(0.0, 1.0, df)
+        .map(|d| d.inverse_cdf(quantile))
+        .unwrap_or(f64::INFINITY);
+    Interval {
+        confidence,
+        lo: slope - t * se,
+        hi: slope + t * se,
+        kind: None,
     }
 }
 

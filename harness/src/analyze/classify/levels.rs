@@ -34,9 +34,9 @@
 //! also need the slope's upper bound within a `max_growth_per_turn` cap. Whatever is left is
 //! judged as before (`envelope::growth_in_jumps`).
 
-use statrs::distribution::{ContinuousCDF, StudentsT};
-
-use super::envelope::{find_jumps, Jumps, ENVELOPES_STILL_P, JUMPS_STILL_P, MIN_DROPS};
+use super::envelope::{
+    find_jumps, slope_interval, slope_p_rising, Jumps, ENVELOPES_STILL_P, JUMPS_STILL_P, MIN_DROPS,
+};
 use super::{one_sided_t, Classification, MetricAnalysis, Prepared, PLATEAU_DRIFT_FRACTION};
 use crate::analyze::reason::{Interval, LevelsOutcome, Reason};
 use crate::analyze::verdict::PlateauInfo;
@@ -262,23 +262,12 @@ impl Fit {
 
     /// The one-sided p-value of "not rising".
     fn p_rising(&self) -> f64 {
-        if self.se <= 0.0 {
-            return if self.slope > 0.0 { 0.0 } else { 1.0 };
-        }
-        StudentsT::new(0.0, 1.0, self.df).map_or(1.0, |t| 1.0 - t.cdf(self.slope / self.se))
+        slope_p_rising(self.slope, self.se, self.df)
     }
 
     /// The slope's two-sided interval at `quantile` (`0.5 + confidence / 2`).
     fn interval(&self, quantile: f64, confidence: f64) -> Interval {
-        let t = StudentsT::new(0.0, 1.0, self.df)
-            .map(|d| d.inverse_cdf(quantile))
-            .unwrap_or(f64::INFINITY);
-        Interval {
-            confidence,
-            lo: self.slope - t * self.se,
-            hi: self.slope + t * self.se,
-            kind: None,
-        }
+        slope_interval(self.slope, self.se, self.df, quantile, confidence)
     }
 }
 

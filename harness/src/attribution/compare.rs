@@ -1,0 +1,105 @@
+//! Two attributions side by side (`compare --attribute`): which allocation sites grow per turn in
+//! B and not in A, which grow in both, and which only in A. This is the layer-by-layer question
+//! ("the C API is flat, the binding grows: where?") answered from the two runs' own sites.
+//!
+//! Sites are matched by their functions and libraries over the frames that identify a site
+//! ([`super::site::SITE_DEPTH`]); a frame without a symbol matches by its library alone, since
+//! its address differs from one run (and one build) to the next.
+
+use super::render::{growth, path};
+use super::site::SITE_DEPTH;
+use super::{Attribution, SiteGrowth};
+
+/// How two runs' growing sites relate.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SiteComparison {
+    /// Sites that grow in B and not in A, fastest (in B) first.
+    pub b_only: Vec<SiteGrowth>,
+    /// Sites that grow in both, as (A's, B's), fastest in B first.
+    pub both: Vec<(SiteGrowth, SiteGrowth)>,
+    /// Sites that grow in A and not in B, fastest (in A) first.
+    pub a_only: Vec<SiteGrowth>,
+}
+
+/// What identifies a site across runs: function and library of its identifying frames.
+fn match_key(site: &SiteGrowth) -> Vec<(Option<&str>, &str)> {
+    site.frames
+        .iter()
+        .take(SITE_DEPTH)
+        .map(|f| (f.function.as_deref(), f.module.as_str()))
+        .collect()
+}
+
+/// Every growing site of `a` (listed or not), fastest first.
+fn growing(a: &Attribution) -> impl Iterator<Item = &SiteGrowth> {
+    a.sites.iter().chain(&a.unlisted)
+}
+
+/// Sets the growing sites of `b` against those of `a`.
+pub fn compare_sites(a: &Attribution, b: &Attribution) -> SiteComparison {
+    let find = |side: &Attribution, site: &SiteGrowth| {
+        let key = match_key(site);
+        growing(side).find(|s| match_key(s) == key).cloned()
+    };
+    let mut out = SiteComparison::default();
+    for site in growing(b) {
+        match find(a, site) {
+            Some(in_a) => out.both.push((in_a, site.clone())),
+            None => out.b_only.push(site.clone()),
+        }
+    }
+    out.a_only = growing(a)
+        .filter(|site| find(b, site).is_none())
+        .cloned()
+        .collect();
+    out
+}
+
+/// The comparison as text lines (after compare's metrics table): each side's headline, then the
+/// sites of each group, at most `limit` per group with how many more there were.
+pub fn comparison_lines(a: &Attribution, b: &Attribution, limit: usize) -> Vec<String> {
+    let sites = compare_sites(a, b);
+    let mut out = vec![
+        format!("A: {}", super::headline(a)),
+        format!("B: {}", super::headline(b)),
+    ];
+    let more = |out: &mut Vec<String>, n: usize| {
+        if n > limit {
+            out.push(format!("  ... and {} more", n - limit));
+        }
+    };
+    let group = |out: &mut Vec<String>, title: &str, list: &[SiteGrowth]| {
+        out.push(format!("{title}: {}", count(list.len())));
+        for s in list.iter().take(limit) {
+            out.push(format!("  {}  {}", growth(s), path(s)));
+        }
+        more(out, list.len());
+    };
+    group(&mut out, "growing in B, not in A", &sites.b_only);
+    out.push(format!(
+        "growing in both (A, then B): {}",
+        count(sites.both.len())
+    ));
+    for (sa, sb) in sites.both.iter().take(limit) {
+        out.push(format!(
+            "  A {}  B {}  {}",
+            growth(sa),
+            growth(sb),
+            path(sb)
+        ));
+    }
+    more(&mut out, sites.both.len());
+    group(&mut out, "growing in A, not in B", &sites.a_only);
+    out
+}
+
+fn count(n: usize) -> String {
+    match n {
+        0 => "none".to_owned(),
+        1 => "1 site".to_owned(),
+        n => format!("{n} sites"),
+    }
+}
+
+#[cfg(test)]
+mod tests;

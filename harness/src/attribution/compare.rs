@@ -35,22 +35,31 @@ fn growing(a: &Attribution) -> impl Iterator<Item = &SiteGrowth> {
     a.sites.iter().chain(&a.unlisted)
 }
 
-/// Sets the growing sites of `b` against those of `a`.
+/// Sets the growing sites of `b` against those of `a`. Sites with one key (two unnamed frames
+/// of one library told apart only by address) pair up one to one, in order of slope, so that
+/// each of B's is shown next to its own counterpart in A where A has as many.
 pub fn compare_sites(a: &Attribution, b: &Attribution) -> SiteComparison {
-    let find = |side: &Attribution, site: &SiteGrowth| {
-        let key = match_key(site);
-        growing(side).find(|s| match_key(s) == key).cloned()
-    };
+    let in_a: Vec<&SiteGrowth> = growing(a).collect();
+    let keys_a: Vec<_> = in_a.iter().map(|s| match_key(s)).collect();
+    let mut paired = vec![false; in_a.len()];
     let mut out = SiteComparison::default();
     for site in growing(b) {
-        match find(a, site) {
-            Some(in_a) => out.both.push((in_a, site.clone())),
+        let key = match_key(site);
+        let same: Vec<usize> = (0..in_a.len()).filter(|i| keys_a[*i] == key).collect();
+        match same.iter().find(|i| !paired[**i]).or(same.first()) {
+            Some(&i) => {
+                paired[i] = true;
+                out.both.push((in_a[i].clone(), site.clone()));
+            }
             None => out.b_only.push(site.clone()),
         }
     }
-    out.a_only = growing(a)
-        .filter(|site| find(b, site).is_none())
-        .cloned()
+    let keys_b: Vec<_> = growing(b).map(match_key).collect();
+    out.a_only = in_a
+        .iter()
+        .zip(&keys_a)
+        .filter(|(_, key)| !keys_b.contains(key))
+        .map(|(site, _)| (*site).clone())
         .collect();
     out
 }

@@ -129,3 +129,24 @@ fn the_lines_name_each_group_and_cut_it_at_the_limit() {
     assert_eq!(lines[8], "growing in A, not in B: none");
     assert_eq!(lines.len(), 9);
 }
+
+#[test]
+fn sites_with_one_key_pair_up_one_to_one() {
+    // Two sites told apart only by an unnamed frame's address: the same key across runs.
+    let twin = |slope: f64, address: u64| {
+        let mut s = site("clone", "Template::Clone", slope, 1);
+        s.frames[1].function = None;
+        s.frames[1].address = address;
+        s
+    };
+    let a = attribution(vec![twin(800.0, 1), twin(400.0, 2)], vec![]);
+    let b = attribution(vec![twin(790.0, 7), twin(390.0, 9)], vec![]);
+    let sites = compare_sites(&a, &b);
+    let slopes: Vec<(f64, f64)> = sites
+        .both
+        .iter()
+        .map(|(a, b)| (a.slope_bytes_per_turn, b.slope_bytes_per_turn))
+        .collect();
+    assert_eq!(slopes, [(800.0, 790.0), (400.0, 390.0)]);
+    assert!(sites.b_only.is_empty() && sites.a_only.is_empty());
+}

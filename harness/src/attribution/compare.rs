@@ -6,6 +6,7 @@
 //! ([`super::site::SITE_DEPTH`]); a frame without a symbol matches by its library alone, since
 //! its address differs from one run (and one build) to the next.
 
+use super::estimate::MAX_LISTED;
 use super::render::{growth, path};
 use super::site::SITE_DEPTH;
 use super::{Attribution, SiteGrowth};
@@ -65,8 +66,13 @@ pub fn compare_sites(a: &Attribution, b: &Attribution) -> SiteComparison {
 }
 
 /// The comparison as text lines (after compare's metrics table): each side's headline, then the
-/// sites of each group, at most `limit` per group with how many more there were.
-pub fn comparison_lines(a: &Attribution, b: &Attribution, limit: usize) -> Vec<String> {
+/// sites of each group, as many per group as a report lists, with how many more there were.
+pub fn comparison_lines(a: &Attribution, b: &Attribution) -> Vec<String> {
+    lines_up_to(a, b, MAX_LISTED)
+}
+
+/// [`comparison_lines`] with at most `limit` sites per group.
+fn lines_up_to(a: &Attribution, b: &Attribution, limit: usize) -> Vec<String> {
     let sites = compare_sites(a, b);
     let mut out = vec![
         format!("A: {}", super::headline(a)),

@@ -15,7 +15,6 @@ mod site;
 mod tests;
 
 pub use compare::{compare_sites, comparison_lines, SiteComparison};
-pub(crate) use estimate::MAX_LISTED;
 pub use estimate::{estimate, Attribution, SiteGrowth, ATTRIBUTED_METRICS};
 pub use heaptrack::{
     heaptrack_missing, heaptrack_or_skip, HeaptrackSource, HEAPTRACK_DIR_ENV, REQUIRE_HEAPTRACK_ENV,

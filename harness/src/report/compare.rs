@@ -144,9 +144,7 @@ fn attribution_section(va: &Verdict, vb: &Verdict) -> String {
     let mut out = String::new();
     let lines = match (&va.attribution, &vb.attribution) {
         (None, None) => return out,
-        (Some(a), Some(b)) => {
-            crate::attribution::comparison_lines(a, b, crate::attribution::MAX_LISTED)
-        }
+        (Some(a), Some(b)) => crate::attribution::comparison_lines(a, b),
         (a, b) => [("A", a), ("B", b)]
             .into_iter()
             .map(|(label, side)| match side {

@@ -109,7 +109,7 @@ fn the_lines_name_each_group_and_cut_it_at_the_limit() {
             .collect(),
         vec![],
     );
-    let lines = comparison_lines(&a, &b, 3);
+    let lines = lines_up_to(&a, &b, 3);
     assert_eq!(
         lines[0],
         "A: native_heap +0 B/turn: no allocation site grows per turn (heaptrack, 10 turns)"

@@ -16,7 +16,7 @@ use crate::runner::RunRecord;
 /// The metrics a heap source explains, in order of preference.
 pub const ATTRIBUTED_METRICS: &[&str] = &["native_heap", "heap", "rss", "pss"];
 /// How many growing sites a report lists.
-const MAX_LISTED: usize = 10;
+pub(crate) const MAX_LISTED: usize = 10;
 /// Below this growth per turn a site is not listed, whatever its interval says (a few bytes a
 /// turn of bookkeeping is not what a developer is after).
 const MIN_SITE_SLOPE: f64 = 256.0;
@@ -47,6 +47,11 @@ pub struct Attribution {
     /// What limited the recording, in words.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The growing sites past the listed ones, fastest first: kept in memory only (not
+    /// reported), so that `compare` does not take a site that grows on one side, but ranks past
+    /// its tenth, for one that does not grow there.
+    #[serde(skip)]
+    pub(crate) unlisted: Vec<SiteGrowth>,
 }
 
 /// One site whose live bytes grow per turn.
@@ -112,7 +117,7 @@ pub fn estimate(
     }
     growing.sort_by(|a, b| b.slope_bytes_per_turn.total_cmp(&a.slope_bytes_per_turn));
     let growing_sites = growing.len();
-    growing.truncate(MAX_LISTED);
+    let unlisted = growing.split_off(growing.len().min(MAX_LISTED));
     let metric = ATTRIBUTED_METRICS
         .iter()
         .find(|m| verdict.metrics.contains_key(**m));
@@ -131,5 +136,6 @@ pub fn estimate(
         sites_seen: recording.sites.len(),
         turns: measured.len() as u32,
         notes: recording.notes.clone(),
+        unlisted,
     }
 }

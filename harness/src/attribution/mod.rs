@@ -6,6 +6,7 @@
 //! and the share of the metric's growth they explain. Heaptrack (Linux) is the one source so far
 //! (`heaptrack/`); docs/attribution.md says how other sources plug in.
 
+mod compare;
 mod estimate;
 mod heaptrack;
 mod render;
@@ -13,8 +14,11 @@ mod site;
 #[cfg(test)]
 mod tests;
 
+pub use compare::{compare_sites, comparison_lines, SiteComparison};
 pub use estimate::{estimate, Attribution, SiteGrowth, ATTRIBUTED_METRICS};
-pub use heaptrack::{heaptrack_or_skip, HeaptrackSource, HEAPTRACK_DIR_ENV, REQUIRE_HEAPTRACK_ENV};
+pub use heaptrack::{
+    heaptrack_missing, heaptrack_or_skip, HeaptrackSource, HEAPTRACK_DIR_ENV, REQUIRE_HEAPTRACK_ENV,
+};
 pub use render::{headline, site_lines};
 pub use site::Frame;
 

@@ -3,7 +3,7 @@
 
 use leakloop_units::format_bytes;
 
-use super::Attribution;
+use super::{Attribution, SiteGrowth};
 
 /// `native_heap +528 KiB/turn: 97 % in 3 sites (heaptrack)`, or why nothing is listed.
 pub fn headline(a: &Attribution) -> String {
@@ -28,17 +28,24 @@ pub fn headline(a: &Attribution) -> String {
 pub fn site_lines(a: &Attribution) -> Vec<String> {
     a.sites
         .iter()
-        .map(|s| {
-            let frames: Vec<String> = s.frames.iter().take(3).map(|f| f.describe()).collect();
-            format!(
-                "{}/turn [{}, {}]  {}",
-                signed(s.slope_bytes_per_turn),
-                signed(s.slope_interval.0),
-                signed(s.slope_interval.1),
-                frames.join(" <- ")
-            )
-        })
+        .map(|s| format!("{}  {}", growth(s), path(s)))
         .collect()
+}
+
+/// A site's growth: `+512 KiB/turn [+498 KiB, +530 KiB]`.
+pub(crate) fn growth(s: &SiteGrowth) -> String {
+    format!(
+        "{}/turn [{}, {}]",
+        signed(s.slope_bytes_per_turn),
+        signed(s.slope_interval.0),
+        signed(s.slope_interval.1)
+    )
+}
+
+/// A site's three innermost frames: `f (file:line) [lib] <- caller <- ...`.
+pub(crate) fn path(s: &SiteGrowth) -> String {
+    let frames: Vec<String> = s.frames.iter().take(3).map(|f| f.describe()).collect();
+    frames.join(" <- ")
 }
 
 fn signed(bytes: f64) -> String {

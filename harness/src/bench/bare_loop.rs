@@ -3,13 +3,14 @@
 //! `cc` when the benchmark runs). Both run the same model, prompt and token limits on the CPU,
 //! alternately, and the per-turn times of the measured turns (warm-up excluded, load excluded)
 //! are compared: the ratio is what leakloop adds on top of the engine it watches. Where heaptrack
-//! is installed, a row with attribution on (`run --attribute`) says what it adds.
+//! is installed, a row with attribution on (`run --attribute`, the worker under heaptrack) says
+//! what it adds; without heaptrack that row is skipped, saying so.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::attribution::{AttributionSource, HeaptrackSource};
+use crate::attribution::{heaptrack_missing, AttributionSource, HeaptrackSource};
 use crate::engine::litert_lm::{discover_library, LibraryLocation};
 use crate::engine::{build_engine, build_on_target_in};
 use crate::runner::{run_scenario, Phase, RunObserver, RunOutcome, Sample};
@@ -73,6 +74,15 @@ pub fn bare_loop_resources(config: &BareLoopConfig) -> Result<LibraryLocation, B
     Ok(library)
 }
 
+/// The row with attribution on: the worker under heaptrack (`run --attribute`).
+pub const ATTRIBUTION_ROW: &str = "leakloop (worker + heaptrack)";
+
+/// Why the [`ATTRIBUTION_ROW`] is left out (heaptrack is not installed, with how to get it), or
+/// `None` when it runs.
+pub fn attribution_row_skipped() -> Option<String> {
+    heaptrack_missing()
+}
+
 /// Runs both loops `config.rounds` times and returns the bare loop's row first.
 pub fn run_bare_loop_comparison(
     config: &BareLoopConfig,
@@ -88,8 +98,8 @@ pub fn run_bare_loop_comparison(
         ("leakloop (worker)", Some((true, false))),
         ("leakloop (in-process)", Some((false, false))),
     ];
-    if HeaptrackSource::start().is_ok() {
-        modes.push(("leakloop (worker, --attribute)", Some((true, true))));
+    if attribution_row_skipped().is_none() {
+        modes.push((ATTRIBUTION_ROW, Some((true, true))));
     }
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
     for _ in 0..config.rounds.max(1) {

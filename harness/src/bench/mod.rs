@@ -16,8 +16,8 @@ mod synthetic;
 
 pub use analysis::{render_analysis_cost, run_analysis_cost, AnalysisCostRow, Layout};
 pub use bare_loop::{
-    bare_loop_resources, render_bare_loop, run_bare_loop_comparison, BareLoopConfig, BareLoopError,
-    BareLoopRow,
+    attribution_row_skipped, bare_loop_resources, render_bare_loop, run_bare_loop_comparison,
+    BareLoopConfig, BareLoopError, BareLoopRow, ATTRIBUTION_ROW,
 };
 pub use detection::{render_markdown, run_detection, DetectionConfig, DetectionRow, Detector};
 pub use history::{render_history_bench, run_history_bench, HistoryBenchConfig, HistoryBenchRow};

@@ -3,11 +3,11 @@
 use std::path::{Path, PathBuf};
 
 use crate::bench::{
-    bare_loop_resources, render_analysis_cost, render_bare_loop, render_history_bench,
-    render_markdown, render_overhead, render_scale, render_sequential, run_analysis_cost,
-    run_bare_loop_comparison, run_detection, run_history_bench, run_overhead, run_scale,
-    run_sequential, scale_child, BareLoopConfig, BareLoopError, DetectionConfig,
-    HistoryBenchConfig, ScaleError, SequentialConfig,
+    attribution_row_skipped, bare_loop_resources, render_analysis_cost, render_bare_loop,
+    render_history_bench, render_markdown, render_overhead, render_scale, render_sequential,
+    run_analysis_cost, run_bare_loop_comparison, run_detection, run_history_bench, run_overhead,
+    run_scale, run_sequential, scale_child, BareLoopConfig, BareLoopError, DetectionConfig,
+    HistoryBenchConfig, ScaleError, SequentialConfig, ATTRIBUTION_ROW,
 };
 use crate::bench::{
     render_stability, run_stability, ExpectedVerdict, StabilityError, StabilityScenario,
@@ -304,6 +304,9 @@ pub(crate) fn run(args: BenchArgs) -> Result<Outcome, CliError> {
             match run_bare_loop_comparison(&config) {
                 Ok(rows) => {
                     output::print(&render_bare_loop(&rows, &config, &library.version));
+                    if let Some(why) = attribution_row_skipped() {
+                        output::note(&format!("SKIPPED: {ATTRIBUTION_ROW}: {why}"));
+                    }
                     Ok(Outcome::Done)
                 }
                 Err(BareLoopError::Missing(why)) => {

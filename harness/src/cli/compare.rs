@@ -8,6 +8,9 @@
 //! table shows whether a layer adds growth that the layer below does not. The table opens with
 //! what differs between the two engines (spec and what each said about itself), and `run`'s
 //! scenario overrides (`--turns`, `--seed`, ...) apply to both sides.
+//!
+//! `--attribute` runs both sides with attribution and lists, after the metrics table, the
+//! allocation sites that grow in B and not in A (docs/attribution.md).
 
 use std::path::{Path, PathBuf};
 
@@ -37,6 +40,11 @@ pub(crate) struct CompareArgs {
     /// (or `--engine A.yaml --engine B.yaml`) runs A against B.
     #[arg(long = "engine", value_name = "FILE", num_args = 1..=2)]
     pub engines: Vec<PathBuf>,
+    /// Attribute each side's per-turn growth to allocation sites (as `run --attribute`; also
+    /// when the scenario says `engine.attribute: true`) and list the sites that grow in B and
+    /// not in A, then those that grow in both, then those that grow in A only.
+    #[arg(long)]
+    pub attribute: bool,
     /// Scenario overrides, applied to both sides as `run` applies them (the engine ones also
     /// to an engine file).
     #[command(flatten)]
@@ -50,8 +58,12 @@ pub(crate) struct CompareArgs {
 }
 
 pub(crate) fn run(args: CompareArgs) -> Result<Outcome, CliError> {
-    let overrides = args.overrides.overrides();
+    let mut overrides = args.overrides.overrides();
+    overrides.attribute = args.attribute;
     let scenario = load_scenario_with(&args.scenario, &overrides)?;
+    // A scenario that asks for attribution gets it on both sides, an engine file's too: sites
+    // are compared only where both sides were attributed.
+    overrides.attribute |= scenario.engine.attribute;
     let sides = if args.engines.is_empty() {
         lib_sides(&args.scenario, &scenario, &args.libs)?
     } else {

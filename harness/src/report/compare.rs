@@ -95,6 +95,7 @@ pub(crate) fn compare_runs(
         ]);
     }
     out.push_str(&aligned(&rows, &[0]));
+    out.push_str(&attribution_section(va, vb));
 
     for (label, record, verdict) in [("A", ra, va), ("B", rb, vb)] {
         let _ = writeln!(out);
@@ -133,6 +134,29 @@ pub(crate) fn compare_runs(
                 );
             }
         }
+    }
+    out
+}
+
+/// Where each side's growth was allocated (`compare --attribute`): the sites that grow in B and
+/// not in A, in both, and in A only; empty when neither side was attributed.
+fn attribution_section(va: &Verdict, vb: &Verdict) -> String {
+    let mut out = String::new();
+    let lines = match (&va.attribution, &vb.attribution) {
+        (None, None) => return out,
+        (Some(a), Some(b)) => crate::attribution::comparison_lines(a, b),
+        (a, b) => [("A", a), ("B", b)]
+            .into_iter()
+            .map(|(label, side)| match side {
+                Some(side) => format!("{label}: {}", crate::attribution::headline(side)),
+                None => format!("{label}: not attributed (its warning says why)"),
+            })
+            .collect(),
+    };
+    let _ = writeln!(out);
+    let _ = writeln!(out, "Allocation sites, growth per turn [interval]");
+    for line in lines {
+        let _ = writeln!(out, "{line}");
     }
     out
 }

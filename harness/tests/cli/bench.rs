@@ -85,7 +85,9 @@ fn overhead_bench_without_the_library_says_it_skipped() {
 }
 
 /// `leakloop bench overhead` runs the bare C loop and leakloop side by side and prints a ratio
-/// (needs LiteRT-LM's library and the tiny model; `SKIPPED: ...` without them).
+/// (needs LiteRT-LM's library and the tiny model; `SKIPPED: ...` without them), with a row for
+/// the worker under heaptrack where heaptrack is installed and a `SKIPPED:` line where it is not
+/// (`LEAKLOOP_HEAPTRACK_DIR` naming an empty folder stands for a machine without it).
 #[test]
 fn overhead_bench_prints_leakloop_next_to_the_bare_loop() {
     let test = "overhead_bench_prints_leakloop_next_to_the_bare_loop";
@@ -100,27 +102,44 @@ fn overhead_bench_prints_leakloop_next_to_the_bare_loop() {
     };
     let model = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../fixtures/models/tiny-qwen2-f32.litertlm");
-    let output = leakloop_command()
-        .args([
-            "bench", "overhead", "--turns", "5", "--warmup", "1", "--rounds", "1",
-        ])
-        .arg("--lib")
-        .arg(&library.path)
-        .arg("--model")
-        .arg(&model)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
-    for row in [
-        "| bare C loop |",
-        "| leakloop (worker) |",
-        "| leakloop (in-process) |",
-    ] {
-        assert!(stdout.contains(row), "{row} in {stdout}\n{stderr}");
+    let bench = |heaptrack_dir: Option<&std::path::Path>| {
+        let mut command = leakloop_command();
+        command
+            .args([
+                "bench", "overhead", "--turns", "5", "--warmup", "1", "--rounds", "1",
+            ])
+            .arg("--lib")
+            .arg(&library.path)
+            .arg("--model")
+            .arg(&model);
+        if let Some(dir) = heaptrack_dir {
+            command.env("LEAKLOOP_HEAPTRACK_DIR", dir);
+        }
+        let output = command.output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "{stdout}\n{stderr}");
+        for row in [
+            "| bare C loop |",
+            "| leakloop (worker) |",
+            "| leakloop (in-process) |",
+        ] {
+            assert!(stdout.contains(row), "{row} in {stdout}\n{stderr}");
+        }
+        assert!(stdout.contains("x |"), "{stdout}");
+        (stdout, stderr)
+    };
+    let heaptrack_row = "| leakloop (worker + heaptrack) |";
+    let skipped = "SKIPPED: leakloop (worker + heaptrack): heaptrack is not installed";
+    if leakloop::attribution::heaptrack_or_skip(test) {
+        let (stdout, stderr) = bench(None);
+        assert!(stdout.contains(heaptrack_row), "{stdout}\n{stderr}");
+        assert!(!stderr.contains("SKIPPED"), "{stderr}");
     }
-    assert!(stdout.contains("x |"), "{stdout}");
+    let empty = tempfile::tempdir().unwrap();
+    let (stdout, stderr) = bench(Some(empty.path()));
+    assert!(!stdout.contains(heaptrack_row), "{stdout}");
+    assert!(stderr.contains(skipped), "{stderr}");
 }
 
 #[test]

@@ -14,6 +14,7 @@ mod check;
 mod ci_workflow;
 mod common;
 mod compare;
+mod compare_sites;
 mod containment;
 mod defaults;
 mod drivers;

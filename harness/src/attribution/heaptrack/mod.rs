@@ -76,13 +76,18 @@ fn find_install() -> Result<Install, String> {
 /// installed (...)` naming `test` and returns false, or panics under
 /// `LEAKLOOP_REQUIRE_HEAPTRACK=1`.
 pub fn heaptrack_or_skip(test: &str) -> bool {
-    match find_install() {
-        Ok(_) => true,
-        Err(why) => {
+    match heaptrack_missing() {
+        None => true,
+        Some(why) => {
             crate::engine::skip_or_require(REQUIRE_HEAPTRACK_ENV, &format!("{why}: {test}"));
             false
         }
     }
+}
+
+/// Why heaptrack cannot be used here (it is not installed, with how to get it), or `None`.
+pub fn heaptrack_missing() -> Option<String> {
+    find_install().err()
 }
 
 /// A heaptrack recording of one process, started before it.

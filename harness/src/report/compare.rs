@@ -237,6 +237,7 @@ mod tests {
     fn verdict(status: VerdictStatus, rss_slope: f64, passed: bool) -> Verdict {
         Verdict {
             attribution: None,
+            driver_attribution: None,
             status,
             metrics: BTreeMap::from([
                 (

@@ -471,24 +471,25 @@ impl Setup<'_> {
     }
 }
 
-/// `metrics` in order, or, for a driver's source (`driver`), those that grow per turn first: an
+/// `metrics` in order, or, for a driver's source (`driver`), the fastest-growing first: an
 /// interpreter's heap lands in anonymous memory or in `malloc`'s heap depending on what it
-/// allocated before (tracemalloc's own records are `malloc`ed), so its sites are set against
-/// the metric that moved.
+/// allocated before (tracemalloc's own records are `malloc`ed, and a kept object may reuse an
+/// arena its snapshots freed), so its sites are set against the metric that moved most.
 fn growing_first(
     metrics: &'static [&'static str],
     verdict: &Verdict,
     driver: bool,
 ) -> Vec<&'static str> {
-    let grows = |m: &&str| {
+    let slope = |m: &str| {
         verdict
             .metrics
-            .get(*m)
-            .is_some_and(|a| a.slope_bytes_per_turn > 0.0)
+            .get(m)
+            .map_or(0.0, |a| a.slope_bytes_per_turn.max(0.0))
     };
     let mut ordered: Vec<&'static str> = metrics.to_vec();
     if driver {
-        ordered.sort_by_key(|m| !grows(m));
+        // Stable: metrics that do not grow keep their order of preference.
+        ordered.sort_by(|a, b| slope(b).total_cmp(&slope(a)));
     }
     ordered
 }

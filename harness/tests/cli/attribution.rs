@@ -339,3 +339,87 @@ fn a_clean_python_chat_loop_lists_no_growing_python_site() {
     assert_eq!(a["sites"].as_array().unwrap().len(), 0, "{a:#}");
     assert!(a["sites_seen"].as_u64().unwrap() > 0, "{a:#}");
 }
+
+/// `run SCENARIO_TEXT --attribute` (written into a temporary folder): the exit code, stdout and
+/// stderr together, and report.json.
+fn run_attributed_text(scenario: &str) -> (Option<i32>, String, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("scenario.yaml");
+    std::fs::write(&path, scenario).unwrap();
+    let out = dir.path().join("run");
+    let output = leakloop_command()
+        .arg("run")
+        .arg(&path)
+        .args(["--attribute", "-q", "--out"])
+        .arg(&out)
+        .current_dir(workspace())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report = std::fs::read_to_string(out.join("report.json"))
+        .unwrap_or_else(|e| panic!("no report.json ({e}):\n{text}"));
+    (
+        output.status.code(),
+        text,
+        serde_json::from_str(&report).unwrap(),
+    )
+}
+
+/// A scenario of 6 turns through the driver `command` (absolute paths).
+fn exec_scenario(driver: &str) -> String {
+    format!(
+        "name: sites-driver\nengine:\n  backend: exec\n  command: [python3, {driver:?}]\n  \
+         call_timeout: 20s\nwarmup_turns: 1\nturns: 6\nturn:\n  - open: {{}}\n  - send: \
+         {{prompt: \"hi\"}}\n  - generate: {{max_output_tokens: 4}}\n  - close: {{}}\nsample: \
+         {{after: [load, close]}}\nwatch: [anon_rss]\nexpect:\n  balanced: true\n"
+    )
+}
+
+/// A driver without the `sites` capability (the reference driver) is never asked for sites:
+/// `--attribute` gives it native attribution only, with no word about a driver's.
+#[test]
+fn a_driver_without_the_capability_gets_no_driver_attribution() {
+    if !crate::attach::python3_or_skip() {
+        return;
+    }
+    let driver = workspace().join("drivers/reference_sim.py");
+    let (code, text, report) = run_attributed_text(&exec_scenario(driver.to_str().unwrap()));
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        report["verdict"].get("driver_attribution").is_none(),
+        "{text}"
+    );
+    assert!(
+        !text.contains("driver attribution") && !text.contains("tracemalloc"),
+        "{text}"
+    );
+    assert_eq!(report["record"]["turns_completed"], 7, "{text}");
+}
+
+/// A driver whose `sites` break the documented shape: its attribution is given up with a
+/// warning naming the field, and the run is judged on every sample as without attribution.
+#[test]
+fn broken_sites_cost_the_attribution_and_no_sample() {
+    if !crate::attach::python3_or_skip() {
+        return;
+    }
+    let driver = workspace().join("fixtures/drivers/bad_sites.py");
+    let (code, text, report) = run_attributed_text(&exec_scenario(driver.to_str().unwrap()));
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("no attribution (tracemalloc): the driver's sites were given up: `sites[0].frames[0].line`: \"12\" is not a line number"),
+        "{text}"
+    );
+    assert!(
+        report["verdict"].get("driver_attribution").is_none(),
+        "{text}"
+    );
+    // 1 warm-up turn and 6 turns, each sampled after close, and the load sample: all kept.
+    assert_eq!(report["record"]["turns_completed"], 7, "{text}");
+    assert_eq!(report["record"]["samples"]["rows"], 8, "{text}");
+    assert_eq!(report["verdict"]["status"], "pass", "{text}");
+}

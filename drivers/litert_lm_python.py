@@ -28,6 +28,13 @@ binding:
   at_unload: drop     ...and are then dropped, left to the garbage collector
   count_wrappers: true  also count the Python wrapper objects (`py_engine`, `py_conversation`):
                       created when built, deleted when Python actually frees them
+  keep_chunks: true   a generation without cancellation streams its reply and appends every
+                      chunk to a list the driver never clears (an application that keeps a
+                      transcript it never trims): a Python-level leak
+
+Allocation sites (`run --attribute`): every driver built on this module's helpers (`CommonCalls`,
+`serve`) offers the protocol's `sites` capability through Python's `tracemalloc`
+(docs/protocol.md, "Allocation sites").
 
 Whatever the native library prints goes to stderr: file descriptor 1 is moved aside for the
 protocol before the library loads.
@@ -35,6 +42,7 @@ protocol before the library loads.
 
 from __future__ import annotations
 
+import ast
 import ctypes
 from dataclasses import dataclass
 import gc
@@ -45,6 +53,7 @@ import sys
 import tempfile
 import threading
 import time
+import tracemalloc
 import weakref
 
 PROTOCOL_VERSION = 2
@@ -86,6 +95,7 @@ class Options:
     abandon_stream: bool = False
     at_unload: str = "keep"
     count_wrappers: bool = False
+    keep_chunks: bool = False
 
     CHOICES = {
         "release": ("close", "drop"),
@@ -93,6 +103,7 @@ class Options:
         "abandon_stream": (True, False),
         "at_unload": ("keep", "close", "drop"),
         "count_wrappers": (True, False),
+        "keep_chunks": (True, False),
     }
 
     @classmethod
@@ -211,17 +222,129 @@ def reply_text(message) -> str:
     )
 
 
+# The runner's caps on a `snapshot` reply's `sites` (docs/protocol.md, "Allocation sites").
+MAX_SITES = 4096
+MAX_FRAMES = 64
+MAX_TEXT_BYTES = 4096
+# Functions of the drivers' own files that are plumbing (the serve loop), never a site: an
+# allocation under them is counted to the driver code they call.
+PLUMBING = frozenset({"<module>", "main", "run_main", "serve", "dispatch", "answer", "read_request"})
+# The helper's own measuring (the snapshot, the sites, their function names): memory allocated
+# under them is not the code under test's, and is left out.
+MEASURING = frozenset({
+    "CommonCalls.snapshot", "CommonCalls.start_sites", "allocation_sites", "site_frames",
+    "function_at", "function_at.walk",
+})
+_FUNCTIONS: dict[str, list] = {}
+
+
+def function_at(filename: str, line: int) -> str:
+    """The qualified name of the function (or `<module>`) that holds `line` of `filename`, read
+    from the file's syntax tree once per file (tracemalloc records only file and line)."""
+    table = _FUNCTIONS.get(filename)
+    if table is None:
+        table = []
+        try:
+            with open(filename, "rb") as source:
+                tree = ast.parse(source.read())
+        except (OSError, SyntaxError, ValueError):
+            tree = None
+
+        def walk(node, prefix):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    name = prefix + child.name
+                    if not isinstance(child, ast.ClassDef):
+                        table.append((child.lineno, child.end_lineno or child.lineno, name))
+                    walk(child, name + ".")
+                else:
+                    walk(child, prefix)
+
+        if tree is not None:
+            walk(tree, "")
+        _FUNCTIONS[filename] = table
+    best = None
+    for start, end, name in table:
+        if start <= line <= end and (best is None or start >= best[0]):
+            best = (start, name)
+    return best[1] if best else "<module>"
+
+
+def site_frames(traceback, own: set) -> tuple | None:
+    """A tracemalloc traceback (oldest frame first) as a site: `(file, line, function)` frames,
+    innermost first, starting at the innermost frame of the driver's own code (`own`: its files)
+    so that what a library allocates for the driver's line is counted to that line; the serve
+    loop's frames left out. `None` for the helper's own memory (its measuring)."""
+    frames = []
+    for frame in reversed(traceback):
+        function = function_at(frame.filename, frame.lineno)
+        mine = frame.filename in own
+        if mine and function in MEASURING:
+            return None
+        if mine and function in PLUMBING:
+            continue
+        frames.append((frame.filename, frame.lineno, function, mine))
+    if not frames:
+        return None
+    first = next((i for i, f in enumerate(frames) if f[3]), 0)
+    return tuple(f[:3] for f in frames[first:first + MAX_FRAMES])
+
+
+def allocation_sites(own: set) -> list:
+    """Live bytes per site now, largest first, within the runner's caps."""
+    sizes: dict = {}
+    for stat in tracemalloc.take_snapshot().statistics("traceback"):
+        frames = site_frames(stat.traceback, own)
+        if frames is not None:
+            sizes[frames] = sizes.get(frames, 0) + stat.size
+    ranked = sorted(sizes.items(), key=lambda item: item[1], reverse=True)[:MAX_SITES]
+
+    def text(value: str) -> str:
+        # At most MAX_TEXT_BYTES in UTF-8 (4 bytes a character at most).
+        return value[: MAX_TEXT_BYTES // 4]
+
+    return [
+        {"bytes": size,
+         "frames": [{"file": text(f), "line": line, "function": text(fn)} for f, line, fn in frames]}
+        for frames, size in ranked
+    ]
+
+
 class CommonCalls:
     """The calls every driver in this folder answers the same way: `snapshot` (its ledger and the
-    process's native heap), `idle`, and finding an open session (`self.sessions`) by its number.
-    A driver class derives from it and keeps `self.ledger` and `self.sessions`."""
+    process's native heap, and its allocation sites once `start_sites` came), `start_sites`
+    (tracemalloc), `idle`, and finding an open session (`self.sessions`) by its number. A driver
+    class derives from it and keeps `self.ledger` and `self.sessions`."""
+
+    sites_own = None  # the driver's own files once `start_sites` came
+
+    def sites_offer(self) -> dict:
+        """The `sites` capability the `hello` reply offers."""
+        return {"source": "tracemalloc"}
+
+    def start_sites(self, frames: int) -> dict:
+        if type(frames) is not int or not 1 <= frames <= MAX_FRAMES:
+            raise DriverError("protocol", f"`start_sites`: frames must be 1 to {MAX_FRAMES}, got {frames!r}")
+        tracemalloc.start(frames)
+        files = {__file__}
+        module = sys.modules.get(type(self).__module__)
+        if getattr(module, "__file__", None):
+            files.add(module.__file__)
+        # tracemalloc names files as their code objects do: as the interpreter was given them
+        # (relative or not), or as imported.
+        absolute = {os.path.abspath(f) for f in files}
+        self.sites_own = files | absolute | {os.path.relpath(f) for f in absolute}
+        return {"reply": "done"}
 
     def snapshot(self) -> dict:
         metrics = {}
         heap = native_heap_bytes()
         if heap is not None:
             metrics["native_heap"] = heap
-        return {"reply": "snapshot", "snapshot": {"ledger": self.ledger.snapshot(), "metrics": metrics}}
+        body = {"reply": "snapshot", "snapshot": {"ledger": self.ledger.snapshot(), "metrics": metrics}}
+        if self.sites_own is not None:
+            body["sites"] = allocation_sites(self.sites_own)
+        return body
 
     def idle(self, duration_ms: int) -> dict:
         time.sleep(duration_ms / 1000)
@@ -252,6 +375,8 @@ class Driver(CommonCalls):
         self.workdir = None
         self.sessions: dict[int, dict] = {}
         self.next_session = 1
+        # `keep_chunks`: every streamed chunk of every reply, never cleared.
+        self.kept_chunks = []
 
     # --- identity -------------------------------------------------------------------------
 
@@ -271,6 +396,7 @@ class Driver(CommonCalls):
             "gc": self.options.gc,
             "cancel": "abandon" if self.options.abandon_stream else "cancel_process",
             "at_unload": self.options.at_unload,
+            "keep_chunks": str(self.options.keep_chunks).lower(),
         }
         if self.max_tokens is not None:
             details["max_tokens"] = str(self.max_tokens)
@@ -338,6 +464,12 @@ class Driver(CommonCalls):
         limit = request.get("max_output_tokens")
         cancel_after = request.get("cancel_after_tokens")
         try:
+            if cancel_after is None and self.options.keep_chunks:
+                before = len(self.kept_chunks)
+                # The anti-pattern: the reply streamed into a list as long-lived as the driver.
+                self.kept_chunks.extend(conversation.send_message_async(text, max_output_tokens=limit))
+                tokens = len(self.kept_chunks) - before
+                return {"reply": "generated", "outcome": {"tokens": tokens, "cancelled": False}}
             if cancel_after is None:
                 reply = conversation.send_message(text, max_output_tokens=limit)
                 tokens = len(self.engine.tokenize(reply_text(reply))) if self.engine else 0
@@ -440,6 +572,8 @@ def dispatch(driver: Driver, request: dict) -> dict:
         return driver.snapshot()
     if call == "idle":
         return driver.idle(request["duration_ms"])
+    if call == "start_sites" and hasattr(driver, "start_sites"):
+        return driver.start_sites(request["frames"])
     raise DriverError("protocol", f"unknown call `{call}`")
 
 
@@ -526,6 +660,8 @@ def serve(stdin, out, build=None, release_at_end: bool = False) -> int:
                 driver = build(request)
                 body = {"reply": "hello", "version": PROTOCOL_VERSION, "pid": os.getpid(),
                         "backend": driver.describe()}
+                if hasattr(driver, "sites_offer"):
+                    body["sites"] = driver.sites_offer()
             else:
                 body = dispatch(driver, request)
         except DriverError as e:

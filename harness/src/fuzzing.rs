@@ -58,7 +58,7 @@ pub fn read_driver_replies(bytes: &[u8]) -> Vec<Result<(), String>> {
         .lines()
         .map(|line| {
             let reply = decode_line::<Reply>(line).map_err(|e| e.to_string())?;
-            if let Response::Snapshot { snapshot } = reply.body {
+            if let Response::Snapshot { snapshot, .. } = reply.body {
                 turn = turn.saturating_add(1);
                 ledger
                     .absorb_cumulative(turn, "driver", &snapshot.ledger)

@@ -170,6 +170,7 @@ mod tests {
         };
         Verdict {
             attribution: None,
+            driver_attribution: None,
             status: VerdictStatus::Pass,
             metrics: [(metric.to_owned(), analysis)].into(),
             expectations: Vec::new(),

@@ -172,6 +172,16 @@ pub enum VerdictStatus {
     Interrupted,
 }
 
+impl Verdict {
+    /// Every attribution of the run, native first: heaptrack's, then the driver's.
+    pub fn attributions(&self) -> impl Iterator<Item = &crate::attribution::Attribution> {
+        self.attribution
+            .as_deref()
+            .into_iter()
+            .chain(self.driver_attribution.as_deref())
+    }
+}
+
 impl VerdictStatus {
     /// The word used in report.json (`pass`, `fail`, `inconclusive`, `engine_failed`,
     /// `interrupted`).
@@ -198,4 +208,8 @@ pub struct Verdict {
     /// Where the growth was allocated (`run --attribute`); absent without attribution.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attribution: Option<Box<crate::attribution::Attribution>>,
+    /// The sites an exec driver recorded in its own language's heap (`tracemalloc`), beside
+    /// `attribution` (heaptrack's native sites; this one alone when heaptrack did not run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_attribution: Option<Box<crate::attribution::Attribution>>,
 }

@@ -75,6 +75,18 @@ pub fn estimate(
     record: &RunRecord,
     verdict: &Verdict,
 ) -> Attribution {
+    estimate_against(source, ATTRIBUTED_METRICS, recording, record, verdict)
+}
+
+/// [`estimate`], set against the first of `metrics` the verdict has (a source's own preference:
+/// [`super::AttributionSource::metrics`]).
+pub fn estimate_against(
+    source: &str,
+    metrics: &[&str],
+    recording: &Recording,
+    record: &RunRecord,
+    verdict: &Verdict,
+) -> Attribution {
     // The last snapshot of each turn (the post-close one), as the analyzer's series takes it.
     let mut by_turn: BTreeMap<u32, &BTreeMap<usize, u64>> = BTreeMap::new();
     for snapshot in &recording.snapshots {
@@ -118,9 +130,7 @@ pub fn estimate(
     growing.sort_by(|a, b| b.slope_bytes_per_turn.total_cmp(&a.slope_bytes_per_turn));
     let growing_sites = growing.len();
     let unlisted = growing.split_off(growing.len().min(MAX_LISTED));
-    let metric = ATTRIBUTED_METRICS
-        .iter()
-        .find(|m| verdict.metrics.contains_key(**m));
+    let metric = metrics.iter().find(|m| verdict.metrics.contains_key(**m));
     let metric_slope = metric.map(|m| verdict.metrics[*m].slope_bytes_per_turn);
     let listed: f64 = growing.iter().map(|s| s.slope_bytes_per_turn).sum();
     let explained = metric_slope

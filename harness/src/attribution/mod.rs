@@ -3,10 +3,13 @@
 //! A [`AttributionSource`] watches the engine's process while the scenario runs and gives the
 //! live bytes per allocation site at every sample point; [`estimate`] turns those snapshots into
 //! the sites whose live bytes grow per turn, with the analyzer's own slope and interval, ranked,
-//! and the share of the metric's growth they explain. Heaptrack (Linux) is the one source so far
-//! (`heaptrack/`); docs/attribution.md says how other sources plug in.
+//! and the share of the metric's growth they explain. Heaptrack (Linux) records native memory
+//! (`heaptrack/`); an exec driver that offers the protocol's `sites` capability feeds its own
+//! language's heap (`driver.rs`, Python's tracemalloc); docs/attribution.md says how other sources
+//! plug in.
 
 mod compare;
+mod driver;
 mod estimate;
 mod heaptrack;
 mod render;
@@ -15,7 +18,12 @@ mod site;
 mod tests;
 
 pub use compare::{compare_sites, comparison_lines, SiteComparison};
-pub use estimate::{estimate, Attribution, SiteGrowth, ATTRIBUTED_METRICS};
+pub(crate) use driver::offered_source;
+pub use driver::{
+    DriverSites, SharedFeed, SiteFeed, DRIVER_METRICS, MAX_DISTINCT_SITES, MAX_FRAMES_PER_SITE,
+    MAX_SITES_PER_SNAPSHOT, MAX_SOURCE_NAME_BYTES, MAX_TEXT_BYTES, REQUESTED_FRAMES,
+};
+pub use estimate::{estimate, estimate_against, Attribution, SiteGrowth, ATTRIBUTED_METRICS};
 pub use heaptrack::{
     heaptrack_missing, heaptrack_or_skip, HeaptrackSource, HEAPTRACK_DIR_ENV, REQUIRE_HEAPTRACK_ENV,
 };
@@ -50,12 +58,17 @@ pub struct Recording {
 /// process's environment), told of every sample point while the scenario runs
 /// ([`AttributionSource::mark`], which must not block), and finished once the process is gone.
 pub trait AttributionSource: Send {
-    /// The source's name, as reports show it (`heaptrack`).
-    fn name(&self) -> &'static str;
+    /// The source's name, as reports show it (`heaptrack`, `tracemalloc`).
+    fn name(&self) -> &str;
     /// Environment the measured process must start with.
     fn env(&self) -> Vec<(String, String)>;
     /// A sample point of `turn` was just taken.
     fn mark(&mut self, turn: u32);
     /// The process has ended: what was recorded, within a bounded wait.
     fn finish(self: Box<Self>) -> Result<Recording, String>;
+    /// The metrics its sites are set against, in order of preference (the first one the verdict
+    /// has is used).
+    fn metrics(&self) -> &'static [&'static str] {
+        ATTRIBUTED_METRICS
+    }
 }

@@ -16,7 +16,8 @@ pub struct Frame {
     /// The function (as the symbol table or debug info names it), or `None` without symbols.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub function: Option<String>,
-    /// The library or executable, by file name.
+    /// The library or executable, by file name; empty for an interpreted frame (Python's), whose
+    /// file says where it is.
     pub module: String,
     /// The source file, where debug info says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -32,7 +33,8 @@ pub struct Frame {
 
 impl Frame {
     /// `function (file:line) [module]` with the function's parameter list left out (C++ names
-    /// run to hundreds of characters with it), `?? [module]` without symbols.
+    /// run to hundreds of characters with it), `?? [module]` without symbols; `function
+    /// (file:line)` for an interpreted frame, which has no module.
     pub fn describe(&self) -> String {
         let mut out = match &self.function {
             Some(f) => without_parameters(f).to_owned(),
@@ -42,7 +44,10 @@ impl Frame {
             let file = file.rsplit('/').next().unwrap_or(file);
             out.push_str(&format!(" ({file}:{line})"));
         }
-        out.push_str(&format!(" [{}]", self.module));
+        // An interpreted frame (a driver's Python) has no library: its file says where it is.
+        if !self.module.is_empty() {
+            out.push_str(&format!(" [{}]", self.module));
+        }
         out
     }
 }

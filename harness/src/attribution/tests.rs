@@ -131,3 +131,136 @@ fn a_frame_is_described_without_its_parameter_list() {
         "litert::lm::Conversation::Create (conversation.cc:42) [liblitert-lm.so]"
     );
 }
+
+mod driver_sites {
+    use serde_json::json;
+
+    use super::super::driver::{offered_source, parse_sites, DriverSites, SiteFeed};
+    use super::super::{AttributionSource, MAX_FRAMES_PER_SITE, MAX_SITES_PER_SNAPSHOT};
+
+    fn frame(file: &str, line: u32, function: &str) -> serde_json::Value {
+        json!({"file": file, "line": line, "function": function})
+    }
+
+    #[test]
+    fn a_drivers_sites_become_innermost_first_frames_without_a_module() {
+        let sites = json!([{"bytes": 4096, "frames": [
+            frame("/d/driver.py", 470, "Driver.generate"),
+            frame("/d/driver.py", 300, "Driver.turn"),
+        ]}]);
+        let parsed = parse_sites(&sites).unwrap();
+        assert_eq!(parsed.len(), 1);
+        let (bytes, frames) = &parsed[0];
+        assert_eq!(*bytes, 4096);
+        assert_eq!(frames[0].describe(), "Driver.generate (driver.py:470)");
+        assert_eq!(frames[1].line, Some(300));
+    }
+
+    #[test]
+    fn garbage_and_broken_caps_name_the_field() {
+        let too_many_frames: Vec<_> = (0..=MAX_FRAMES_PER_SITE as u32)
+            .map(|i| frame("/a.py", i, "f"))
+            .collect();
+        let too_many_sites: Vec<_> = (0..=MAX_SITES_PER_SNAPSHOT)
+            .map(|_| json!({"bytes": 1, "frames": []}))
+            .collect();
+        let cases = [
+            (
+                json!({"bytes": 1}),
+                "`sites`: {\"bytes\":1} is not an array",
+            ),
+            (json!([{"frames": []}]), "`sites[0].bytes`: missing"),
+            (
+                json!([{"bytes": -3, "frames": []}]),
+                "`sites[0].bytes`: -3 is not",
+            ),
+            (
+                json!([{"bytes": 1, "frames": []}, {"bytes": 1, "frames": "x"}]),
+                "`sites[1].frames`: \"x\" is not an array",
+            ),
+            (
+                json!([{"bytes": 1, "frames": [{"file": "a.py", "line": "12"}]}]),
+                "`sites[0].frames[0].line`: \"12\" is not a line number",
+            ),
+            (
+                json!([{"bytes": 1, "frames": [{"line": 1}]}]),
+                "`sites[0].frames[0].file`: missing",
+            ),
+            (
+                json!([{"bytes": 1, "frames": [{"file": "a".repeat(5000), "line": 1}]}]),
+                "`sites[0].frames[0].file`: 5000 bytes, over the cap of 4096",
+            ),
+            (
+                json!([{"bytes": 1, "frames": too_many_frames}]),
+                "`sites[0].frames`: 65 frames, over the cap of 64",
+            ),
+            (
+                json!(too_many_sites),
+                "`sites`: 4097 sites, over the cap of 4096",
+            ),
+        ];
+        for (sites, says) in cases {
+            let why = parse_sites(&sites).unwrap_err();
+            assert!(why.contains(says), "{why}\nwanted: {says}");
+        }
+    }
+
+    #[test]
+    fn an_offer_names_a_short_lowercase_source() {
+        assert_eq!(
+            offered_source(&json!({"source": "tracemalloc"})).unwrap(),
+            "tracemalloc"
+        );
+        for (offer, says) in [
+            (json!({}), "no `source`"),
+            (json!({"source": 3}), "`sites.source`: 3 is not a string"),
+            (json!({"source": "Trace Malloc"}), "is not a name"),
+            (json!({"source": "x".repeat(33)}), "is not a name"),
+        ] {
+            let why = offered_source(&offer).unwrap_err();
+            assert!(why.contains(says), "{why}");
+        }
+    }
+
+    /// The feed keys sites by their frames across snapshots, sums tracebacks that share them,
+    /// trims tracemalloc's own frames, and a malformed reply gives the source up with the field
+    /// named (the samples are the run's, untouched).
+    #[test]
+    fn the_feed_follows_sites_across_marks_and_stops_at_garbage() {
+        let feed = std::sync::Arc::new(std::sync::Mutex::new(SiteFeed::default()));
+        let mut source = Box::new(DriverSites::new("tracemalloc".into(), feed.clone()));
+        for turn in 0..4u32 {
+            let grows = u64::from(turn) * 1000;
+            let sites = json!([
+                {"bytes": grows, "frames": [frame("/d/x.py", 7, "keep")]},
+                {"bytes": 5, "frames": [frame("/d/x.py", 7, "keep")]},
+                {"bytes": 64, "frames": [
+                    frame("/usr/lib/python3.11/tracemalloc.py", 500, "take_snapshot"),
+                    frame("/d/x.py", 9, "measure"),
+                ]},
+                {"bytes": 99, "frames": [frame("/usr/lib/python3.11/tracemalloc.py", 1, "f")]},
+            ]);
+            feed.lock().unwrap().take(Some(&sites));
+            source.mark(turn);
+        }
+        assert_eq!(source.name(), "tracemalloc");
+        let recording = source.finish().unwrap();
+        assert_eq!(recording.sites.len(), 2, "{:?}", recording.sites);
+        assert_eq!(recording.sites[1][0].function.as_deref(), Some("measure"));
+        let live: Vec<u64> = recording.snapshots.iter().map(|s| s.live[&0]).collect();
+        assert_eq!(live, [5, 1005, 2005, 3005]);
+
+        let feed = std::sync::Arc::new(std::sync::Mutex::new(SiteFeed::default()));
+        let mut source = Box::new(DriverSites::new("tracemalloc".into(), feed.clone()));
+        feed.lock()
+            .unwrap()
+            .take(Some(&json!([{"bytes": "many", "frames": []}])));
+        source.mark(1);
+        let why = source.finish().unwrap_err();
+        assert!(why.contains("`sites[0].bytes`"), "{why}");
+        let feed = std::sync::Arc::new(std::sync::Mutex::new(SiteFeed::default()));
+        let source = Box::new(DriverSites::new("tracemalloc".into(), feed.clone()));
+        feed.lock().unwrap().take(None);
+        assert!(source.finish().unwrap_err().contains("no `sites` field"));
+    }
+}

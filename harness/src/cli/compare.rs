@@ -141,6 +141,7 @@ mod tests {
     fn verdict(status: VerdictStatus) -> Verdict {
         Verdict {
             attribution: None,
+            driver_attribution: None,
             status,
             metrics: BTreeMap::new(),
             expectations: vec![],

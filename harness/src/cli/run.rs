@@ -39,7 +39,9 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "PID")]
     pub pid: Option<u32>,
     /// Attribute per-turn growth to allocation sites: the engine's process runs under heaptrack
-    /// and the report lists the sites whose live bytes grow per turn (`engine.attribute`).
+    /// (and an exec driver that offers sites records its own language's, such as Python's
+    /// tracemalloc) and the report lists the sites whose live bytes grow per turn
+    /// (`engine.attribute`).
     #[arg(long)]
     pub attribute: bool,
     /// The other scenario overrides (shared with `compare`).

@@ -126,6 +126,16 @@ pub trait Engine {
     fn shut_down(&mut self) -> Result<(), EngineError> {
         Ok(())
     }
+    /// Starts the engine's own recording of allocation sites for `run --attribute`, called once
+    /// after the engine is built and before it loads: the source that reads them, `None` for an
+    /// engine that records none (the default; heaptrack records native memory from outside), or
+    /// why it could not start (the run goes on without it). An exec driver whose `hello` offered
+    /// the protocol's `sites` capability is asked to start (docs/protocol.md).
+    fn start_sites(
+        &mut self,
+    ) -> Result<Option<Box<dyn crate::attribution::AttributionSource>>, String> {
+        Ok(None)
+    }
 }
 
 /// Where a marked process became ready to be measured: the point its baseline stands for.

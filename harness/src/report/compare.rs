@@ -261,6 +261,7 @@ mod tests {
     fn verdict(status: VerdictStatus, rss_slope: f64, passed: bool) -> Verdict {
         Verdict {
             attribution: None,
+            driver_attribution: None,
             status,
             metrics: BTreeMap::from([
                 (

@@ -101,12 +101,13 @@ pub fn junit_suite(record: &RunRecord, verdict: &Verdict) -> TestSuite {
     suite
 }
 
-/// The attribution's metric when `expectation` is about it (`native_heap.growth_per_turn`).
+/// The first attribution (native first, then the driver's) whose metric `expectation` is about
+/// (`native_heap.growth_per_turn`).
 fn attributed<'v>(
     verdict: &'v Verdict,
     expectation: &str,
 ) -> Option<&'v crate::attribution::Attribution> {
-    verdict.attribution.as_deref().filter(|a| {
+    verdict.attributions().find(|a| {
         a.metric.as_deref().is_some_and(|m| {
             expectation
                 .strip_prefix(m)

@@ -64,9 +64,11 @@ pub fn render_summary_md(record: &RunRecord, verdict: &Verdict) -> String {
 
 /// Where the growth was allocated (`run --attribute`): the headline, then one item per site.
 fn attribution_lines(verdict: &Verdict) -> String {
-    let Some(a) = &verdict.attribution else {
-        return String::new();
-    };
+    verdict.attributions().map(attribution_item).collect()
+}
+
+/// One source's headline and sites.
+fn attribution_item(a: &crate::attribution::Attribution) -> String {
     let mut out = format!(
         "\n**Allocation sites:** {}\n\n",
         markdown(&crate::attribution::headline(a))

@@ -76,9 +76,11 @@ pub fn render_terminal(record: &RunRecord, verdict: &Verdict) -> String {
 
 /// Where the growth was allocated (`run --attribute`): the headline and one line per site.
 fn attribution_section(verdict: &Verdict) -> String {
-    let Some(a) = &verdict.attribution else {
-        return String::new();
-    };
+    verdict.attributions().map(attribution_block).collect()
+}
+
+/// One source's headline and sites.
+fn attribution_block(a: &crate::attribution::Attribution) -> String {
     let mut out = format!(
         "{HEADER}Allocation sites{HEADER:#}  {}
 ",

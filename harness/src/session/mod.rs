@@ -32,7 +32,7 @@ pub use error::SessionError;
 pub use in_flight::{InFlight, Interruption, Pending};
 
 use crate::analyze::{analyze_run, stop_rule_for, Verdict};
-use crate::attribution::{estimate, AttributionSource, HeaptrackSource};
+use crate::attribution::{estimate_against, AttributionSource, HeaptrackSource, DRIVER_METRICS};
 use crate::engine::build_on_target_in;
 use crate::engine::litert_lm::check_library;
 use crate::engine::transport::BuildError;
@@ -344,7 +344,7 @@ impl Setup<'_> {
         let started = Instant::now();
         // The attribution source starts before the engine's process, whose environment it
         // sets; one that cannot start leaves the run as it is, with a warning.
-        let mut source = match self.engine.is_none() && scenario.engine.attribute {
+        let source = match self.engine.is_none() && scenario.engine.attribute {
             true => start_attribution(&scenario, observer, warnings),
             false => None,
         };
@@ -365,6 +365,16 @@ impl Setup<'_> {
             scenario: scenario_label(&scenario),
             source,
         })?;
+        // A driver that records its own language's heap (docs/protocol.md, "Allocation
+        // sites") starts before the model loads; its sites are reported beside heaptrack's.
+        let mut sources: Vec<Box<dyn AttributionSource>> = source.into_iter().collect();
+        if scenario.engine.attribute {
+            match engine.start_sites() {
+                Ok(Some(driver)) => sources.push(driver),
+                Ok(None) => {}
+                Err(e) => warn(observer, warnings, format!("no driver attribution: {e}")),
+            }
+        }
         let stream = out
             .as_ref()
             .map(|out| SampleStream::create(out.dir()))
@@ -395,7 +405,7 @@ impl Setup<'_> {
                     in_flight.flush_samples();
                 }
             });
-            let mut progress = Progress(&mut *observer, source.as_deref_mut());
+            let mut progress = Progress(&mut *observer, &mut sources);
             let mut streamed = in_flight.observer();
             let mut fanout = Fanout::new(vec![&mut progress, &mut streamed]);
             let mut stop = stop_rule_for(&scenario);
@@ -431,12 +441,17 @@ impl Setup<'_> {
         times.run_peak_rss = crate::probe::peak_rss_bytes();
         let started = Instant::now();
         let mut verdict = analyze_run(&record);
-        if let Some(source) = source {
-            let name = source.name();
+        // Heaptrack's (native) attribution first, a driver's beside it; each names its source.
+        for source in sources {
+            let (name, metrics) = (source.name().to_owned(), source.metrics());
+            let metrics = growing_first(metrics, &verdict, metrics == DRIVER_METRICS);
             match source.finish() {
                 Ok(recording) => {
-                    verdict.attribution =
-                        Some(Box::new(estimate(name, &recording, &record, &verdict)));
+                    let found = estimate_against(&name, &metrics, &recording, &record, &verdict);
+                    match verdict.attribution {
+                        None => verdict.attribution = Some(Box::new(found)),
+                        Some(_) => verdict.driver_attribution = Some(Box::new(found)),
+                    }
                 }
                 Err(e) => warn(observer, warnings, format!("no attribution ({name}): {e}")),
             }
@@ -454,6 +469,29 @@ impl Setup<'_> {
             warnings: std::mem::take(warnings),
         })
     }
+}
+
+/// `metrics` in order, or, for a driver's source (`driver`), the fastest-growing first: an
+/// interpreter's heap lands in anonymous memory or in `malloc`'s heap depending on what it
+/// allocated before (tracemalloc's own records are `malloc`ed, and a kept object may reuse an
+/// arena its snapshots freed), so its sites are set against the metric that moved most.
+fn growing_first(
+    metrics: &'static [&'static str],
+    verdict: &Verdict,
+    driver: bool,
+) -> Vec<&'static str> {
+    let slope = |m: &str| {
+        verdict
+            .metrics
+            .get(m)
+            .map_or(0.0, |a| a.slope_bytes_per_turn.max(0.0))
+    };
+    let mut ordered: Vec<&'static str> = metrics.to_vec();
+    if driver {
+        // Stable: metrics that do not grow keep their order of preference.
+        ordered.sort_by(|a, b| slope(b).total_cmp(&slope(a)));
+    }
+    ordered
 }
 
 /// Starts the attribution source for `scenario`'s engine process, or says why not.
@@ -480,16 +518,18 @@ fn start_attribution(
 }
 
 /// Hands the turn loop's progress to a [`SessionObserver`], and its post-close sample points to
-/// the attribution source.
+/// the attribution sources.
 struct Progress<'o>(
     &'o mut dyn SessionObserver,
-    Option<&'o mut (dyn AttributionSource + 'static)>,
+    &'o mut Vec<Box<dyn AttributionSource>>,
 );
 
 impl RunObserver for Progress<'_> {
     fn on_sample(&mut self, sample: &Sample) {
-        if let (Some(source), Phase::Load | Phase::Close) = (self.1.as_mut(), sample.phase) {
-            source.mark(sample.turn);
+        if let Phase::Load | Phase::Close = sample.phase {
+            for source in self.1.iter_mut() {
+                source.mark(sample.turn);
+            }
         }
         self.0.on_sample(sample);
     }

@@ -238,6 +238,7 @@ mod tests {
                 name => Ok(Ran {
                     verdict: Verdict {
                         attribution: None,
+                        driver_attribution: None,
                         status: if name == "leak" {
                             VerdictStatus::Fail
                         } else {

@@ -181,6 +181,23 @@ fn the_chat_loop_through_the_binding_passes() {
     assert_eq!((conversations.created, conversations.deleted), (32, 32));
 }
 
+/// Every streamed reply's chunks appended to a list never cleared (`keep_chunks: true`): a
+/// Python-level leak (+22.6 KiB/turn of anon_rss measured), which fails on anon_rss's growth with
+/// the ledger balanced (the C handles are all released). docs/attribution.md shows where it is.
+#[test]
+fn chunks_kept_in_a_python_list_fail_on_anon_rss_growth() {
+    let Some(report) = run_scenario("litert-py-chunks-kept.yaml", 1) else {
+        return;
+    };
+    assert_eq!(report.verdict.status, VerdictStatus::Fail);
+    assert!(report.record.ledger.imbalances().is_empty());
+    let failed = failed_expectations(&report);
+    assert!(
+        failed.contains(&"anon_rss.max_growth_per_turn"),
+        "{failed:?}"
+    );
+}
+
 #[test]
 fn cancel_during_generation_through_the_binding_passes() {
     let Some(report) = run_scenario("litert-py-cancel.yaml", 0) else {

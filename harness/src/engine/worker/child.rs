@@ -157,6 +157,7 @@ fn serve_built(
         version: PROTOCOL_VERSION,
         pid: std::process::id(),
         backend: engine.describe(),
+        sites: None,
     };
     answer(&mut output, engine.simulated_clock_ms(), hello)?;
 
@@ -416,11 +417,22 @@ impl Server<'_> {
                         .entry(leakloop_metrics::names::NATIVE_HEAP.to_owned())
                         .or_insert(bytes);
                 }
-                Response::Snapshot { snapshot }
+                Response::Snapshot {
+                    snapshot,
+                    sites: None,
+                }
             }
             Request::Idle { duration_ms } => {
                 self.engine.idle(Duration::from_millis(duration_ms));
                 Response::Done
+            }
+            // The built-in worker offers no sites (heaptrack records its native heap), so the
+            // runner never asks.
+            Request::StartSites { .. } => {
+                return Err(EngineError::new(
+                    EngineErrorKind::Protocol,
+                    "this worker records no allocation sites (its `hello` offered none)",
+                ))
             }
         })
     }
@@ -498,7 +510,7 @@ mod tests {
         result.unwrap();
         let bodies: Vec<_> = replies.into_iter().map(|r| r.body).collect();
         assert!(
-            matches!(&bodies[0], Response::Hello { version: PROTOCOL_VERSION, pid, backend }
+            matches!(&bodies[0], Response::Hello { version: PROTOCOL_VERSION, pid, backend, .. }
             if *pid == std::process::id() && backend.backend == "tiny")
         );
         assert!(matches!(bodies[1], Response::Loaded { .. }));
@@ -508,7 +520,7 @@ mod tests {
             &bodies[4],
             Response::Generated { outcome } if outcome.tokens == 2 && outcome.cancelled
         ));
-        let Response::Snapshot { snapshot } = &bodies[5] else {
+        let Response::Snapshot { snapshot, .. } = &bodies[5] else {
             panic!("{:?}", bodies[5]);
         };
         assert_eq!(snapshot.ledger["conversation"].created, 1);

@@ -14,6 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::attribution::{
+    offered_source, AttributionSource, DriverSites, SharedFeed, REQUESTED_FRAMES,
+};
 use crate::engine::opencl::OpenClNameShim;
 use crate::engine::worker::protocol::{
     counts_went_down, decode_line, encode_line, excerpt, reply_problem, EngineConfig, Reply,
@@ -71,6 +74,10 @@ pub struct WorkerEngine {
     current: Option<(&'static str, &'static str)>,
     /// The ledger counts of the last snapshot, which every later one must equal or exceed.
     last_ledger: BTreeMap<String, KindCounts>,
+    /// The driver's offer to record allocation sites (its `hello` reply's `sites`).
+    sites_offer: Option<serde_json::Value>,
+    /// Where the sites of every `snapshot` reply go, once the driver was asked to record them.
+    site_feed: Option<SharedFeed>,
 }
 
 /// The worker process and the threads that drive its pipes.
@@ -194,6 +201,8 @@ impl WorkerEngine {
             previous: None,
             current: None,
             last_ledger: BTreeMap::new(),
+            sites_offer: None,
+            site_feed: None,
         };
         let hello = Request::Hello {
             version: PROTOCOL_VERSION,
@@ -232,8 +241,10 @@ impl WorkerEngine {
                 version: PROTOCOL_VERSION,
                 pid,
                 backend,
+                sites,
             } => {
                 worker.reported_pid = pid;
+                worker.sites_offer = sites;
                 worker.set_backend(backend);
                 Ok(worker)
             }
@@ -619,7 +630,7 @@ impl Engine for WorkerEngine {
 
     fn snapshot(&mut self) -> Result<EngineSnapshot, EngineError> {
         match self.call(Request::Snapshot, self.call_timeout)? {
-            Response::Snapshot { snapshot }
+            Response::Snapshot { snapshot, .. }
                 if snapshot.ledger.len() > MAX_SNAPSHOT_ENTRIES
                     || snapshot.metrics.len() > MAX_SNAPSHOT_ENTRIES =>
             {
@@ -630,11 +641,18 @@ impl Engine for WorkerEngine {
                     snapshot.metrics.len()
                 )))
             }
-            Response::Snapshot { snapshot } => {
+            Response::Snapshot { snapshot, sites } => {
                 if let Some(why) = counts_went_down(&self.last_ledger, &snapshot.ledger) {
                     return Err(self.fail_protocol(format!("at `snapshot`: {why}")));
                 }
                 self.last_ledger.clone_from(&snapshot.ledger);
+                // The sites are the attribution's alone: whatever is wrong with them stops the
+                // feed (named in the run's warnings), never the sample.
+                if let Some(feed) = &self.site_feed {
+                    feed.lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .take(sites.as_ref());
+                }
                 Ok(snapshot)
             }
             other => Err(self.unexpected("snapshot", &other)),
@@ -654,6 +672,27 @@ impl Engine for WorkerEngine {
 
     fn process_id(&self) -> Option<u32> {
         self.link.as_ref().map(|_| self.pid)
+    }
+
+    /// Asks a driver whose `hello` offered `sites` to start recording them (`start_sites`); a
+    /// driver without the offer is never asked, and gets native attribution only.
+    fn start_sites(&mut self) -> Result<Option<Box<dyn AttributionSource>>, String> {
+        let Some(offer) = &self.sites_offer else {
+            return Ok(None);
+        };
+        let name = offered_source(offer)
+            .map_err(|why| format!("the driver's `hello` offered sites, but {why}"))?;
+        let request = Request::StartSites {
+            frames: REQUESTED_FRAMES,
+        };
+        match self.call(request, self.call_timeout) {
+            Ok(Response::Done) => {}
+            Ok(other) => return Err(self.unexpected("start_sites", &other).message),
+            Err(e) => return Err(format!("the driver failed `start_sites`: {}", e.message)),
+        }
+        let feed = SharedFeed::default();
+        self.site_feed = Some(feed.clone());
+        Ok(Some(Box::new(DriverSites::new(name, feed))))
     }
 
     /// Closes the worker's stdin and waits for it to exit (killing it after the grace time, as

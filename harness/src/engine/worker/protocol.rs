@@ -134,11 +134,17 @@ pub(crate) enum Request {
         /// How long to wait, in milliseconds.
         duration_ms: u64,
     },
+    /// `Engine::start_sites`: start recording allocation sites (only to a driver whose `hello`
+    /// offered `sites`); every later `snapshot` reply carries them.
+    StartSites {
+        /// How many frames of each allocation to keep.
+        frames: u32,
+    },
 }
 
 /// Every call's name, in the order docs/protocol.md lists them.
 #[cfg(test)]
-pub(crate) const CALL_NAMES: [&str; 9] = [
+pub(crate) const CALL_NAMES: [&str; 10] = [
     "hello",
     "load",
     "open_session",
@@ -148,6 +154,7 @@ pub(crate) const CALL_NAMES: [&str; 9] = [
     "unload",
     "snapshot",
     "idle",
+    "start_sites",
 ];
 
 /// Every reply's name, in the order docs/protocol.md lists them.
@@ -182,7 +189,8 @@ impl Request {
             Request::Send { .. }
             | Request::CloseSession { .. }
             | Request::Unload
-            | Request::Idle { .. } => "done",
+            | Request::Idle { .. }
+            | Request::StartSites { .. } => "done",
         }
     }
 
@@ -198,6 +206,7 @@ impl Request {
             Request::Unload => "unload",
             Request::Snapshot => "snapshot",
             Request::Idle { .. } => "idle",
+            Request::StartSites { .. } => "start_sites",
         }
     }
 }
@@ -214,6 +223,10 @@ pub(crate) enum Response {
         pid: u32,
         /// What the engine says it is.
         backend: BackendInfo,
+        /// The driver's offer to record allocation sites (`{"source":"tracemalloc"}`), checked
+        /// only when the run attributes (`attribution::offered_source`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sites: Option<serde_json::Value>,
     },
     /// `load` succeeded; the engine may know more about itself now (a library version).
     Loaded {
@@ -236,6 +249,11 @@ pub(crate) enum Response {
     Snapshot {
         /// The engine's counters, plus the worker's own `native_heap`.
         snapshot: EngineSnapshot,
+        /// Live bytes per allocation site, after `start_sites`: checked by the attribution
+        /// source (`attribution::SiteFeed`), so that a malformed list costs the attribution and
+        /// never the sample.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sites: Option<serde_json::Value>,
     },
     /// The call failed inside the engine (or the request made no sense).
     Failed {
@@ -517,6 +535,7 @@ mod tests {
     #[case::unload(Request::Unload)]
     #[case::snapshot(Request::Snapshot)]
     #[case::idle(Request::Idle { duration_ms: 1500 })]
+    #[case::start_sites(Request::StartSites { frames: 16 })]
     fn requests_round_trip(#[case] request: Request) {
         round_trip(request);
     }
@@ -530,6 +549,7 @@ mod tests {
             version: "0.1.0".into(),
             details: BTreeMap::from([("profile".into(), "cpu-flat".into())]),
         },
+        sites: Some(serde_json::json!({"source": "tracemalloc"})),
     })]
     #[case::opened(Response::Opened { session: SessionId(9) })]
     #[case::done(Response::Done)]
@@ -541,6 +561,7 @@ mod tests {
             ledger: BTreeMap::from([("conversation".into(), KindCounts { created: 3, deleted: 2 })]),
             metrics: BTreeMap::from([("native_heap".into(), 123_456_789)]),
         },
+        sites: None,
     })]
     #[case::failed_generate(Response::Failed {
         error: EngineError::new(EngineErrorKind::Generate, "context full").into(),
@@ -616,6 +637,7 @@ mod tests {
             Request::Unload,
             Request::Snapshot,
             Request::Idle { duration_ms: 0 },
+            Request::StartSites { frames: 1 },
         ];
         let names: Vec<_> = requests.iter().map(Request::name).collect();
         assert_eq!(names, CALL_NAMES);

@@ -129,6 +129,7 @@ pub fn analyze_run_with(record: &RunRecord, levels: Levels) -> Verdict {
         metrics,
         expectations,
         attribution: None,
+        cl_objects: None,
     }
 }
 

@@ -198,4 +198,8 @@ pub struct Verdict {
     /// Where the growth was allocated (`run --attribute`); absent without attribution.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attribution: Option<Box<crate::attribution::Attribution>>,
+    /// Live OpenCL objects by kind and creation site, where the OpenCL interposer counted them;
+    /// absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cl_objects: Option<Box<crate::attribution::ClObjects>>,
 }

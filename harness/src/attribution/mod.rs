@@ -4,8 +4,10 @@
 //! live bytes per allocation site at every sample point; [`estimate`] turns those snapshots into
 //! the sites whose live bytes grow per turn, with the analyzer's own slope and interval, ranked,
 //! and the share of the metric's growth they explain. Heaptrack (Linux) is the one source so far
-//! (`heaptrack/`); docs/attribution.md says how other sources plug in.
+//! (`heaptrack/`); docs/attribution.md says how other sources plug in. Live OpenCL objects by
+//! creation site come from the OpenCL interposer instead, with every sample (`cl`).
 
+mod cl;
 mod estimate;
 mod heaptrack;
 mod render;
@@ -13,6 +15,10 @@ mod site;
 #[cfg(test)]
 mod tests;
 
+pub use cl::{
+    cl_growing_lines, cl_headline, cl_site_lines, ClGrowth, ClObjects, ClSiteLive, ClSiteRecorder,
+    ClSiteReport, ClSites,
+};
 pub use estimate::{estimate, Attribution, SiteGrowth, ATTRIBUTED_METRICS};
 pub use heaptrack::{heaptrack_or_skip, HeaptrackSource, HEAPTRACK_DIR_ENV, REQUIRE_HEAPTRACK_ENV};
 pub use render::{headline, site_lines};

@@ -129,6 +129,7 @@ mod tests {
     fn verdict(status: VerdictStatus) -> Verdict {
         Verdict {
             attribution: None,
+            cl_objects: None,
             status,
             metrics: BTreeMap::new(),
             expectations: vec![],

@@ -237,6 +237,7 @@ mod tests {
     fn verdict(status: VerdictStatus, rss_slope: f64, passed: bool) -> Verdict {
         Verdict {
             attribution: None,
+            cl_objects: None,
             status,
             metrics: BTreeMap::from([
                 (

@@ -209,6 +209,7 @@ pub fn leak_run() -> (RunRecord, Verdict) {
     };
     let verdict = Verdict {
         attribution: None,
+        cl_objects: None,
         status: VerdictStatus::Fail,
         metrics: BTreeMap::from([
             (
@@ -377,6 +378,7 @@ pub fn clean_run() -> (RunRecord, Verdict) {
     };
     let verdict = Verdict {
         attribution: None,
+        cl_objects: None,
         status: VerdictStatus::Pass,
         metrics: BTreeMap::from([
             (

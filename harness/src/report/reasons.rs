@@ -43,6 +43,7 @@ pub(crate) fn verdict_in_words(verdict: &Verdict) -> Verdict {
         metrics: render_reasons(&verdict.metrics),
         expectations: verdict.expectations.clone(),
         attribution: verdict.attribution.clone(),
+        cl_objects: verdict.cl_objects.clone(),
     }
 }
 

@@ -238,6 +238,7 @@ mod tests {
                 name => Ok(Ran {
                     verdict: Verdict {
                         attribution: None,
+                        cl_objects: None,
                         status: if name == "leak" {
                             VerdictStatus::Fail
                         } else {

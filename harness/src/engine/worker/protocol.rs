@@ -540,6 +540,7 @@ mod tests {
         snapshot: EngineSnapshot {
             ledger: BTreeMap::from([("conversation".into(), KindCounts { created: 3, deleted: 2 })]),
             metrics: BTreeMap::from([("native_heap".into(), 123_456_789)]),
+            ..Default::default()
         },
     })]
     #[case::failed_generate(Response::Failed {

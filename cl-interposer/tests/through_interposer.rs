@@ -243,6 +243,12 @@ fn print_overhead() {
     }
     let ns = start.elapsed().as_nanos() as f64 / (2 * n) as f64;
     println!("figure: {ns:.1} ns per registry update (the interposer's own share of a call)");
+    let start = Instant::now();
+    for _ in 0..n_create {
+        std::hint::black_box(cl_interposer::sites::caller_stack());
+    }
+    let ns = start.elapsed().as_nanos() as f64 / n_create as f64;
+    println!("figure: {ns:.1} ns per creation-site stack walk (paid by every create call)");
 }
 
 /// A named check.

@@ -267,13 +267,13 @@ pub fn cl_site_lines(c: &ClObjects) -> Vec<String> {
         .collect()
 }
 
-/// The lines of the growing sites only (a ledger failure's message).
-pub fn cl_growing_lines(c: &ClObjects) -> Vec<String> {
+/// The lines of the growing sites only, of `kind` when given (a ledger failure's message).
+pub fn cl_growing_lines(c: &ClObjects, kind: Option<&str>) -> Vec<String> {
     let lines = cl_site_lines(c);
     c.sites
         .iter()
         .zip(lines)
-        .filter(|(s, _)| s.grows())
+        .filter(|(s, _)| s.grows() && kind.is_none_or(|k| s.kind == k))
         .map(|(_, l)| l)
         .collect()
 }

@@ -103,11 +103,21 @@ pub fn junit_suite(record: &RunRecord, verdict: &Verdict) -> TestSuite {
     suite
 }
 
-/// The live OpenCL objects by site when `expectation` is a ledger balance and some site grows.
+/// The growing OpenCL creation sites when `expectation` is the ledger balance of every kind
+/// (`balanced`) or of an OpenCL kind (`balanced.opencl/cl_mem`: that kind's sites).
 fn cl_growing(verdict: &Verdict, expectation: &str) -> Vec<String> {
-    match &verdict.cl_objects {
-        Some(c) if expectation == "balanced" || expectation.starts_with("balanced.") => {
-            crate::attribution::cl_growing_lines(c)
+    let Some(c) = &verdict.cl_objects else {
+        return Vec::new();
+    };
+    if expectation == "balanced" {
+        return crate::attribution::cl_growing_lines(c, None);
+    }
+    match expectation
+        .strip_prefix("balanced.")
+        .and_then(|k| k.rsplit('/').next())
+    {
+        Some(kind) if kind.starts_with("cl_") => {
+            crate::attribution::cl_growing_lines(c, Some(kind))
         }
         _ => Vec::new(),
     }

@@ -57,7 +57,9 @@ fn a_site_that_keeps_one_more_buffer_each_turn_grows_and_comes_first() {
         lines[0].starts_with("cl_mem 11 live: 10 (640.0 KiB) created at Runtime::buffer [leakloop] <- Cache::create [leakloop]  +1.0/turn"),
         "{lines:?}"
     );
-    assert_eq!(cl_growing_lines(&c).len(), 1);
+    assert_eq!(cl_growing_lines(&c, None).len(), 1);
+    assert_eq!(cl_growing_lines(&c, Some("cl_mem")).len(), 1);
+    assert!(cl_growing_lines(&c, Some("cl_kernel")).is_empty());
     assert!(
         cl_headline(&c).contains("1 creation site grows per turn"),
         "{}",
@@ -81,7 +83,7 @@ fn constant_live_objects_do_not_grow_and_a_warm_up_rise_is_not_growth() {
     }
     let c = r.estimate(1).unwrap();
     assert_eq!(c.growing_sites, 0);
-    assert!(cl_growing_lines(&c).is_empty());
+    assert!(cl_growing_lines(&c, None).is_empty());
     assert!(cl_headline(&c).contains("no creation site grows"));
 }
 

@@ -113,7 +113,7 @@ impl ClSiteRecorder {
         for (turn, sites) in &self.points {
             by_turn.insert(*turn, sites);
         }
-        let measured: Vec<(u32, BTreeMap<(&str, &[Frame]), (u64, u64)>)> = by_turn
+        let measured: Vec<(u32, BySite<'_>)> = by_turn
             .iter()
             .filter(|(turn, _)| **turn > warmup_turns)
             .map(|(turn, sites)| (*turn, merged(sites)))
@@ -169,9 +169,12 @@ impl ClSiteRecorder {
     }
 }
 
+/// Live objects and bytes per (kind, frames).
+type BySite<'a> = BTreeMap<(&'a str, &'a [Frame]), (u64, u64)>;
+
 /// Live objects and bytes per (kind, frames): two interposer sites that differ only in frames
 /// trimmed away are one.
-fn merged(sites: &ClSites) -> BTreeMap<(&str, &[Frame]), (u64, u64)> {
+fn merged(sites: &ClSites) -> BySite<'_> {
     let mut out: BTreeMap<(&str, &[Frame]), (u64, u64)> = BTreeMap::new();
     for s in &sites.sites {
         let e = out

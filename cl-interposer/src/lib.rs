@@ -17,11 +17,15 @@ mod extensions;
 mod forward;
 pub mod real;
 mod registry;
+pub mod sites;
 mod snapshot;
 mod symbols;
 mod tracked;
 
-pub use registry::{Kind, KindTotals, Registry, ReleaseToken, Snapshot, SNAPSHOT_VERSION};
+pub use registry::{
+    Kind, KindTotals, Registry, ReleaseToken, SiteTotals, Snapshot, Unsited, MAX_SITED_OBJECTS,
+    MAX_SITES, SNAPSHOT_VERSION,
+};
 pub use snapshot::{leakloop_cl_snapshot, snapshot_json};
 
 /// The process-wide registry behind the exported entry points.

@@ -13,6 +13,7 @@ use opencl_sys::*;
 
 use crate::real::real;
 use crate::registry::Kind;
+use crate::sites::caller_stack;
 use crate::REGISTRY;
 
 /// What every entry point returns when no real OpenCL library could be loaded.
@@ -25,9 +26,15 @@ unsafe fn set_error(errcode_ret: *mut cl_int, code: cl_int) {
     }
 }
 
-/// Records a created object and hands the handle back.
+/// Records a created object, with its caller's stack as its site, and hands the handle back.
+///
+/// Never inlined, so that the stack walk starts in this library's frames (skipped) whatever the
+/// entry point that called it.
+#[inline(never)]
 fn created<T>(kind: Kind, handle: *mut T, bytes: u64) -> *mut T {
-    REGISTRY.created(kind, handle as usize, bytes);
+    if !handle.is_null() {
+        REGISTRY.created_at(kind, handle as usize, bytes, &caller_stack());
+    }
     handle
 }
 

@@ -224,6 +224,16 @@ fn print_overhead() {
     }
     let ns = start.elapsed().as_nanos() as f64 / (2 * n) as f64;
     println!("figure: {ns:.1} ns per clRetainMemObject/clReleaseMemObject call through the interposer and PoCL");
+    let n_create = 20_000;
+    let start = Instant::now();
+    for _ in 0..n_create {
+        let b =
+            unsafe { Buffer::<f32>::create(&context, CL_MEM_READ_WRITE, 16, std::ptr::null_mut()) }
+                .unwrap();
+        drop(b);
+    }
+    let ns = start.elapsed().as_nanos() as f64 / n_create as f64;
+    println!("figure: {ns:.1} ns per clCreateBuffer/clReleaseMemObject pair through the interposer and PoCL");
     let registry = cl_interposer::Registry::new();
     registry.created(cl_interposer::Kind::Mem, 0x1000, 64);
     let start = Instant::now();
@@ -233,6 +243,12 @@ fn print_overhead() {
     }
     let ns = start.elapsed().as_nanos() as f64 / (2 * n) as f64;
     println!("figure: {ns:.1} ns per registry update (the interposer's own share of a call)");
+    let start = Instant::now();
+    for _ in 0..n_create {
+        std::hint::black_box(cl_interposer::sites::caller_stack());
+    }
+    let ns = start.elapsed().as_nanos() as f64 / n_create as f64;
+    println!("figure: {ns:.1} ns per creation-site stack walk (paid by every create call)");
 }
 
 /// A named check.

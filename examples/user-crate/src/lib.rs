@@ -119,6 +119,7 @@ impl Engine for TinyEngine {
         Ok(EngineSnapshot {
             ledger: BTreeMap::from([("conversation".to_owned(), self.counts)]),
             metrics: BTreeMap::new(),
+            ..Default::default()
         })
     }
 }

@@ -171,6 +171,7 @@ mod tests {
         Verdict {
             attribution: None,
             driver_attribution: None,
+            cl_objects: None,
             status: VerdictStatus::Pass,
             metrics: [(metric.to_owned(), analysis)].into(),
             expectations: Vec::new(),

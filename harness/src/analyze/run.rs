@@ -130,6 +130,7 @@ pub fn analyze_run_with(record: &RunRecord, levels: Levels) -> Verdict {
         expectations,
         attribution: None,
         driver_attribution: None,
+        cl_objects: None,
     }
 }
 

@@ -212,4 +212,8 @@ pub struct Verdict {
     /// `attribution` (heaptrack's native sites; this one alone when heaptrack did not run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver_attribution: Option<Box<crate::attribution::Attribution>>,
+    /// Live OpenCL objects by kind and creation site, where the OpenCL interposer counted them;
+    /// absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cl_objects: Option<Box<crate::attribution::ClObjects>>,
 }

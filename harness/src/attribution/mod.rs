@@ -6,8 +6,10 @@
 //! and the share of the metric's growth they explain. Heaptrack (Linux) records native memory
 //! (`heaptrack/`); an exec driver that offers the protocol's `sites` capability feeds its own
 //! language's heap (`driver.rs`, Python's tracemalloc); docs/attribution.md says how other sources
-//! plug in.
+//! plug in. Live OpenCL objects by creation site come from the OpenCL interposer instead, with
+//! every sample (`cl`).
 
+mod cl;
 mod compare;
 mod driver;
 mod estimate;
@@ -17,6 +19,10 @@ mod site;
 #[cfg(test)]
 mod tests;
 
+pub use cl::{
+    cl_growing_lines, cl_headline, cl_site_lines, ClGrowth, ClObjects, ClSiteLive, ClSiteRecorder,
+    ClSiteReport, ClSites,
+};
 pub use compare::{compare_sites, comparison_lines, SiteComparison};
 pub(crate) use driver::offered_source;
 pub use driver::{

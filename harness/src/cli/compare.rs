@@ -142,6 +142,7 @@ mod tests {
         Verdict {
             attribution: None,
             driver_attribution: None,
+            cl_objects: None,
             status,
             metrics: BTreeMap::new(),
             expectations: vec![],

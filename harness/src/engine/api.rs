@@ -65,6 +65,10 @@ pub struct EngineSnapshot {
     pub ledger: BTreeMap<String, KindCounts>,
     /// Memory metrics the engine itself knows, in bytes (e.g. `gpu`, `native_heap`, `pool_reserved`).
     pub metrics: BTreeMap<String, u64>,
+    /// Live OpenCL objects by kind and creation site, where the OpenCL interposer is loaded in
+    /// the engine's process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cl_sites: Option<crate::attribution::ClSites>,
 }
 
 /// The lifecycle of an inference engine: load, then sessions that are opened, fed, generated from

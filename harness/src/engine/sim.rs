@@ -253,6 +253,7 @@ impl Engine for SimEngine {
         Ok(EngineSnapshot {
             ledger,
             metrics: self.inner.metrics(),
+            ..Default::default()
         })
     }
 

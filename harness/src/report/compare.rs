@@ -262,6 +262,7 @@ mod tests {
         Verdict {
             attribution: None,
             driver_attribution: None,
+            cl_objects: None,
             status,
             metrics: BTreeMap::from([
                 (

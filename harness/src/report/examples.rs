@@ -210,6 +210,7 @@ pub fn leak_run() -> (RunRecord, Verdict) {
     let verdict = Verdict {
         attribution: None,
         driver_attribution: None,
+        cl_objects: None,
         status: VerdictStatus::Fail,
         metrics: BTreeMap::from([
             (
@@ -379,6 +380,7 @@ pub fn clean_run() -> (RunRecord, Verdict) {
     let verdict = Verdict {
         attribution: None,
         driver_attribution: None,
+        cl_objects: None,
         status: VerdictStatus::Pass,
         metrics: BTreeMap::from([
             (

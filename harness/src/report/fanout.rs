@@ -35,6 +35,17 @@ impl RunObserver for Fanout<'_> {
             observer.on_turn_end(turn, total);
         }
     }
+
+    fn on_cl_sites(
+        &mut self,
+        turn: u32,
+        phase: crate::runner::Phase,
+        sites: &crate::attribution::ClSites,
+    ) {
+        for observer in &mut self.observers {
+            observer.on_cl_sites(turn, phase, sites);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -492,6 +492,40 @@ mod tests {
         assert!(errors.is_empty(), "{errors:#?}");
     }
 
+    /// A verdict with OpenCL creation sites (a growing one and a constant one) validates.
+    #[test]
+    fn opencl_creation_sites_match_the_published_schema() {
+        use crate::attribution::{ClSiteLive, ClSiteRecorder, ClSites, Frame};
+        let (record, mut verdict) = crate::report::examples::leak_run();
+        let site = |function: &str, live: u64| ClSiteLive {
+            kind: "cl_mem".into(),
+            frames: vec![Frame {
+                function: Some(function.into()),
+                module: "leakloop".into(),
+                file: None,
+                line: None,
+                address: 0,
+            }],
+            live,
+            live_bytes: live * 64,
+        };
+        let mut recorder = ClSiteRecorder::default();
+        for turn in 0..12u32 {
+            let sites = vec![
+                site("Cache::create", u64::from(turn)),
+                site("Weights::create", 1),
+            ];
+            recorder.record(turn, &ClSites { sites, unsited: 2 });
+        }
+        verdict.cl_objects = recorder.estimate(1).map(Box::new);
+        assert!(verdict.cl_objects.as_ref().unwrap().growing_sites == 1);
+        let text = render_report_json(&record, &verdict).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert!(value["verdict"]["cl_objects"]["sites"][0]["objects_per_turn"].is_object());
+        let errors = schema_errors(&value);
+        assert!(errors.is_empty(), "{errors:#?}");
+    }
+
     /// Format 3 adds `record.provenance`: it validates against the schema and reads back; a
     /// format 2 report (no provenance) still reads.
     #[test]

@@ -48,6 +48,7 @@ pub fn junit_suite(record: &RunRecord, verdict: &Verdict) -> TestSuite {
                     expectation.expected,
                     expectation.measured,
                     attribution_message(verdict, &expectation.name)
+                        + &cl_message(verdict, &expectation.name)
                 ))
                 .set_description(format!(
                     "expectation: {}\nexpected: {}\nmeasured: {}\nturn: {}\n{}",
@@ -56,6 +57,7 @@ pub fn junit_suite(record: &RunRecord, verdict: &Verdict) -> TestSuite {
                     expectation.measured,
                     expectation.turn.map_or("-".to_owned(), |t| t.to_string()),
                     attribution_description(verdict, &expectation.name)
+                        + &cl_description(verdict, &expectation.name)
                 ));
             status
         };
@@ -99,6 +101,48 @@ pub fn junit_suite(record: &RunRecord, verdict: &Verdict) -> TestSuite {
         );
     }
     suite
+}
+
+/// The growing OpenCL creation sites when `expectation` is the ledger balance of every kind
+/// (`balanced`) or of an OpenCL kind (`balanced.opencl/cl_mem`: that kind's sites).
+fn cl_growing(verdict: &Verdict, expectation: &str) -> Vec<String> {
+    let Some(c) = &verdict.cl_objects else {
+        return Vec::new();
+    };
+    if expectation == "balanced" {
+        return crate::attribution::cl_growing_lines(c, None);
+    }
+    match expectation
+        .strip_prefix("balanced.")
+        .and_then(|k| k.rsplit('/').next())
+    {
+        Some(kind) if kind.starts_with("cl_") => {
+            crate::attribution::cl_growing_lines(c, Some(kind))
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// `; cl_mem 12 live: 12 created at f [lib] ...` for a failed balance, the fastest-growing
+/// site (the whole document is escaped by [`escape::xml`]).
+fn cl_message(verdict: &Verdict, expectation: &str) -> String {
+    cl_growing(verdict, expectation)
+        .into_iter()
+        .next()
+        .map_or(String::new(), |line| format!("; {line}"))
+}
+
+/// Every growing site, one per line, for the failure's description.
+fn cl_description(verdict: &Verdict, expectation: &str) -> String {
+    let lines = cl_growing(verdict, expectation);
+    if lines.is_empty() {
+        return String::new();
+    }
+    let mut out = "OpenCL objects by creation site:\n".to_owned();
+    for line in lines {
+        out.push_str(&format!("  {line}\n"));
+    }
+    out
 }
 
 /// The first attribution (native first, then the driver's) whose metric `expectation` is about

@@ -44,6 +44,7 @@ pub(crate) fn verdict_in_words(verdict: &Verdict) -> Verdict {
         expectations: verdict.expectations.clone(),
         attribution: verdict.attribution.clone(),
         driver_attribution: verdict.driver_attribution.clone(),
+        cl_objects: verdict.cl_objects.clone(),
     }
 }
 

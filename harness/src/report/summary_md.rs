@@ -51,6 +51,7 @@ pub fn render_summary_md(record: &RunRecord, verdict: &Verdict) -> String {
         }
     }
     out.push_str(&attribution_lines(verdict));
+    out.push_str(&cl_objects_lines(verdict));
     out.push_str(&notes_lines(verdict));
     if let Some(p) = &record.provenance {
         out.push_str("\n<details><summary>Provenance</summary>\n\n");
@@ -58,6 +59,21 @@ pub fn render_summary_md(record: &RunRecord, verdict: &Verdict) -> String {
             out.push_str(&format!("- **{label}:** {}\n", markdown(&text)));
         }
         out.push_str("\n</details>\n");
+    }
+    out
+}
+
+/// Live OpenCL objects by kind and creation site: the headline, then one item per site.
+fn cl_objects_lines(verdict: &Verdict) -> String {
+    let Some(c) = &verdict.cl_objects else {
+        return String::new();
+    };
+    let mut out = format!(
+        "\n**OpenCL objects:** {}\n\n",
+        markdown(&crate::attribution::cl_headline(c))
+    );
+    for line in crate::attribution::cl_site_lines(c) {
+        out.push_str(&format!("- {}\n", markdown(&line)));
     }
     out
 }

@@ -62,6 +62,7 @@ pub fn render_terminal(record: &RunRecord, verdict: &Verdict) -> String {
     out.push_str(&errors_section(record));
     out.push_str(&failures_section(verdict));
     out.push_str(&attribution_section(verdict));
+    out.push_str(&cl_objects_section(verdict));
     out.push_str(&notes_section(verdict));
     let (status, line) = verdict_line(record, verdict);
     let style = if status == VerdictStatus::Pass {
@@ -71,6 +72,21 @@ pub fn render_terminal(record: &RunRecord, verdict: &Verdict) -> String {
     };
     // The line quotes the engine's error message.
     out.push_str(&format!("{style}{}{style:#}\n", printable(&line)));
+    out
+}
+
+/// Live OpenCL objects by kind and creation site: the headline and one line per listed site.
+fn cl_objects_section(verdict: &Verdict) -> String {
+    let Some(c) = &verdict.cl_objects else {
+        return String::new();
+    };
+    let mut out = format!(
+        "{HEADER}OpenCL objects{HEADER:#}  {}\n",
+        printable(&crate::attribution::cl_headline(c))
+    );
+    for line in crate::attribution::cl_site_lines(c) {
+        out.push_str(&format!("  {}\n", printable(&line)));
+    }
     out
 }
 

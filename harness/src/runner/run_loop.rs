@@ -29,6 +29,9 @@ pub trait RunObserver {
     fn on_sample(&mut self, _sample: &Sample) {}
     /// A turn ended (`turn` of `total`).
     fn on_turn_end(&mut self, _turn: u32, _total: u32) {}
+    /// The engine's live OpenCL objects by creation site at the sample just taken (called
+    /// before [`RunObserver::on_sample`], only where the engine reports them).
+    fn on_cl_sites(&mut self, _turn: u32, _phase: Phase, _sites: &crate::attribution::ClSites) {}
 }
 
 /// An observer that does nothing.
@@ -614,6 +617,9 @@ impl Run<'_> {
         })?;
         self.absorb_counts(turn, "sample", &snapshot.ledger)?;
         self.ledger_current = true;
+        if let Some(sites) = &snapshot.cl_sites {
+            self.observer.on_cl_sites(turn, phase, sites);
+        }
         let mut metrics = Metrics::new();
         for (name, value) in &snapshot.metrics {
             metrics.insert(name, *value);

@@ -32,7 +32,9 @@ pub use error::SessionError;
 pub use in_flight::{InFlight, Interruption, Pending};
 
 use crate::analyze::{analyze_run, stop_rule_for, Verdict};
-use crate::attribution::{estimate_against, AttributionSource, HeaptrackSource, DRIVER_METRICS};
+use crate::attribution::{
+    estimate_against, AttributionSource, ClSiteRecorder, HeaptrackSource, DRIVER_METRICS,
+};
 use crate::engine::build_on_target_in;
 use crate::engine::litert_lm::check_library;
 use crate::engine::transport::BuildError;
@@ -394,6 +396,7 @@ impl Setup<'_> {
             provenance: Some(provenance),
         });
         observer.on_start(&scenario);
+        let mut cl_sites = ClSiteRecorder::default();
         let mut record = std::thread::scope(|scope| {
             // Fast turns share a flush; this writes them out at least every FLUSH_EVERY, also
             // while the engine hangs.
@@ -405,7 +408,7 @@ impl Setup<'_> {
                     in_flight.flush_samples();
                 }
             });
-            let mut progress = Progress(&mut *observer, &mut sources);
+            let mut progress = Progress(&mut *observer, &mut sources, &mut cl_sites);
             let mut streamed = in_flight.observer();
             let mut fanout = Fanout::new(vec![&mut progress, &mut streamed]);
             let mut stop = stop_rule_for(&scenario);
@@ -441,6 +444,9 @@ impl Setup<'_> {
         times.run_peak_rss = crate::probe::peak_rss_bytes();
         let started = Instant::now();
         let mut verdict = analyze_run(&record);
+        verdict.cl_objects = cl_sites
+            .estimate(record.scenario.warmup_turns)
+            .map(Box::new);
         // Heaptrack's (native) attribution first, a driver's beside it; each names its source.
         for source in sources {
             let (name, metrics) = (source.name().to_owned(), source.metrics());
@@ -518,10 +524,11 @@ fn start_attribution(
 }
 
 /// Hands the turn loop's progress to a [`SessionObserver`], and its post-close sample points to
-/// the attribution sources.
+/// the attribution sources and (their OpenCL creation sites) to the recorder.
 struct Progress<'o>(
     &'o mut dyn SessionObserver,
     &'o mut Vec<Box<dyn AttributionSource>>,
+    &'o mut ClSiteRecorder,
 );
 
 impl RunObserver for Progress<'_> {
@@ -536,6 +543,12 @@ impl RunObserver for Progress<'_> {
 
     fn on_turn_end(&mut self, turn: u32, total: u32) {
         self.0.on_turn_end(turn, total);
+    }
+
+    fn on_cl_sites(&mut self, turn: u32, phase: Phase, sites: &crate::attribution::ClSites) {
+        if matches!(phase, Phase::Load | Phase::Close) {
+            self.2.record(turn, sites);
+        }
     }
 }
 

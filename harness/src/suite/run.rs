@@ -239,6 +239,7 @@ mod tests {
                     verdict: Verdict {
                         attribution: None,
                         driver_attribution: None,
+                        cl_objects: None,
                         status: if name == "leak" {
                             VerdictStatus::Fail
                         } else {

@@ -12,7 +12,7 @@
 //! `cargo test --workspace` (or `cargo build -p cl-interposer`) builds it; `cargo test -p
 //! leakloop` alone does not.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use leakloop::analyze::{Classification, ExpectationResult};
 use leakloop::engine::opencl::{
@@ -137,6 +137,81 @@ fn check_names_the_opencl_leak(name: &str, report: &ReportFile, stdout: &str) {
     );
 }
 
+/// The function a leaking profile's buffers are made in, below `Runtime::buffer` (the engine's
+/// function that calls `clCreateBuffer`).
+fn leaking_function(profile: &str) -> &'static str {
+    match profile {
+        "leak-scratch" => "workload::Scratch::create",
+        "leak-kv" | "leak-retain" => "workload::Cache::create",
+        other => panic!("no creation site known for profile `{other}`"),
+    }
+}
+
+/// The report lists the leaked buffers' creation site as the fastest-growing one: the engine's
+/// `Runtime::buffer` reached from the profile's leaking function, one or more buffers per turn,
+/// and says so on the terminal and in junit's balance failure.
+fn check_names_the_creation_site(
+    name: &str,
+    profile: &str,
+    report: &ReportFile,
+    out: &Path,
+    stdout: &str,
+) {
+    let cl = report
+        .verdict
+        .cl_objects
+        .as_ref()
+        .unwrap_or_else(|| panic!("{name}: the report lists no OpenCL creation sites"));
+    let top = &cl.sites[0];
+    let functions: Vec<&str> = top
+        .frames
+        .iter()
+        .filter_map(|f| f.function.as_deref())
+        .collect();
+    assert_eq!(top.kind, "cl_mem", "{name}: {cl:#?}");
+    assert!(
+        functions
+            .first()
+            .is_some_and(|f| f.ends_with("runtime::Runtime::buffer")),
+        "{name}: the top site starts at the engine's clCreateBuffer call: {functions:?}"
+    );
+    assert!(
+        functions
+            .iter()
+            .any(|f| f.contains(leaking_function(profile))),
+        "{name}: the top site is reached from {}: {functions:?}",
+        leaking_function(profile)
+    );
+    assert_eq!(
+        top.frames[0].module, "leakloop",
+        "{name}: {:?}",
+        top.frames[0]
+    );
+    let growth = top
+        .objects_per_turn
+        .expect("the leaked buffers grow per turn");
+    assert!(
+        growth.per_turn >= 1.0 && growth.interval.0 > 0.0,
+        "{name}: {growth:?}"
+    );
+    assert!(
+        top.bytes_per_turn.is_some(),
+        "{name}: buffer sizes are known"
+    );
+    let site_line = "created at leakloop::engine::opencl::runtime::Runtime::buffer [leakloop]";
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("cl_mem ") && l.contains(site_line)),
+        "{name}: the terminal lists the site:\n{stdout}"
+    );
+    let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
+    assert!(
+        junit.contains(&format!("live: {} (", top.live)) && junit.contains(site_line),
+        "{name}: junit's balance failure names the site:\n{junit}"
+    );
+}
+
 /// A clean fixture counted buffers through the interposer and released every one.
 fn check_clean(name: &str, report: &ReportFile) {
     let counts = report.record.ledger.totals[CL_MEM];
@@ -147,6 +222,13 @@ fn check_clean(name: &str, report: &ReportFile) {
     assert_eq!(counts.live(), 0, "{name}: {counts:?}");
     let flat = &report.verdict.metrics[CL_MEM_BYTES];
     assert_eq!(flat.slope_bytes_per_turn, 0.0, "{name}: {flat:?}");
+    let cl = report
+        .verdict
+        .cl_objects
+        .as_ref()
+        .unwrap_or_else(|| panic!("{name}: the report lists no OpenCL creation sites"));
+    assert_eq!(cl.growing_sites, 0, "{name}: no site grows: {cl:#?}");
+    assert!(cl.sites.iter().all(|s| !s.grows()), "{name}: {cl:#?}");
 }
 
 #[rstest]
@@ -180,7 +262,11 @@ fn opencl_fixture_exits_as_stated_and_names_the_cl_leak(
     check_interposer_matches_the_engine(&name, &report);
     match expected {
         0 => check_clean(&name, &report),
-        1 => check_names_the_opencl_leak(&name, &report, &stdout),
+        1 => {
+            check_names_the_opencl_leak(&name, &report, &stdout);
+            let profile = scenario.engine.profile.as_deref().unwrap_or("clean");
+            check_names_the_creation_site(&name, profile, &report, out.path(), &stdout);
+        }
         other => panic!("{name}: no OpenCL checks for an expected exit {other}"),
     }
 }

@@ -488,6 +488,7 @@ impl Engine for AttachEngine {
         Ok(EngineSnapshot {
             ledger: self.board.lock().ledger.clone(),
             metrics: BTreeMap::new(),
+            ..Default::default()
         })
     }
 

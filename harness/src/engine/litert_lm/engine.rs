@@ -481,6 +481,7 @@ impl Engine for LitertLmEngine {
         let mut snapshot = EngineSnapshot {
             ledger: self.counts.snapshot(),
             metrics,
+            ..Default::default()
         };
         if let Some(interposer) = &self.interposer {
             interposer

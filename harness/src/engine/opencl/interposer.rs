@@ -8,8 +8,14 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::symbols;
+use crate::attribution::{ClSiteLive, ClSites};
 use crate::engine::opencl::names::CL_MEM_BYTES;
 use crate::engine::{EngineSnapshot, KindCounts};
+
+/// How many creation sites an engine snapshot carries at most (those with the most live
+/// objects), so that a snapshot stays far below the worker protocol's line limit.
+pub const MAX_CARRIED_SITES: usize = 1024;
 
 /// File name of the built interposer.
 pub const INTERPOSER_FILE: &str = "libcl_interposer.so";
@@ -113,7 +119,46 @@ pub struct ClKindTotals {
     pub releases: u64,
 }
 
-/// The interposer's snapshot (mirrors `cl_interposer::Snapshot`, JSON layout version 1).
+/// One creation-site frame as the interposer reports it (mirrors `cl_interposer::sites::SiteFrame`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct ClSiteFrame {
+    /// The return address in the engine's process.
+    pub address: u64,
+    /// The library or executable holding it (`?` when unknown).
+    pub module: String,
+    /// The call's offset from the module's load address.
+    pub offset: u64,
+    /// The exported symbol holding it, where `dladdr` found one.
+    #[serde(default)]
+    pub symbol: Option<String>,
+}
+
+/// One creation site's live objects (mirrors `cl_interposer::SiteTotals`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct ClSiteTotals {
+    /// The kind.
+    pub kind: String,
+    /// The creating call's stack, innermost first.
+    pub frames: Vec<ClSiteFrame>,
+    /// Live objects created there.
+    pub live: u64,
+    /// Their requested bytes.
+    pub live_bytes: u64,
+    /// Objects created there in all.
+    pub created: u64,
+}
+
+/// Objects counted without a site, by the cap that stopped it (mirrors `cl_interposer::Unsited`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub struct ClUnsited {
+    /// Past the cap on distinct sites.
+    pub sites_full: u64,
+    /// Past the cap on live objects with a site.
+    pub objects_full: u64,
+}
+
+/// The interposer's snapshot (mirrors `cl_interposer::Snapshot`, JSON layout version 1 or 2;
+/// version 1 has no sites).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 pub struct ClSnapshot {
     /// Layout version.
@@ -123,6 +168,12 @@ pub struct ClSnapshot {
     pub kinds: BTreeMap<String, ClKindTotals>,
     /// Retains and releases of handles it never saw created.
     pub untracked_calls: u64,
+    /// Creation sites holding live objects (version 2).
+    #[serde(default)]
+    pub sites: Vec<ClSiteTotals>,
+    /// Objects counted without a site (version 2).
+    #[serde(default)]
+    pub unsited: ClUnsited,
 }
 
 impl ClSnapshot {
@@ -141,6 +192,37 @@ impl ClSnapshot {
         }
         let mem = self.kinds.get("cl_mem").copied().unwrap_or_default();
         snapshot.metrics.insert(CL_MEM_BYTES.into(), mem.live_bytes);
+        if self.version >= 2 {
+            snapshot.cl_sites = Some(self.sites());
+        }
+    }
+
+    /// The live objects by kind and creation site, symbolised and trimmed of the OpenCL
+    /// wrappers' frames (see [`super::symbols`]): the [`MAX_CARRIED_SITES`] sites with the most
+    /// live objects (the interposer lists them in that order).
+    pub fn sites(&self) -> ClSites {
+        ClSites {
+            sites: self
+                .sites
+                .iter()
+                .take(MAX_CARRIED_SITES)
+                .map(|s| ClSiteLive {
+                    kind: s.kind.clone(),
+                    frames: s
+                        .frames
+                        .iter()
+                        .map(|f| {
+                            symbols::frame(&f.module, f.offset, f.symbol.as_deref(), f.address)
+                        })
+                        .filter(|f| !symbols::is_opencl_plumbing(f))
+                        .skip_while(symbols::is_std_glue)
+                        .collect(),
+                    live: s.live,
+                    live_bytes: s.live_bytes,
+                })
+                .collect(),
+            unsited: self.unsited.sites_full + self.unsited.objects_full,
+        }
     }
 }
 

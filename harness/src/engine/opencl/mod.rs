@@ -19,6 +19,7 @@ mod profile;
 mod runtime;
 mod shim;
 mod skip;
+mod symbols;
 #[cfg(all(test, not(target_os = "android")))]
 mod tests;
 #[cfg(not(target_os = "android"))]
@@ -27,8 +28,9 @@ mod workload;
 #[cfg(not(target_os = "android"))]
 pub use engine::OpenClEngine;
 pub use interposer::{
-    find_interposer, interposer_env, preload_env, ClKindTotals, ClSnapshot, LoadedInterposer,
-    INTERPOSER_ENV, INTERPOSER_FILE, MMAP_THRESHOLD_TUNABLE,
+    find_interposer, interposer_env, preload_env, ClKindTotals, ClSiteFrame, ClSiteTotals,
+    ClSnapshot, ClUnsited, LoadedInterposer, INTERPOSER_ENV, INTERPOSER_FILE,
+    MMAP_THRESHOLD_TUNABLE,
 };
 pub use names::{kinds, CL_MEM_BYTES, ENGINE_BUFFER_BYTES};
 pub use profile::OpenClProfile;

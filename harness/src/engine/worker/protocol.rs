@@ -560,6 +560,7 @@ mod tests {
         snapshot: EngineSnapshot {
             ledger: BTreeMap::from([("conversation".into(), KindCounts { created: 3, deleted: 2 })]),
             metrics: BTreeMap::from([("native_heap".into(), 123_456_789)]),
+            ..Default::default()
         },
         sites: None,
     })]

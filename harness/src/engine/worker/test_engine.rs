@@ -119,6 +119,7 @@ impl Engine for TinyEngine {
         Ok(EngineSnapshot {
             ledger: BTreeMap::from([("conversation".into(), self.conversations)]),
             metrics: BTreeMap::new(),
+            ..Default::default()
         })
     }
 

@@ -61,6 +61,7 @@ fn passive_engine() -> MockEng {
         Ok(EngineSnapshot {
             ledger: BTreeMap::new(),
             metrics: BTreeMap::from([("rss".to_owned(), 100)]),
+            ..Default::default()
         })
     });
     engine.expect_simulated_clock_ms().return_const(Some(0.0));
@@ -417,6 +418,7 @@ fn backend_ledger_counts_are_attributed_to_the_turn_they_changed_in() {
                 },
             )]),
             metrics: BTreeMap::new(),
+            ..Default::default()
         })
     });
     engine.expect_load().returning(|| Ok(()));

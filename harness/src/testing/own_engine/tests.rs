@@ -105,6 +105,7 @@ impl Engine for GlobalCountsEngine {
         Ok(EngineSnapshot {
             ledger: BTreeMap::from([("conversation".to_owned(), counts)]),
             metrics: BTreeMap::new(),
+            ..Default::default()
         })
     }
 }

@@ -285,7 +285,9 @@ def needs_numpy1(python: str, probe: str) -> bool:
 def freeze(python: str) -> dict[str, str]:
     out = run_pip(python, ["list", "--format", "json"])
     try:
-        return {p["name"].lower(): p["version"] for p in json.loads(out.stdout)}
+        # Normalised as PyPI does: pip lists a source-built llama-cpp-python as llama_cpp_python.
+        return {re.sub(r"[-_.]+", "-", p["name"]).lower(): p["version"]
+                for p in json.loads(out.stdout)}
     except (ValueError, KeyError, TypeError):
         return {}
 

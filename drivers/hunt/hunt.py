@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """A leak hunt across a runtime's published releases (docs/field-results.md).
 
-For each runtime it knows (RUNTIMES below: the LiteRT Interpreter, ONNX Runtime, onnxruntime-genai
-and LiteRT-LM's Python binding), the hunt takes releases from PyPI, installs each into a virtual
-environment of its own (under `--venvs`, by default target/hunt/venvs/, which git ignores), and
+For each runtime it knows (RUNTIMES below: the LiteRT Interpreter, ONNX Runtime, onnxruntime-genai,
+LiteRT-LM's Python binding and llama-cpp-python), the hunt takes releases from PyPI, installs each
+into a virtual environment of its own (under `--venvs`, by default target/hunt/venvs/, which git ignores), and
 runs that runtime's whole scenario library through `leakloop run` with that environment's `bin`
 first on PATH: every scenario of the library starts its driver as `python3 ...`, so the driver
 runs on that release. The library's scenarios are the driver's option variants (reuse or per
@@ -18,7 +18,11 @@ request, kept outputs, views, arena off, IOBinding, ...). It writes, into `--out
 A release that does not install (no wheel for this Python), or whose runtime cannot be imported,
 or that does not load the committed model, is a row saying so: a finding, never the end of the
 hunt. When a release imports only with NumPy 1 (built against it, while pip picks NumPy 2), the
-hunt installs `numpy<2` and says so in the row.
+hunt installs `numpy<2` and says so in the row. llama-cpp-python has no Linux wheels on PyPI, only
+a source distribution: each release is built here (llama.cpp with CMake, about 4 minutes on 2 idle
+cores, 17 under load), with the flags in its RUNTIMES entry; pip keeps the built wheel in its own
+cache, so a later hunt of that release installs it without building again. A release that does
+not build is a row like one that does not install.
 
 Releases (`--release`, repeatable; default `newest`):
   installed   the runtime as this machine's python3 has it: no environment, no download
@@ -27,7 +31,8 @@ Releases (`--release`, repeatable; default `newest`):
   all         every release PyPI lists
   X.Y.Z       that release
 `--list` only prints the releases PyPI lists and whether each would install here (pip's resolver
-in dry-run mode, no download of the wheels themselves).
+in dry-run mode, no download of the wheels themselves; a runtime built from source is listed as
+such, unchecked: checking would mean building it).
 
 Examples (from the repository's root, after `cargo build -p leakloop`):
   python3 drivers/hunt/hunt.py --runtime ai-edge-litert --release all --out target/hunt/out
@@ -61,7 +66,9 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # Each runtime: its PyPI package, the module the driver imports, the other packages its driver
-# needs, and its scenario library (globs relative to the repository's root).
+# needs, and its scenario library (globs relative to the repository's root); `requirement` (the
+# package with its extras) and `source_build` (the environment its build needs: the runtime
+# ships no wheel for this machine) where a runtime needs them.
 RUNTIMES = {
     "ai-edge-litert": {
         "package": "ai-edge-litert",
@@ -102,7 +109,25 @@ RUNTIMES = {
         "scenarios": ["fixtures/scenarios/litert-py-*.yaml"],
         "exclude": [],
     },
+    "llama-cpp-python": {
+        "package": "llama-cpp-python",
+        # The server's scenarios start `python3 -m llama_cpp.server`: the extra's packages.
+        "requirement": "llama-cpp-python[server]",
+        "module": "llama_cpp",
+        "probe": "import llama_cpp; llama_cpp.Llama(model_path='fixtures/models/tiny-llama.gguf', "
+                 "n_ctx=128, n_threads=1, verbose=False)",
+        "extra": [],
+        "scenarios": ["fixtures/llama-cpp/*.yaml", "fixtures/llama-server/*.yaml"],
+        "exclude": [],
+        # A build for any x86-64 (not this CPU's extensions, as CI's machines differ) and without
+        # the multimodal (llava/mtmd) library, which the drivers do not use.
+        "source_build": {"CMAKE_ARGS": "-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF"},
+    },
 }
+
+# How long building one release from source may take (17 minutes were seen on a loaded 2-core
+# machine).
+BUILD_TIMEOUT_S = 3600
 
 # How long one release's whole library may take before the hunt stops it (SIGTERM: leakloop
 # keeps what finished); a hang inside a scenario is already caught by its `call_timeout`.
@@ -211,11 +236,28 @@ def installs_here(package: str, version: str) -> tuple[bool, str]:
 
 # --- environments ---------------------------------------------------------------------------
 
-def run_pip(python: str, args: list[str], timeout: int = 900) -> subprocess.CompletedProcess:
-    """This Python's pip, acting on `python`'s environment."""
+def run_pip(python: str, args: list[str], timeout: int = 900,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """This Python's pip, acting on `python`'s environment (`env`: added to the environment)."""
     return subprocess.run([sys.executable, "-m", "pip", "--python", python,
                            "--disable-pip-version-check", "--no-input", *args],
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **env} if env else None)
+
+
+def install_command(runtime: str, release: str) -> tuple[list[str], dict[str, str], int]:
+    """pip's arguments installing `release` of `runtime`, the environment they need and their
+    timeout: wheels only, except the runtime itself where it is built from its source."""
+    spec = RUNTIMES[runtime]
+    args = ["install", "--only-binary=:all:"]
+    build = spec.get("source_build")
+    if build is not None:
+        # pip lets a package's own --no-binary win over `:all:`; its build dependencies (cmake,
+        # ninja, scikit-build-core) still come as wheels.
+        args.append(f"--no-binary={spec['package']}")
+    requirement = spec.get("requirement", spec["package"])
+    args += [f"{requirement}=={release}", *spec["extra"]]
+    return args, dict(build or {}), BUILD_TIMEOUT_S if build is not None else 900
 
 
 def last_line(text: str) -> str:
@@ -243,7 +285,9 @@ def needs_numpy1(python: str, probe: str) -> bool:
 def freeze(python: str) -> dict[str, str]:
     out = run_pip(python, ["list", "--format", "json"])
     try:
-        return {p["name"].lower(): p["version"] for p in json.loads(out.stdout)}
+        # Normalised as PyPI does: pip lists a source-built llama-cpp-python as llama_cpp_python.
+        return {re.sub(r"[-_.]+", "-", p["name"]).lower(): p["version"]
+                for p in json.loads(out.stdout)}
     except (ValueError, KeyError, TypeError):
         return {}
 
@@ -270,8 +314,11 @@ def prepare(runtime: str, release: str, venvs: str) -> dict:
         # installs into it (`pip --python`).
         subprocess.run([sys.executable, "-m", "venv", "--clear", "--without-pip", home],
                        check=True, capture_output=True, timeout=300)
-        out = run_pip(python, ["install", "--only-binary=:all:", f"{spec['package']}=={release}",
-                               *spec["extra"]])
+        if spec.get("source_build") is not None:
+            print(f"hunt: {runtime} {release}: building from source (minutes)", file=sys.stderr,
+                  flush=True)
+        install, build_env, timeout = install_command(runtime, release)
+        out = run_pip(python, install, timeout=timeout, env=build_env)
         if out.returncode != 0:
             return {"status": "no install", "error": pip_reason(out.stderr), "packages": {},
                     "notes": []}
@@ -611,6 +658,9 @@ def hunt(args) -> int:
         for runtime in runtimes:
             package = RUNTIMES[runtime]["package"]
             for v in choose_releases(package, [s for s in specs if s != "installed"] or ["all"]):
+                if RUNTIMES[runtime].get("source_build") is not None:
+                    print(f"{runtime}\t{v}\tsource distribution (built at install)")
+                    continue
                 ok, why = installs_here(package, v)
                 print(f"{runtime}\t{v}\t{'installs' if ok else 'no wheel: ' + why}")
         return 0

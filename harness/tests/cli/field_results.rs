@@ -16,6 +16,8 @@ use crate::python_driver::memory_lock;
 const PAGE: &str = "docs/field-results.md";
 const HUNT: &str = "drivers/hunt/hunt.py";
 const INSTALL: &str = "python3 -m pip install ai-edge-litert==2.3.0";
+const LLAMA_INSTALL: &str =
+    "CMAKE_ARGS=-DGGML_NATIVE=OFF python3 -m pip install 'llama-cpp-python[server]==0.3.36'";
 
 /// Every `fixtures/....yaml` path the page mentions (in code spans, command lines or links).
 fn reproducers(page: &str) -> BTreeSet<String> {
@@ -154,6 +156,64 @@ fn the_hunt_runs_the_installed_release_end_to_end() {
         .join(version)
         .join("report.json")
         .is_file());
+}
+
+/// llama-cpp-python's library in the hunt, as this machine's python3 has it: an in-process
+/// scenario and a server one (judged by attach), so both halves of the library run under the
+/// release's environment. Its other releases are built from source: too slow for a test.
+#[test]
+fn the_hunt_runs_llama_cpp_python_in_process_and_as_a_server() {
+    let test = "the_hunt_runs_llama_cpp_python_in_process_and_as_a_server";
+    let imports = Command::new("python3")
+        .args(["-c", "import llama_cpp.server"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !imports {
+        skip_or_require(
+            "LEAKLOOP_REQUIRE_LLAMA",
+            &format!("{test}: python3 cannot import llama_cpp.server ({LLAMA_INSTALL})"),
+        );
+        return;
+    }
+    let _lock = memory_lock();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("hunt");
+    let output = Command::new("python3")
+        .arg(workspace().join(HUNT))
+        .args(["--runtime", "llama-cpp-python", "--release", "installed"])
+        .args([
+            "--only",
+            "llama-reuse.yaml",
+            "--only",
+            "llama-server-keep-states.yaml",
+        ])
+        .args(["--leakloop", LEAKLOOP, "--out"])
+        .arg(&out)
+        .output()
+        .expect("python3 runs the hunt");
+    let shown = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{shown}");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("hunt.json")).expect("hunt.json"))
+            .expect("hunt.json is JSON");
+    let release = &doc["releases"][0];
+    assert_eq!(release["install"], "ready", "{release}");
+    let scenarios = release["scenarios"].as_array().expect("scenarios");
+    let by_name = |name: &str| {
+        scenarios
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {release}"))
+    };
+    assert_eq!(scenarios.len(), 2, "{release}");
+    let reuse = by_name("llama-reuse");
+    assert_eq!(reuse["status"], "pass", "{reuse}");
+    assert_eq!(reuse["as_expected"], true, "{reuse}");
+    let kept = by_name("llama-server-keep-states");
+    assert_eq!(kept["status"], "fail", "{kept}");
+    assert_eq!(kept["as_expected"], true, "{kept}");
+    let table = std::fs::read_to_string(out.join("hunt.md")).expect("hunt.md");
+    assert!(table.contains("## llama-cpp-python"), "{table}");
 }
 
 /// The reproducers that live in `fixtures/field/` (findings no scenario library holds), each with

@@ -101,15 +101,19 @@ pub fn caller_stack() -> Stack {
 }
 
 /// The address range of the object (this library, or the program it is built into) that holds
-/// this code, so that its own frames are skipped.
+/// this code, so that its own frames are skipped. Read from the ELF program headers; on Apple
+/// platforms (Mach-O, no `dl_iterate_phdr`) only this function's own address is known, and the
+/// library's frames are then trimmed by name when the sites are symbolised.
 fn own_range() -> (usize, usize) {
     static RANGE: OnceLock<(usize, usize)> = OnceLock::new();
     *RANGE.get_or_init(|| {
+        #[cfg_attr(target_vendor = "apple", allow(unused_mut))]
         let mut found = (
             own_range as *const () as usize,
             own_range as *const () as usize + 1,
         );
         // SAFETY: the callback only reads the headers the loader hands it.
+        #[cfg(not(target_vendor = "apple"))]
         unsafe {
             libc::dl_iterate_phdr(Some(segments), (&mut found as *mut (usize, usize)).cast())
         };
@@ -117,6 +121,7 @@ fn own_range() -> (usize, usize) {
     })
 }
 
+#[cfg(not(target_vendor = "apple"))]
 unsafe extern "C" fn segments(
     info: *mut libc::dl_phdr_info,
     _size: libc::size_t,

@@ -70,6 +70,10 @@ pub trait AttributionSource: Send {
     fn env(&self) -> Vec<(String, String)>;
     /// A sample point of `turn` was just taken.
     fn mark(&mut self, turn: u32);
+    /// The last sample point is taken and the process is about to be unloaded or stopped: a
+    /// source whose recording lags behind the process waits here (bounded) until it has reached
+    /// that point, so the last turns are not read from the state after the process was stopped.
+    fn catch_up(&mut self) {}
     /// The process has ended: what was recorded, within a bounded wait.
     fn finish(self: Box<Self>) -> Result<Recording, String>;
     /// The metrics its sites are set against, in order of preference (the first one the verdict

@@ -77,6 +77,28 @@ fn the_stream_gives_live_bytes_per_trimmed_site_at_each_mark() {
 }
 
 #[test]
+fn sample_points_past_the_streams_end_are_caught_up_or_named() {
+    let (mut stream, _) = turn_stream(3);
+    assert!(stream.caught_up());
+    // Two sample points the stream never reached (its last block lost with the process).
+    stream.mark(4, 400);
+    stream.mark(5, 500);
+    assert!(!stream.caught_up());
+    // 0x190 ms = 400 ms reaches the first of them only.
+    stream.line("+ 0");
+    stream.line("c 190");
+    assert!(!stream.caught_up());
+    let recording = stream.end(None);
+    assert_eq!(recording.snapshots.len(), 6);
+    assert_eq!(recording.notes.len(), 1, "{:?}", recording.notes);
+    assert!(
+        recording.notes[0].contains("before the last 1 sample point(s)"),
+        "{:?}",
+        recording.notes
+    );
+}
+
+#[test]
 fn a_free_of_an_undefined_kind_stops_the_stream_with_a_note() {
     let mut stream = Stream::default();
     stream.line("- 7");

@@ -47,8 +47,12 @@ pub(super) const BACKEND: Backend = Backend {
     }),
 };
 
-fn build(scenario: &Scenario) -> Result<Box<dyn Engine>, EngineError> {
-    Ok(Box::new(AttachEngine::from_scenario(scenario)?))
+/// The attach engine; `env` goes to the program it starts (with `command:`), not to a marker
+/// command.
+fn build(scenario: &Scenario, env: &[(String, String)]) -> Result<Box<dyn Engine>, EngineError> {
+    Ok(Box::new(
+        AttachEngine::from_scenario(scenario)?.with_program_env(env),
+    ))
 }
 
 /// The starter's `engine:` section: the program to attach to, or a placeholder for it.

@@ -41,7 +41,7 @@ pub(super) const BACKEND: Backend = Backend {
     },
     fault_refusal,
     missing: nothing_missing,
-    build: |_| {
+    build: |_, _| {
         Err(EngineError::new(
             EngineErrorKind::Unavailable,
             "an exec engine is an external program: it runs in its own process, never inside \

@@ -69,7 +69,7 @@ fn missing(scenario: &Scenario) -> Option<String> {
     }
 }
 
-fn build(scenario: &Scenario) -> Result<Box<dyn Engine>, EngineError> {
+fn build(scenario: &Scenario, _: &[(String, String)]) -> Result<Box<dyn Engine>, EngineError> {
     Ok(Box::new(LitertLmEngine::from_scenario(scenario)?))
 }
 

@@ -47,14 +47,14 @@ fn check_profile(raw: &RawEngine, input: &EngineInput<'_>) -> Result<(), Scenari
 }
 
 #[cfg(not(target_os = "android"))]
-fn build(scenario: &Scenario) -> Result<Box<dyn Engine>, EngineError> {
+fn build(scenario: &Scenario, _: &[(String, String)]) -> Result<Box<dyn Engine>, EngineError> {
     Ok(Box::new(crate::engine::OpenClEngine::from_scenario(
         scenario,
     )?))
 }
 
 #[cfg(target_os = "android")]
-fn build(_: &Scenario) -> Result<Box<dyn Engine>, EngineError> {
+fn build(_: &Scenario, _: &[(String, String)]) -> Result<Box<dyn Engine>, EngineError> {
     Err(EngineError::new(
         EngineErrorKind::Unavailable,
         crate::engine::opencl::NOT_BUILT,

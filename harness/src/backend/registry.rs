@@ -109,8 +109,10 @@ pub(crate) struct Backend {
     // Read by `leakloop::testing` only.
     #[cfg_attr(not(feature = "test-support"), allow(dead_code))]
     pub missing: fn(&Scenario) -> Option<String>,
-    /// Builds its engine in this process.
-    pub build: fn(&Scenario) -> Result<Box<dyn Engine>, EngineError>,
+    /// Builds its engine in this process; the environment is added to that of a program the
+    /// engine starts itself (an attached `command:`: how an attribution source reaches it), and
+    /// engines that start none ignore it.
+    pub build: fn(&Scenario, &[(String, String)]) -> Result<Box<dyn Engine>, EngineError>,
     /// The extra environment of its worker (or driver) process.
     pub worker_env: fn(&Scenario) -> Result<WorkerEnv, EngineError>,
     /// Its part of the starter scenario `leakloop init` writes, if it has one.

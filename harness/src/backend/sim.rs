@@ -76,6 +76,6 @@ fn every_fault(_: FaultKind, _: &EngineSpec) -> Option<String> {
     None
 }
 
-fn build(scenario: &Scenario) -> Result<Box<dyn Engine>, EngineError> {
+fn build(scenario: &Scenario, _: &[(String, String)]) -> Result<Box<dyn Engine>, EngineError> {
     Ok(Box::new(SimEngine::from_scenario(scenario)?))
 }

@@ -74,7 +74,8 @@ fn build_here(
         Placement::Attached => false,
     };
     if !apart {
-        return build_in_process(scenario);
+        // An attached program leakloop starts gets the attribution source's environment.
+        return (backend.build)(scenario, extra_env);
     }
     let (mut env, shim) = (backend.worker_env)(scenario)?;
     // A preload the attribution source needs goes first; one the backend sets (the OpenCL
@@ -103,5 +104,5 @@ fn build_here(
 /// Builds the engine for `scenario` in this process, whatever `engine.isolate` says (the worker
 /// process calls this to build the engine it serves).
 pub fn build_in_process(scenario: &Scenario) -> Result<Box<dyn Engine>, EngineError> {
-    (backend::of(scenario.engine.backend).build)(scenario)
+    (backend::of(scenario.engine.backend).build)(scenario, &[])
 }

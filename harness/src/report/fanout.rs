@@ -46,6 +46,12 @@ impl RunObserver for Fanout<'_> {
             observer.on_cl_sites(turn, phase, sites);
         }
     }
+
+    fn on_turns_done(&mut self) {
+        for observer in &mut self.observers {
+            observer.on_turns_done();
+        }
+    }
 }
 
 #[cfg(test)]

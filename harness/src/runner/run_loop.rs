@@ -32,6 +32,9 @@ pub trait RunObserver {
     /// The engine's live OpenCL objects by creation site at the sample just taken (called
     /// before [`RunObserver::on_sample`], only where the engine reports them).
     fn on_cl_sites(&mut self, _turn: u32, _phase: Phase, _sites: &crate::attribution::ClSites) {}
+    /// The last turn's samples are taken and the engine is about to unload (a process leakloop
+    /// started is stopped then): what follows a process's state must read it now.
+    fn on_turns_done(&mut self) {}
 }
 
 /// An observer that does nothing.
@@ -257,6 +260,7 @@ impl Run<'_> {
         }
         self.ledger_current = false;
         let last = last.min(turn);
+        self.observer.on_turns_done();
         self.engine.unload().map_err(|error| Failure {
             turn: last,
             step: "unload",

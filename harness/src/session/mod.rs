@@ -46,7 +46,7 @@ use crate::report::{
 };
 use crate::runner::{backend_on, run_scenario_on, NoObserver, Provenance, RunObserver, RunRecord};
 use crate::runner::{BuildStamp, CiRun, Phase, Sample};
-use crate::scenario::{load_scenario_with, Overrides, Scenario};
+use crate::scenario::{load_scenario_with, AttachProcess, Overrides, Scenario};
 
 /// What a caller sees of a session as it goes; every method does nothing by default.
 pub trait SessionObserver {
@@ -514,6 +514,21 @@ fn start_attribution(
         );
         return None;
     }
+    let started_here = scenario
+        .engine
+        .attach
+        .as_ref()
+        .is_none_or(|attach| matches!(attach.process, AttachProcess::Command(_)));
+    if !started_here {
+        warn(
+            observer,
+            warnings,
+            "no attribution: the attached process was not started by leakloop (`pid:` or a \
+             device's app), so heaptrack's preload cannot reach it; start it with `command:`"
+                .into(),
+        );
+        return None;
+    }
     match HeaptrackSource::start() {
         Ok(source) => Some(Box::new(source)),
         Err(e) => {
@@ -548,6 +563,12 @@ impl RunObserver for Progress<'_> {
     fn on_cl_sites(&mut self, turn: u32, phase: Phase, sites: &crate::attribution::ClSites) {
         if matches!(phase, Phase::Load | Phase::Close) {
             self.2.record(turn, sites);
+        }
+    }
+
+    fn on_turns_done(&mut self) {
+        for source in self.1.iter_mut() {
+            source.catch_up();
         }
     }
 }

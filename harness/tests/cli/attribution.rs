@@ -423,3 +423,112 @@ fn broken_sites_cost_the_attribution_and_no_sample() {
     assert_eq!(report["record"]["samples"]["rows"], 8, "{text}");
     assert_eq!(report["verdict"]["status"], "pass", "{text}");
 }
+
+/// `fixtures/attach/reply_cache.c` built into `dir` with debug information, or `None` after a
+/// visible skip where no C compiler is installed.
+fn reply_cache_program(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+    let program = dir.join("reply_cache");
+    let built = std::process::Command::new("cc")
+        .args(["-g", "-O0", "-o"])
+        .arg(&program)
+        .arg(workspace().join("fixtures/attach/reply_cache.c"))
+        .status();
+    match built {
+        Ok(s) if s.success() => Some(program),
+        other => {
+            leakloop::engine::skip_or_require(
+                "LEAKLOOP_REQUIRE_ENGINE",
+                &format!(
+                    "attributing a started program: no working C compiler `cc` ({other:?}; \
+                     install build-essential)"
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// An attach scenario that starts the reply-cache program with `mode` (`leak` or `clean`).
+fn reply_cache_scenario(program: &std::path::Path, mode: &str) -> String {
+    format!(
+        "name: reply-cache-{mode}\nengine:\n  backend: attach\n  command: [{program:?}, {mode}]\n  \
+         markers:\n    stream: stdout\n    ready: '^READY'\n    timeout: 60s\nturns: 12\n\
+         sample: {{settle: 20ms}}\nwatch: [rss]\nexpect:\n  rss: {{max_growth_per_turn: 16KiB}}\n"
+    )
+}
+
+/// A program leakloop starts in attach mode gets heaptrack's preload too: its kept replies
+/// (64 KiB a turn) are attributed to the function that allocated them, with its file and line,
+/// and explain most of the RSS growth.
+#[test]
+fn a_started_program_s_leak_is_attributed_to_its_allocating_function() {
+    let test = "a_started_program_s_leak_is_attributed_to_its_allocating_function";
+    if !leakloop::attribution::heaptrack_or_skip(test) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(program) = reply_cache_program(dir.path()) else {
+        return;
+    };
+    let (code, text, report) = run_attributed_text(&reply_cache_scenario(&program, "leak"));
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("Allocation sites"), "{text}");
+    let a = &report["verdict"]["attribution"];
+    assert_eq!(a["source"], "heaptrack", "{text}");
+    assert_eq!(a["metric"], "rss", "{a:#}");
+    let top = &a["sites"][0];
+    let frame = &top["frames"][0];
+    assert_eq!(frame["function"], "build_reply", "{top:#}");
+    assert!(
+        frame["file"]
+            .as_str()
+            .unwrap_or_default()
+            .ends_with("reply_cache.c"),
+        "{top:#}"
+    );
+    assert!(frame["line"].as_u64().is_some(), "{top:#}");
+    let slope = top["slope_bytes_per_turn"].as_f64().unwrap();
+    assert!((60_000.0..70_000.0).contains(&slope), "{top:#}");
+    assert!(a["explained"].as_f64().unwrap() > 0.8, "{a:#}");
+}
+
+/// The same program freeing its replies: no site grows, though heaptrack saw its allocations.
+#[test]
+fn a_started_clean_program_attributes_growth_to_no_site() {
+    let test = "a_started_clean_program_attributes_growth_to_no_site";
+    if !leakloop::attribution::heaptrack_or_skip(test) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(program) = reply_cache_program(dir.path()) else {
+        return;
+    };
+    let (code, text, report) = run_attributed_text(&reply_cache_scenario(&program, "clean"));
+    assert_eq!(code, Some(0), "{text}");
+    let a = &report["verdict"]["attribution"];
+    assert_eq!(a["source"], "heaptrack", "{text}");
+    assert_eq!(a["sites"].as_array().unwrap().len(), 0, "{a:#}");
+    assert!(a["sites_seen"].as_u64().unwrap() > 0, "{a:#}");
+}
+
+/// An attached pid was not started by leakloop: no preload can reach it, and the run says so
+/// instead of reporting an empty recording.
+#[test]
+fn an_attached_pid_gets_no_attribution_and_says_why() {
+    let test = "an_attached_pid_gets_no_attribution_and_says_why";
+    if !leakloop::attribution::heaptrack_or_skip(test) {
+        return;
+    }
+    let scenario = format!(
+        "name: own-pid\nengine:\n  backend: attach\n  pid: {}\n  markers:\n    command: \
+         [sh, -c, 'for i in 1 2 3 4; do echo \"TURN $i CLOSED\"; sleep 0.2; done; sleep 30']\n\
+         turns: 2\nsample: {{settle: 0ms}}\nwatch: [rss]\n",
+        std::process::id()
+    );
+    let (_code, text, report) = run_attributed_text(&scenario);
+    assert!(
+        text.contains("no attribution: the attached process was not started by leakloop"),
+        "{text}"
+    );
+    assert!(report["verdict"].get("attribution").is_none(), "{text}");
+}

@@ -31,6 +31,13 @@ pub const HEAPTRACK_DIR_ENV: &str = "LEAKLOOP_HEAPTRACK_DIR";
 const MAX_LINE_BYTES: u64 = 64 * 1024;
 /// How long the stream may take to end once the measured process is gone.
 const FINISH_WAIT: Duration = Duration::from_secs(20);
+/// How long the stream may take to reach the last sample point while the process still runs.
+/// The preload writes its stream in blocks of about 4 KiB and adds a timestamp every 10 ms, so
+/// an idle process delivers a block every few seconds; a process stopped by a signal (attach
+/// mode) never writes the block it held.
+const CATCH_UP_WAIT: Duration = Duration::from_secs(15);
+/// How often the wait above looks at the stream.
+const CATCH_UP_POLL: Duration = Duration::from_millis(20);
 /// Where distributions install heaptrack's library folder.
 const LIB_DIRS: &[&str] = &[
     "/usr/lib/heaptrack",
@@ -100,6 +107,8 @@ pub struct HeaptrackSource {
     interpret: Process,
     stream: Arc<Mutex<Option<Stream>>>,
     done: mpsc::Receiver<Option<String>>,
+    /// What the reading thread said when it ended, once received.
+    ended: Option<Option<String>>,
     started: Instant,
 }
 
@@ -154,6 +163,7 @@ impl HeaptrackSource {
             interpret,
             stream,
             done,
+            ended: None,
             started,
         })
     }
@@ -236,6 +246,29 @@ impl AttributionSource for HeaptrackSource {
         }
     }
 
+    fn catch_up(&mut self) {
+        let deadline = Instant::now() + CATCH_UP_WAIT;
+        loop {
+            let caught_up = self
+                .stream
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+                .is_none_or(Stream::caught_up);
+            if caught_up || Instant::now() >= deadline {
+                return;
+            }
+            match self.done.recv_timeout(CATCH_UP_POLL) {
+                Ok(why) => {
+                    self.ended = Some(why);
+                    return;
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => return,
+            }
+        }
+    }
+
     fn finish(mut self: Box<Self>) -> Result<Recording, String> {
         // A process that never opened the pipe leaves the shell waiting to open it: opening the
         // writing end (without waiting) and closing it ends that wait with an empty stream.
@@ -243,7 +276,11 @@ impl AttributionSource for HeaptrackSource {
             .write(true)
             .custom_flags_nonblock()
             .open(&self.fifo);
-        let why = match self.done.recv_timeout(FINISH_WAIT) {
+        let received = match self.ended.take() {
+            Some(why) => Ok(why),
+            None => self.done.recv_timeout(FINISH_WAIT),
+        };
+        let why = match received {
             Ok(why) => why,
             Err(_) => Some(format!(
                 "heaptrack's stream did not end within {}s of the process's end",

@@ -69,6 +69,11 @@ impl Stream {
         }
     }
 
+    /// Whether every sample point has been reached (or the stream is no longer followed).
+    pub fn caught_up(&self) -> bool {
+        self.pending.is_empty() || self.stopped.is_some()
+    }
+
     /// Reads one line of the stream.
     pub fn line(&mut self, line: &str) {
         if self.stopped.is_some() {
@@ -87,6 +92,14 @@ impl Stream {
     pub fn end(mut self, why: Option<String>) -> Recording {
         if let Some(why) = why {
             self.stop(why);
+        }
+        if !self.pending.is_empty() && self.stopped.is_none() {
+            self.recording.notes.push(format!(
+                "heaptrack's stream ended at {} ms, before the last {} sample point(s): they \
+                 show the state at its end",
+                self.now_ms,
+                self.pending.len()
+            ));
         }
         while let Some((turn, _)) = self.pending.pop_front() {
             self.snapshot(turn);

@@ -34,6 +34,8 @@ pub struct AttachEngine {
     cwd: PathBuf,
     patterns: Patterns,
     board: Board,
+    /// Environment added to the program's (an attribution source's preload).
+    program_env: Vec<(String, String)>,
     /// The process, when leakloop started it.
     process: Option<Started>,
     /// The measured process, once attached.
@@ -79,6 +81,7 @@ impl AttachEngine {
             cwd,
             patterns,
             board: Board::default(),
+            program_env: Vec::new(),
             process: None,
             pid: None,
             marker_command: None,
@@ -89,6 +92,13 @@ impl AttachEngine {
             taken_turn_key: None,
             ready_at: None,
         })
+    }
+
+    /// Starts the program (with `command:`) with `env` added to its environment; a pid or a
+    /// device's app is not started here, so nothing can reach it.
+    pub fn with_program_env(mut self, env: &[(String, String)]) -> Self {
+        self.program_env = env.to_vec();
+        self
     }
 
     fn unavailable(message: String) -> EngineError {
@@ -108,7 +118,7 @@ impl AttachEngine {
         }
         match &self.spec.process {
             AttachProcess::Command(argv) => {
-                let mut started = Started::spawn(argv, &self.cwd, "program")?;
+                let mut started = Started::spawn(argv, &self.cwd, &self.program_env, "program")?;
                 let patterns = |wanted| (*markers == wanted).then(|| self.patterns.clone());
                 let (out, err) = (
                     patterns(MarkerSource::Stdout),
@@ -130,7 +140,7 @@ impl AttachEngine {
             // Followed from before the program started (below).
             MarkerSource::File(_) => {}
             MarkerSource::Command(argv) => {
-                let mut started = Started::spawn(argv, &self.cwd, "marker command")?;
+                let mut started = Started::spawn(argv, &self.cwd, &[], "marker command")?;
                 let patterns = Some(self.patterns.clone());
                 read_outputs(
                     &mut started,

@@ -20,14 +20,21 @@ use crate::process::{describe_exit, pid_alive, Process, Stopped};
 pub(crate) struct Started(Process);
 
 impl Started {
-    /// Starts `argv` in `cwd` with piped stdout and stderr, in its own process group.
-    pub fn spawn(argv: &[String], cwd: &Path, what: &str) -> Result<Self, EngineError> {
+    /// Starts `argv` in `cwd` with `env` added to leakloop's environment and piped stdout and
+    /// stderr, in its own process group.
+    pub fn spawn(
+        argv: &[String],
+        cwd: &Path,
+        env: &[(String, String)],
+        what: &str,
+    ) -> Result<Self, EngineError> {
         let (program, args) = argv.split_first().ok_or_else(|| {
             EngineError::new(EngineErrorKind::Unavailable, format!("the {what} is empty"))
         })?;
         let mut command = Command::new(program);
         command
             .args(args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .current_dir(cwd)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -118,7 +125,7 @@ mod tests {
     #[test]
     fn a_process_that_exits_on_sigterm_is_stopped_by_it_in_words() {
         let argv = ["sleep", "30"].map(String::from);
-        let mut started = Started::spawn(&argv, Path::new("."), "program").unwrap();
+        let mut started = Started::spawn(&argv, Path::new("."), &[], "program").unwrap();
         let how = started.stop(Duration::from_secs(5));
         assert_eq!(how, "stopped by SIGTERM (signal 15 (SIGTERM))");
         assert!(!pid_alive(started.id()));

@@ -52,6 +52,11 @@ pub(crate) enum BuildAxis {
 /// as long as the worker).
 pub(crate) type WorkerEnv = (Vec<(String, String)>, Option<OpenClNameShim>);
 
+/// Builds a backend's engine in this process, with `(KEY, VALUE)` pairs added to the environment
+/// of a program the engine starts itself.
+pub(crate) type BuildEngine =
+    fn(&Scenario, &[(String, String)]) -> Result<Box<dyn Engine>, EngineError>;
+
 /// What a backend's own check of `engine:` hands back to the generic one.
 #[derive(Debug, Default)]
 pub(crate) struct EngineParts {
@@ -112,7 +117,7 @@ pub(crate) struct Backend {
     /// Builds its engine in this process; the environment is added to that of a program the
     /// engine starts itself (an attached `command:`: how an attribution source reaches it), and
     /// engines that start none ignore it.
-    pub build: fn(&Scenario, &[(String, String)]) -> Result<Box<dyn Engine>, EngineError>,
+    pub build: BuildEngine,
     /// The extra environment of its worker (or driver) process.
     pub worker_env: fn(&Scenario) -> Result<WorkerEnv, EngineError>,
     /// Its part of the starter scenario `leakloop init` writes, if it has one.

@@ -106,9 +106,18 @@ impl ClSiteRecorder {
     }
 
     /// The live objects by site, with growth over the turns after `warmup_turns`; `None` when
-    /// no sample point carried sites.
+    /// no sample point carried sites, or none held a live object (an engine that loaded the
+    /// interposer but made no OpenCL object, such as LiteRT-LM on its CPU backend, has nothing to
+    /// report).
     pub fn estimate(&self, warmup_turns: u32) -> Option<ClObjects> {
         let (_, last) = self.points.last()?;
+        if self
+            .points
+            .iter()
+            .all(|(_, s)| s.sites.is_empty() && s.unsited == 0)
+        {
+            return None;
+        }
         let mut by_turn: BTreeMap<u32, &ClSites> = BTreeMap::new();
         for (turn, sites) in &self.points {
             by_turn.insert(*turn, sites);

@@ -308,3 +308,42 @@ fn an_interrupted_run_is_judged_on_the_samples_taken_and_written() {
     assert!(out.join(REPORT_JSON).is_file());
     assert_eq!(inspect_out_dir(&out).unwrap().state, RunState::Ended);
 }
+
+/// A one-time limit that failed under attribution is named in a warning (the sources' own
+/// memory is in the process); a growth limit is not, nor anything without attribution.
+#[test]
+fn one_time_limits_failed_under_attribution_are_named() {
+    let (_, mut verdict) = crate::report::examples::clean_run();
+    let failed = |name: &str| crate::analyze::ExpectationResult {
+        name: name.to_owned(),
+        passed: false,
+        inconclusive: false,
+        expected: String::new(),
+        measured: String::new(),
+        turn: None,
+        defaulted: false,
+    };
+    verdict.expectations.push(failed("rss.warmup_budget"));
+    verdict
+        .expectations
+        .push(failed("native_heap.max_growth_per_turn"));
+    assert_eq!(one_time_limits_under_attribution(&verdict), None);
+    verdict.attribution = Some(Box::new(crate::attribution::Attribution {
+        source: "heaptrack".to_owned(),
+        metric: None,
+        metric_slope_bytes_per_turn: None,
+        explained: None,
+        sites: Vec::new(),
+        growing_sites: 0,
+        sites_seen: 0,
+        turns: 0,
+        notes: Vec::new(),
+        unlisted: Vec::new(),
+    }));
+    let note = one_time_limits_under_attribution(&verdict).unwrap();
+    assert!(
+        note.starts_with("rss.warmup_budget failed with attribution on"),
+        "{note}"
+    );
+    assert!(!note.contains("max_growth_per_turn"), "{note}");
+}

@@ -325,15 +325,20 @@ fn kept_python_chunks_are_attributed_to_the_drivers_line() {
 }
 
 /// The same chat loop with nothing kept (`litert-py-chat.yaml`): no Python site grows per turn
-/// (0 of 4 local runs listed one, 33 sites seen in each). The verdict is not judged here: under
-/// heaptrack the interpreter's native heap rises by some 54 MiB after load (it passes with
-/// tracemalloc alone).
+/// (0 of 4 local runs listed one, 33 sites seen in each; later 0 of 5, 32 seen). The verdict is
+/// not judged here: under heaptrack the interpreter's native heap rises by some 47-54 MiB after
+/// load and fails its warm-up budget (5 of 5 runs), which the run's warning attributes to the
+/// sources (it passes with tracemalloc alone).
 #[test]
 fn a_clean_python_chat_loop_lists_no_growing_python_site() {
     let test = "a_clean_python_chat_loop_lists_no_growing_python_site";
-    let Some((_code, text, report)) = python_attributed_run(test, "litert-py-chat.yaml", 16) else {
+    let Some((code, text, report)) = python_attributed_run(test, "litert-py-chat.yaml", 16) else {
         return;
     };
+    // A one-time limit failed under the sources' own memory is said to be theirs to judge again.
+    if code != Some(0) {
+        assert!(text.contains("failed with attribution on"), "{text}");
+    }
     let a = &report["verdict"]["driver_attribution"];
     assert_eq!(a["source"], "tracemalloc", "{text}");
     assert_eq!(a["sites"].as_array().unwrap().len(), 0, "{a:#}");

@@ -106,3 +106,12 @@ fn sites_differing_only_in_trimmed_frames_are_merged_and_unsited_objects_are_sai
     assert!(cl_headline(&c).contains("5 objects counted without a site"));
     assert!(ClSiteRecorder::default().estimate(0).is_none());
 }
+
+#[test]
+fn an_engine_that_made_no_opencl_object_reports_none() {
+    let mut r = ClSiteRecorder::default();
+    for turn in 0..=6 {
+        r.record(turn, &ClSites::default());
+    }
+    assert!(r.estimate(1).is_none());
+}

@@ -141,28 +141,8 @@ fn dropped_python_conversations_are_attributed_to_the_send_message_path() {
     if !crate::attach::litert_lm_python_or_skip() {
         return;
     }
-    let python = std::process::Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .unwrap();
-    let python = String::from_utf8(python.stdout).unwrap().trim().to_owned();
-    let root = workspace();
-    let text = std::fs::read_to_string(root.join("fixtures/scenarios/litert-py-gc-dropped.yaml"))
-        .unwrap()
-        .replace(
-            "command: [python3, ../../drivers/litert_lm_python.py]",
-            &format!(
-                "command: [{python:?}, {:?}]",
-                root.join("drivers/litert_lm_python.py")
-            ),
-        )
-        .replace(
-            "../models/",
-            &format!("{}/", root.join("fixtures/models").display()),
-        );
     let dir = tempfile::tempdir().unwrap();
-    let scenario = dir.path().join("litert-py-gc-dropped.yaml");
-    std::fs::write(&scenario, text).unwrap();
+    let scenario = python_driver_file(dir.path(), "fixtures/scenarios/litert-py-gc-dropped.yaml");
     let Some((_out, report)) = attributed_run(test, &scenario, 12) else {
         return;
     };
@@ -183,16 +163,18 @@ fn dropped_python_conversations_are_attributed_to_the_send_message_path() {
     assert!(a["explained"].as_f64().unwrap() > 0.8, "{a:#}");
 }
 
-/// `fixture` (a `litert-py-*` scenario) rewritten to run the driver with the Python
-/// interpreter's own path (see above) and the fixtures' absolute paths, in `dir`.
-fn python_scenario(fixture: &str, dir: &std::path::Path) -> std::path::PathBuf {
+/// `file` (a scenario or engine file running `drivers/litert_lm_python.py`, relative to the
+/// workspace) written into `dir` with absolute paths and the Python interpreter's own path:
+/// heaptrack follows the program the driver's process first runs, which must not be a wrapper
+/// script (pyenv's `python3` shim).
+pub(crate) fn python_driver_file(dir: &std::path::Path, file: &str) -> std::path::PathBuf {
     let python = std::process::Command::new("python3")
         .args(["-c", "import sys; print(sys.executable)"])
         .output()
         .unwrap();
     let python = String::from_utf8(python.stdout).unwrap().trim().to_owned();
     let root = workspace();
-    let text = std::fs::read_to_string(root.join("fixtures/scenarios").join(fixture))
+    let text = std::fs::read_to_string(root.join(file))
         .unwrap()
         .replace(
             "command: [python3, ../../drivers/litert_lm_python.py]",
@@ -205,9 +187,9 @@ fn python_scenario(fixture: &str, dir: &std::path::Path) -> std::path::PathBuf {
             "../models/",
             &format!("{}/", root.join("fixtures/models").display()),
         );
-    let scenario = dir.join(fixture);
-    std::fs::write(&scenario, text).unwrap();
-    scenario
+    let path = dir.join(std::path::Path::new(file).file_name().unwrap());
+    std::fs::write(&path, text).unwrap();
+    path
 }
 
 /// `run FIXTURE --attribute --turns TURNS` through the Python-binding driver: the exit code,
@@ -228,7 +210,7 @@ fn python_attributed_run(
     }
     let _one_at_a_time = crate::python_driver::memory_lock();
     let dir = tempfile::tempdir().unwrap();
-    let scenario = python_scenario(fixture, dir.path());
+    let scenario = python_driver_file(dir.path(), &format!("fixtures/scenarios/{fixture}"));
     let out = dir.path().join("run");
     let output = leakloop_command()
         .arg("run")
@@ -453,13 +435,21 @@ fn reply_cache_program(dir: &std::path::Path) -> Option<std::path::PathBuf> {
     }
 }
 
-/// An attach scenario that starts the reply-cache program with `mode` (`leak` or `clean`).
-fn reply_cache_scenario(program: &std::path::Path, mode: &str) -> String {
-    format!(
+/// `run --attribute` of an attach scenario that starts the reply-cache program with `mode`
+/// (`leak` or `clean`): the exit code, stdout and stderr, and report.json; `None` after a visible
+/// skip (no heaptrack, no C compiler).
+fn reply_cache_run(test: &str, mode: &str) -> Option<(Option<i32>, String, serde_json::Value)> {
+    if !leakloop::attribution::heaptrack_or_skip(test) {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let program = reply_cache_program(dir.path())?;
+    let scenario = format!(
         "name: reply-cache-{mode}\nengine:\n  backend: attach\n  command: [{program:?}, {mode}]\n  \
          markers:\n    stream: stdout\n    ready: '^READY'\n    timeout: 60s\nturns: 12\n\
          sample: {{settle: 20ms}}\nwatch: [rss]\nexpect:\n  rss: {{max_growth_per_turn: 16KiB}}\n"
-    )
+    );
+    Some(run_attributed_text(&scenario))
 }
 
 /// A program leakloop starts in attach mode gets heaptrack's preload too: its kept replies
@@ -467,15 +457,12 @@ fn reply_cache_scenario(program: &std::path::Path, mode: &str) -> String {
 /// and explain most of the RSS growth.
 #[test]
 fn a_started_program_s_leak_is_attributed_to_its_allocating_function() {
-    let test = "a_started_program_s_leak_is_attributed_to_its_allocating_function";
-    if !leakloop::attribution::heaptrack_or_skip(test) {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let Some(program) = reply_cache_program(dir.path()) else {
+    let Some((code, text, report)) = reply_cache_run(
+        "a_started_program_s_leak_is_attributed_to_its_allocating_function",
+        "leak",
+    ) else {
         return;
     };
-    let (code, text, report) = run_attributed_text(&reply_cache_scenario(&program, "leak"));
     assert_eq!(code, Some(1), "{text}");
     assert!(text.contains("Allocation sites"), "{text}");
     let a = &report["verdict"]["attribution"];
@@ -500,15 +487,12 @@ fn a_started_program_s_leak_is_attributed_to_its_allocating_function() {
 /// The same program freeing its replies: no site grows, though heaptrack saw its allocations.
 #[test]
 fn a_started_clean_program_attributes_growth_to_no_site() {
-    let test = "a_started_clean_program_attributes_growth_to_no_site";
-    if !leakloop::attribution::heaptrack_or_skip(test) {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let Some(program) = reply_cache_program(dir.path()) else {
+    let Some((code, text, report)) = reply_cache_run(
+        "a_started_clean_program_attributes_growth_to_no_site",
+        "clean",
+    ) else {
         return;
     };
-    let (code, text, report) = run_attributed_text(&reply_cache_scenario(&program, "clean"));
     assert_eq!(code, Some(0), "{text}");
     let a = &report["verdict"]["attribution"];
     assert_eq!(a["source"], "heaptrack", "{text}");

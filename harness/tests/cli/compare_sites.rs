@@ -7,6 +7,7 @@
 
 use std::path::PathBuf;
 
+use crate::attribution::python_driver_file;
 use crate::common::{leakloop_command, streams, workspace};
 
 /// The fetched 0.18.1 release (it keeps its internal symbols, so that sites are named inside
@@ -57,34 +58,6 @@ fn group<'a>(stdout: &'a str, title: &str) -> Vec<&'a str> {
     lines.take_while(|l| l.starts_with("  ")).collect()
 }
 
-/// `file` (a scenario or engine file running `drivers/litert_lm_python.py`) written into `dir`
-/// with absolute paths and the interpreter's own path: heaptrack follows the program the
-/// driver's process first runs, which must not be a wrapper script (pyenv's `python3` shim).
-fn python_file(dir: &std::path::Path, file: &str) -> PathBuf {
-    let python = std::process::Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .unwrap();
-    let python = String::from_utf8(python.stdout).unwrap().trim().to_owned();
-    let root = workspace();
-    let text = std::fs::read_to_string(root.join(file))
-        .unwrap()
-        .replace(
-            "command: [python3, ../../drivers/litert_lm_python.py]",
-            &format!(
-                "command: [{python:?}, {:?}]",
-                root.join("drivers/litert_lm_python.py")
-            ),
-        )
-        .replace(
-            "../models/",
-            &format!("{}/", root.join("fixtures/models").display()),
-        );
-    let path = dir.join(std::path::Path::new(file).file_name().unwrap());
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
 /// LiteRT-LM's Python binding, streamed replies cancelled at the 4th chunk: conversations closed
 /// (A, `litert-py-cancel.yaml`) against conversations dropped with the cyclic collector off (B,
 /// `fixtures/engines/litert-lm-python-dropped.yaml`). The conversation's sites in LiteRT-LM grow
@@ -98,8 +71,8 @@ fn dropped_conversations_sites_grow_in_b_only() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let scenario = python_file(dir.path(), "fixtures/scenarios/litert-py-cancel.yaml");
-    let engine = python_file(dir.path(), "fixtures/engines/litert-lm-python-dropped.yaml");
+    let scenario = python_driver_file(dir.path(), "fixtures/scenarios/litert-py-cancel.yaml");
+    let engine = python_driver_file(dir.path(), "fixtures/engines/litert-lm-python-dropped.yaml");
     let stdout = compare_attributed(&[
         scenario.as_os_str(),
         "--engine".as_ref(),

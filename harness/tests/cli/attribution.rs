@@ -212,13 +212,29 @@ fn python_attributed_run(
     let dir = tempfile::tempdir().unwrap();
     let scenario = python_driver_file(dir.path(), &format!("fixtures/scenarios/{fixture}"));
     let out = dir.path().join("run");
+    let run = run_attributed(&scenario, &["--turns", &turns.to_string()], &out);
+    let errors: Vec<String> = report_schema_errors(&out.join("report.json"))
+        .into_iter()
+        .filter(|e| !e.contains("\"exec\" is not one of"))
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    Some(run)
+}
+
+/// `run SCENARIO --attribute -q ARGS --out OUT` from the workspace: the exit code, stdout and
+/// stderr together, and report.json.
+fn run_attributed(
+    scenario: &std::path::Path,
+    args: &[&str],
+    out: &std::path::Path,
+) -> (Option<i32>, String, serde_json::Value) {
     let output = leakloop_command()
         .arg("run")
-        .arg(&scenario)
-        .args(["--attribute", "-q", "--turns"])
-        .arg(turns.to_string())
+        .arg(scenario)
+        .args(["--attribute", "-q"])
+        .args(args)
         .arg("--out")
-        .arg(&out)
+        .arg(out)
         .current_dir(workspace())
         .output()
         .unwrap();
@@ -229,16 +245,11 @@ fn python_attributed_run(
     );
     let report = std::fs::read_to_string(out.join("report.json"))
         .unwrap_or_else(|e| panic!("no report.json ({e}):\n{text}"));
-    let errors: Vec<String> = report_schema_errors(&out.join("report.json"))
-        .into_iter()
-        .filter(|e| !e.contains("\"exec\" is not one of"))
-        .collect();
-    assert!(errors.is_empty(), "{errors:?}");
-    Some((
+    (
         output.status.code(),
         text,
         serde_json::from_str(&report).unwrap(),
-    ))
+    )
 }
 
 /// The line of the Python driver that appends every streamed chunk to the list it never clears
@@ -333,27 +344,7 @@ fn run_attributed_text(scenario: &str) -> (Option<i32>, String, serde_json::Valu
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("scenario.yaml");
     std::fs::write(&path, scenario).unwrap();
-    let out = dir.path().join("run");
-    let output = leakloop_command()
-        .arg("run")
-        .arg(&path)
-        .args(["--attribute", "-q", "--out"])
-        .arg(&out)
-        .current_dir(workspace())
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report = std::fs::read_to_string(out.join("report.json"))
-        .unwrap_or_else(|e| panic!("no report.json ({e}):\n{text}"));
-    (
-        output.status.code(),
-        text,
-        serde_json::from_str(&report).unwrap(),
-    )
+    run_attributed(&path, &[], &dir.path().join("run"))
 }
 
 /// A scenario of 6 turns through the driver `command` (absolute paths).

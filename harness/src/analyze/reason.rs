@@ -227,6 +227,24 @@ pub enum Reason {
         /// What the levels show.
         outcome: LevelsOutcome,
     },
+    /// Memory that switches back and forth between a few value levels, with no rise inside them
+    /// (`classify/levels.rs`, switching levels).
+    SwitchingLevels {
+        /// How many levels.
+        levels: usize,
+        /// Jumps up and down between them.
+        switches: usize,
+        /// The distance from the lowest level to the highest.
+        step: f64,
+        /// The interval of the slope inside the levels.
+        interval: Interval,
+        /// That slope's one-sided p-value of rising.
+        p: f64,
+        /// The tolerance.
+        tolerance: f64,
+        /// What the levels show.
+        outcome: LevelsOutcome,
+    },
     /// Memory that steps up and down or rises and falls in teeth, judged on its troughs and
     /// peaks (what a leak must move) rather than on a line through every sample.
     Envelope {

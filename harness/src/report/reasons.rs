@@ -539,6 +539,39 @@ impl Words {
                     ),
                 }
             }
+            Reason::SwitchingLevels {
+                levels,
+                switches,
+                step,
+                interval,
+                p,
+                tolerance,
+                outcome,
+            } => {
+                let seen = format!(
+                    "switches back and forth between {levels} levels ({switches} jumps, {} from \
+                     the lowest to the highest): inside them it moves {} per turn ({}, least \
+                     squares p = {p:.2}), no rise",
+                    self.size(*step),
+                    self.signed((interval.lo + interval.hi) / 2.0),
+                    self.interval(interval),
+                );
+                match outcome {
+                    LevelsOutcome::Clean { worst_end } => format!(
+                        "{seen}; every level ends at most {} from the baseline, within the {} \
+                         tolerance: an allocator switching levels, not a leak",
+                        self.signed(*worst_end),
+                        self.size(*tolerance)
+                    ),
+                    LevelsOutcome::Bounded { rise } => format!(
+                        "{seen}; the highest level stands {} above the baseline (beyond the {} \
+                         tolerance) and does not climb: levels an allocator switches between, \
+                         bounded, not a leak",
+                        self.signed(*rise),
+                        self.size(*tolerance)
+                    ),
+                }
+            }
             Reason::RoseInJumps {
                 ups,
                 drops,

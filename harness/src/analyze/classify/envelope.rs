@@ -95,7 +95,9 @@ pub(super) fn judge(series: &MetricSeries, prepared: &Prepared<'_>, analysis: &m
     let Some((pattern, jumps, sigma)) = find_pattern(&points, prepared.sigma, prepared.noise_floor)
     else {
         // Too few drops for troughs and peaks: flat levels between the jumps, when it is that.
-        if super::levels::judge(&points, prepared, analysis) {
+        if super::levels::judge(&points, prepared, analysis)
+            || super::levels::judge_switching(&points, prepared, analysis)
+        {
             return;
         }
         if growth {
@@ -126,6 +128,7 @@ pub(super) fn judge(series: &MetricSeries, prepared: &Prepared<'_>, analysis: &m
     let both = troughs.mean_with(&peaks);
     // Overruling the tests on every sample takes more drops than judging what they left open.
     if growth && (pattern.drops <= MIN_DROPS || both.p_rising() <= ENVELOPES_STILL_P) {
+        super::levels::judge_switching(&points, prepared, analysis);
         return;
     }
     let (Some(&(first, _)), Some(&(last, _))) = (points.first(), points.last()) else {

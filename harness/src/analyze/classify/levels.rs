@@ -33,9 +33,25 @@
 //! `p >` [`ENVELOPES_STILL_P`]), the bar the envelopes' overruling uses; and clean and plateau
 //! also need the slope's upper bound within a `max_growth_per_turn` cap. Whatever is left is
 //! judged as before (`envelope::growth_in_jumps`).
+//!
+//! **Switching levels** ([`judge_switching`]): an allocator that switches back and forth
+//! between two or three levels often enough leaves levels of one or two samples, which the split
+//! above cannot judge, and when it happens to sit on its upper level more in the second half,
+//! the tests on every sample read a trend. Such a series is told by its values: they fall into
+//! [`MAX_SWITCH_LEVELS`] or fewer groups separated by gaps wider than a jump
+//! ([`JUMP_SIGMAS`] standard deviations of a difference), every group holding at least
+//! [`MIN_LEVEL_SAMPLES`] samples and seen in at least two separate stretches of turns (left and
+//! come back to). Then one common slope is fitted inside the groups (a level of its own for
+//! each), and a `growth` whose slope there shows no rise at all (`p >` [`ENVELOPES_STILL_P`]) is
+//! clean or plateau by the same rules as above (plateau: the highest level beyond the tolerance,
+//! not climbing). A leak moves every level, so its slope inside them stays; a steady leak has no
+//! gaps in its values and is never grouped.
+
+use std::f64::consts::SQRT_2;
 
 use super::envelope::{
-    find_jumps, slope_interval, slope_p_rising, Jumps, ENVELOPES_STILL_P, JUMPS_STILL_P, MIN_DROPS,
+    find_jumps, slope_interval, slope_p_rising, Jumps, ENVELOPES_STILL_P, JUMPS_STILL_P,
+    JUMP_SIGMAS, MIN_DROPS,
 };
 use super::{one_sided_t, Classification, MetricAnalysis, Prepared, PLATEAU_DRIFT_FRACTION};
 use crate::analyze::reason::{Interval, LevelsOutcome, Reason};
@@ -164,6 +180,140 @@ pub(super) fn judge(
         outcome,
     };
     true
+}
+
+/// The most value levels a series may switch between for [`judge_switching`] to judge it.
+pub(super) const MAX_SWITCH_LEVELS: usize = 3;
+
+/// Judges a `growth` of `points` (the raw samples after the warm-up) that switches back and
+/// forth between a few value levels (see the module documentation); true when it changed the
+/// analysis.
+pub(super) fn judge_switching(
+    points: &[(f64, f64)],
+    prepared: &Prepared<'_>,
+    analysis: &mut MetricAnalysis,
+) -> bool {
+    if analysis.classification != Classification::Growth {
+        return false;
+    }
+    let Some((jumps, sigma)) = find_jumps(points, prepared.sigma, prepared.noise_floor) else {
+        return false;
+    };
+    let (ups, drops) = (jumps.ups.len(), jumps.drops.len());
+    if drops == 0 || ups == 0 || ups > drops + 1 {
+        return false;
+    }
+    let Some(groups) = switching_levels(points, JUMP_SIGMAS * SQRT_2 * sigma) else {
+        return false;
+    };
+    let Some(fit) = Fit::new(&groups, sigma, points.len().saturating_sub(2).max(1)) else {
+        return false;
+    };
+    let options = prepared.options;
+    let p = fit.p_rising();
+    let interval = fit.interval(0.5 + options.confidence / 2.0, options.confidence);
+    if p <= ENVELOPES_STILL_P && !prepared.negligible(interval.hi) {
+        return false;
+    }
+    let (Some(&(first, _)), Some(&(last, _))) = (points.first(), points.last()) else {
+        return false;
+    };
+    let hi = interval.hi.max(0.0);
+    let t1 = one_sided_t(options.confidence, fit.df as usize);
+    let baseline = prepared.baseline as f64;
+    let margin =
+        |count: usize| t1 * sigma * (prepared.baseline_variance() + 1.0 / count as f64).sqrt();
+    let worst_end = fit
+        .levels
+        .iter()
+        .map(|l| l.level - baseline + margin(l.count) + hi * (last - l.centre))
+        .fold(f64::NEG_INFINITY, f64::max);
+    let Some(top) = fit.levels.iter().max_by(|a, b| a.level.total_cmp(&b.level)) else {
+        return false;
+    };
+    let rise = top.level - baseline;
+    let tolerance = prepared.tolerance();
+    let within_cap = options
+        .max_growth_per_turn
+        .is_none_or(|cap| interval.hi <= cap as f64);
+    let outcome = if within_cap && worst_end <= tolerance {
+        analysis.classification = Classification::Clean;
+        LevelsOutcome::Clean { worst_end }
+    } else if within_cap
+        && rise - margin(top.count) > tolerance
+        && hi * (last - first) <= tolerance.max(PLATEAU_DRIFT_FRACTION * rise)
+    {
+        analysis.classification = Classification::Plateau;
+        analysis.plateau = Some(PlateauInfo {
+            size_bytes: rise.round() as i64,
+            settled_at_turn: top.first_turn as u64,
+        });
+        LevelsOutcome::Bounded { rise }
+    } else {
+        return false;
+    };
+    let step = fit
+        .levels
+        .iter()
+        .map(|l| l.level)
+        .fold(f64::NEG_INFINITY, f64::max)
+        - fit
+            .levels
+            .iter()
+            .map(|l| l.level)
+            .fold(f64::INFINITY, f64::min);
+    analysis.growth_matters = None;
+    analysis.turns_needed = None;
+    analysis.slope_bytes_per_turn = fit.slope;
+    analysis.slope_interval = Some((interval.lo, interval.hi));
+    analysis.reason = Reason::SwitchingLevels {
+        levels: fit.levels.len(),
+        switches: ups + drops,
+        step,
+        interval,
+        p,
+        tolerance,
+        outcome,
+    };
+    true
+}
+
+/// The samples of `points` grouped by value: sorted, and cut wherever two neighbouring values
+/// lie more than `gap` apart; each group in turn order, the groups from the lowest. `None`
+/// unless there are 2 to [`MAX_SWITCH_LEVELS`] groups, each of at least [`MIN_LEVEL_SAMPLES`]
+/// samples and seen in at least two separate stretches of turns.
+fn switching_levels(points: &[(f64, f64)], gap: f64) -> Option<Vec<Vec<(f64, f64)>>> {
+    if gap.is_nan() || gap <= 0.0 {
+        return None;
+    }
+    let mut order: Vec<usize> = (0..points.len()).collect();
+    order.sort_by(|&a, &b| points[a].1.total_cmp(&points[b].1));
+    let mut group_of = vec![0usize; points.len()];
+    let mut groups = 1;
+    for pair in order.windows(2) {
+        if points[pair[1]].1 - points[pair[0]].1 > gap {
+            groups += 1;
+        }
+        group_of[pair[1]] = groups - 1;
+    }
+    if !(2..=MAX_SWITCH_LEVELS).contains(&groups) {
+        return None;
+    }
+    let mut stretches = vec![0usize; groups];
+    for (i, &g) in group_of.iter().enumerate() {
+        if i == 0 || group_of[i - 1] != g {
+            stretches[g] += 1;
+        }
+    }
+    let mut members: Vec<Vec<(f64, f64)>> = vec![Vec::new(); groups];
+    for (point, &g) in points.iter().zip(&group_of) {
+        members[g].push(*point);
+    }
+    let switching = members
+        .iter()
+        .zip(&stretches)
+        .all(|(m, &s)| m.len() >= MIN_LEVEL_SAMPLES && s >= 2);
+    switching.then_some(members)
 }
 
 /// The segments of `points` between its jumps (each jump starts a new one).

@@ -107,3 +107,75 @@ fn a_staircase_is_not_split() {
     assert_ne!(analysis.classification, Classification::Clean);
     assert_ne!(analysis.classification, Classification::Plateau);
 }
+
+/// Samples of a generated step-noise series (`bench detection`, seed 1, 20 turns), in MiB above
+/// the baseline: two levels about 12 MiB apart, switched between 7 times, more often high in
+/// the second half. Before switching levels were judged, the tests on every sample called it
+/// growth (Mann-Kendall p = 0.0013).
+const SWITCHING: [f64; 21] = [
+    0.7, 0.3, 13.0, 1.5, -0.8, 11.9, -0.0, 0.3, 0.6, -0.5, 1.3, -0.9, -0.7, 12.1, 11.0, 12.6, 13.6,
+    10.2, 11.8, 0.1, 12.0,
+];
+
+fn switching(per_turn: f64) -> MetricSeries {
+    let points: Vec<(u64, u64)> = SWITCHING
+        .iter()
+        .enumerate()
+        .map(|(t, v)| {
+            (
+                t as u64,
+                (BASE + v * MIB + per_turn * t as f64).round() as u64,
+            )
+        })
+        .collect();
+    MetricSeries::from_points(&points)
+}
+
+/// An allocator switching back and forth between two levels, with levels of one or two samples
+/// the split cannot judge: not growth, and the reason names the pattern.
+#[test]
+fn levels_switched_back_and_forth_are_not_growth() {
+    let analysis = classify(&switching(0.0), &options());
+    assert_eq!(
+        analysis.classification,
+        Classification::Plateau,
+        "{analysis:#?}"
+    );
+    assert!(
+        matches!(
+            analysis.reason,
+            Reason::SwitchingLevels {
+                levels: 2,
+                switches: 7,
+                ..
+            }
+        ),
+        "{:?}",
+        analysis.reason
+    );
+}
+
+/// The same switching with a leak of 1 MiB per turn under it moves both levels: growth.
+#[test]
+fn a_leak_under_switching_levels_stays_growth() {
+    let analysis = classify(&switching(MIB), &options());
+    assert_eq!(
+        analysis.classification,
+        Classification::Growth,
+        "{analysis:#?}"
+    );
+}
+
+/// A steady leak has no gaps in its values: never grouped into levels, whatever its size.
+#[test]
+fn a_steady_leak_is_never_taken_for_levels() {
+    for per_turn in [0.5 * MIB, 2.0 * MIB, 8.0 * MIB] {
+        let analysis = classify(&series(|_| 0.0, 30, per_turn), &options());
+        assert_eq!(
+            analysis.classification,
+            Classification::Growth,
+            "{per_turn}: {analysis:#?}"
+        );
+        assert!(!matches!(analysis.reason, Reason::SwitchingLevels { .. }));
+    }
+}

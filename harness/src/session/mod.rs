@@ -507,8 +507,8 @@ fn growing_first(
 /// maximum) in words: the sources record inside the measured process, and their own tables rise
 /// once (a Python driver under heaptrack and tracemalloc, on a clean chat: native_heap rose
 /// +47.5 MiB by turn 9 and rss +19.3 MiB by turn 6), so those limits are judged more truly
-/// without `--attribute`.
-/// Growth per turn is not affected: the tables stop growing once the run's stacks are known.
+/// without `--attribute`. Growth per turn is not affected: the tables stop growing once the
+/// run's stacks are known.
 fn one_time_limits_under_attribution(verdict: &crate::analyze::Verdict) -> Option<String> {
     use crate::analyze::ExpectationKind as Kind;
     if verdict.attribution.is_none() && verdict.driver_attribution.is_none() {
@@ -528,9 +528,9 @@ fn one_time_limits_under_attribution(verdict: &crate::analyze::Verdict) -> Optio
         .collect();
     (!failed.is_empty()).then(|| {
         format!(
-            "{} failed with attribution on: the attribution sources record inside the measured process and \
-             their own memory rises once; judge one-time limits from a run without --attribute \
-             (docs/attribution.md)",
+            "{} failed with attribution on: the attribution sources record inside the measured \
+             process and their own memory rises once; judge one-time limits from a run without \
+             --attribute (docs/attribution.md)",
             failed.join(", ")
         )
     })

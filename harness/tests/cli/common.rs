@@ -40,6 +40,20 @@ pub(crate) fn leakloop_command() -> Command {
     command
 }
 
+/// Runs `leakloop driver-check --model MODEL --option OPTION -- python3 DRIVER` from the
+/// workspace and checks that the driver refused the option: exit 3 (bad input) with `message`.
+pub(crate) fn assert_driver_refuses_option(model: &str, driver: &str, option: &str, message: &str) {
+    let output = leakloop_command()
+        .args(["driver-check", "--model", model, "--option", option])
+        .args(["--", "python3", driver])
+        .current_dir(workspace())
+        .output()
+        .expect("leakloop runs");
+    let shown = stdout_and_stderr(&output);
+    assert_eq!(output.status.code(), Some(3), "{shown}");
+    assert!(shown.contains(message), "{shown}");
+}
+
 /// Runs the leakloop binary with `args` (colours off) and waits for it.
 pub(crate) fn leakloop(args: &[&str]) -> Output {
     leakloop_command()

@@ -13,7 +13,9 @@ use leakloop::engine::skip_or_require;
 use leakloop::report::read_report;
 use rstest::rstest;
 
-use crate::common::{leakloop_command, stdout_and_stderr as text, workspace};
+use crate::common::{
+    assert_driver_refuses_option, leakloop_command, stdout_and_stderr as text, workspace,
+};
 use crate::fixtures::{expected_exit, run};
 
 const INSTALL: &str = "python3 -m pip install ai-edge-litert==2.3.0";
@@ -150,23 +152,11 @@ fn the_driver_refuses_an_option_it_does_not_know() {
     if !have_runtime(test) {
         return;
     }
-    let output = leakloop_command()
-        .args([
-            "driver-check",
-            "--model",
-            MODEL,
-            "--option",
-            "cancel=interrupt",
-        ])
-        .args(["--", "python3", DRIVER])
-        .current_dir(workspace())
-        .output()
-        .expect("leakloop runs");
-    let shown = text(&output);
-    assert_eq!(output.status.code(), Some(3), "{shown}");
-    assert!(
-        shown.contains(r#"option `cancel`: "interrupt" is not "stop" or "abandon""#),
-        "{shown}"
+    assert_driver_refuses_option(
+        MODEL,
+        DRIVER,
+        "cancel=interrupt",
+        r#"option `cancel`: "interrupt" is not "stop" or "abandon""#,
     );
 }
 

@@ -16,7 +16,9 @@ use leakloop::engine::skip_or_require;
 use leakloop::report::{read_report, ReportFile};
 use rstest::rstest;
 
-use crate::common::{leakloop_command, stdout_and_stderr as text, workspace};
+use crate::common::{
+    assert_driver_refuses_option, leakloop_command, stdout_and_stderr as text, workspace,
+};
 use crate::fixtures::{expected_exit, run};
 use crate::python_driver::memory_lock;
 
@@ -202,23 +204,11 @@ fn the_driver_refuses_an_option_it_does_not_know() {
     if !have_llama("the_driver_refuses_an_option_it_does_not_know", "llama_cpp") {
         return;
     }
-    let output = leakloop_command()
-        .args([
-            "driver-check",
-            "--model",
-            MODEL,
-            "--option",
-            "cache=\"disk\"",
-        ])
-        .args(["--", "python3", DRIVER])
-        .current_dir(workspace())
-        .output()
-        .expect("leakloop runs");
-    let shown = text(&output);
-    assert_eq!(output.status.code(), Some(3), "{shown}");
-    assert!(
-        shown.contains(r#"option `cache`: "disk" is not "none" or "ram""#),
-        "{shown}"
+    assert_driver_refuses_option(
+        MODEL,
+        DRIVER,
+        "cache=\"disk\"",
+        r#"option `cache`: "disk" is not "none" or "ram""#,
     );
 }
 

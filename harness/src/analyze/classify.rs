@@ -33,8 +33,8 @@
 //!
 //! - **growth** if `p <` [`TREND_ALPHA`] (or, where a rank test on so few samples cannot reach
 //!   that level, every steady sample stands above the one before, the slope against the noise,
-//!   `slope / (1.05 sigma / sqrt(Sxx))` on Student t, reaches it, and the fitted end of the run
-//!   stands more than the tolerance above the baseline: a noise estimate from so few
+//!   `slope / (1.05 sigma / sqrt(Sxx))` on Student t, reaches it, and the steady part itself
+//!   rises more than the tolerance, slope times its span: a noise estimate from so few
 //!   differences cannot tell a warm-up still settling from a leak), `lo > 0`, and the rise
 //!   persists: the later half of the steady part (of every epoch) does not rise significantly
 //!   slower than [`PERSISTENCE_SLOPE_FRACTION`] of the whole part's slope (its Theil-Sen slope is
@@ -924,8 +924,10 @@ impl Steady {
         let least_squares_p = self.least_squares_p();
         // A rise claimed from its effect size rests on a noise estimate from a few differences,
         // which a warm-up still settling shrinks as much as a leak does: so few samples claim
-        // growth only when the run itself rose beyond the tolerance.
-        let rose = end - prepared.baseline as f64;
+        // growth only when their own rise goes beyond the tolerance. Their own: a one-time step
+        // before them (the warm-up) says nothing of a leak (a 3-turn LiteRT-LM run stepped +1.1
+        // MiB at its first turn, then rose 3.5 KiB a turn, and failed a clean build).
+        let rose = slope * span;
         let doubt = if by_effect && rose <= prepared.tolerance() {
             Some(Doubt::TooFewToTell {
                 samples: self.count,

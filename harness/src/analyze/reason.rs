@@ -339,12 +339,12 @@ pub enum Doubt {
     },
     /// Memory stood higher before the steady part.
     Sawtooth,
-    /// Too few steady samples for a rank test, and the run rose less than its tolerance: a
+    /// Too few steady samples for a rank test, and they rose less than the tolerance: a
     /// warm-up still settling looks the same for so few turns.
     TooFewToTell {
         /// The steady samples.
         samples: usize,
-        /// What the run rose above its baseline, in the metric's unit.
+        /// What the steady samples rose (slope times their span), in the metric's unit.
         rose: f64,
         /// The tolerance that rise stayed within.
         tolerance: f64,

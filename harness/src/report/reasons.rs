@@ -173,7 +173,7 @@ impl Words {
                 tolerance,
             } => format!(
                 "{samples} steady samples cannot tell a leak from a warm-up still settling, and \
-                 the run rose {} in all, within the {} tolerance",
+                 they rose {} in all, within the {} tolerance",
                 self.signed(*rose),
                 self.size(*tolerance)
             ),

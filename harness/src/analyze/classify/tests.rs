@@ -138,6 +138,24 @@ fn few_strictly_rising_samples_claim_growth_only_beyond_the_tolerance(
     }
 }
 
+/// The CI case: a 3-turn LiteRT-LM run over ssh whose native heap stepped +1.1 MiB at its first
+/// turn (beyond a 1 MiB tolerance) and then rose 3.5 KiB a turn. The step is the warm-up; the
+/// three steady samples rose 7 KiB, and nothing in them tells a leak.
+#[test]
+fn a_warmup_step_does_not_count_as_the_few_samples_rise() {
+    let points: Vec<(u64, u64)> = [0.0, 1.1 * MIB, 1.1 * MIB + 3_500.0, 1.1 * MIB + 7_100.0]
+        .iter()
+        .enumerate()
+        .map(|(t, v)| (t as u64, (BASE + v).round() as u64))
+        .collect();
+    let options = ClassifyOptions {
+        warmup_turns: 1,
+        ..options(1)
+    };
+    let a = run(&points, &options);
+    assert_ne!(a.classification, Classification::Growth, "{a:#?}");
+}
+
 #[test]
 fn noise_that_could_hide_a_leak_is_inconclusive() {
     // Noise of 20 MiB against a 5 MiB tolerance over 8 turns.

@@ -113,62 +113,32 @@ pub(super) fn judge(
     {
         return false;
     }
-    let (Some(&(first, _)), Some(&(last, _))) = (points.first(), points.last()) else {
+    let Some(last_level) = fit.levels.last().copied() else {
         return false;
     };
     let interval = fit.interval(0.5 + options.confidence / 2.0, options.confidence);
-    let hi = interval.hi.max(0.0);
-    let t1 = one_sided_t(options.confidence, fit.df as usize);
-    let baseline = prepared.baseline as f64;
-    let margin =
-        |count: usize| t1 * sigma * (prepared.baseline_variance() + 1.0 / count as f64).sqrt();
-    let worst_end = fit
-        .levels
-        .iter()
-        .map(|l| l.level - baseline + margin(l.count) + hi * (last - l.centre))
-        .fold(f64::NEG_INFINITY, f64::max);
-    let Some(last_level) = fit.levels.last() else {
-        return false;
-    };
-    let rise = last_level.level - baseline;
-    let tolerance = prepared.tolerance();
-    let within_cap = options
-        .max_growth_per_turn
-        .is_none_or(|cap| interval.hi <= cap as f64);
+    let bounds = bounds(&fit, last_level, interval, points, sigma, prepared);
     let (turn, size) = largest_jump(points, &jumps);
-    let outcome = if within_cap && worst_end <= tolerance {
-        analysis.classification = Classification::Clean;
-        LevelsOutcome::Clean { worst_end }
-    } else if ups == 1 && drops == 0 {
-        if !(growth && p > JUMPS_STILL_P) {
-            return false;
+    let outcome = match bounds {
+        Some(outcome @ LevelsOutcome::Clean { .. }) => outcome,
+        _ if ups == 1 && drops == 0 => {
+            if !(growth && p > JUMPS_STILL_P) {
+                return false;
+            }
+            analysis.classification = Classification::Inconclusive;
+            analysis.growth_matters = None;
+            analysis.turns_needed = None;
+            analysis.reason = Reason::LateStep {
+                turn: turn as u64,
+                size,
+                noise: sigma,
+            };
+            return true;
         }
-        analysis.classification = Classification::Inconclusive;
-        analysis.growth_matters = None;
-        analysis.turns_needed = None;
-        analysis.reason = Reason::LateStep {
-            turn: turn as u64,
-            size,
-            noise: sigma,
-        };
-        return true;
-    } else if within_cap
-        && rise - margin(last_level.count) > tolerance
-        && hi * (last - first) <= tolerance.max(PLATEAU_DRIFT_FRACTION * rise)
-    {
-        analysis.classification = Classification::Plateau;
-        analysis.plateau = Some(PlateauInfo {
-            size_bytes: rise.round() as i64,
-            settled_at_turn: last_level.first_turn as u64,
-        });
-        LevelsOutcome::Bounded { rise }
-    } else {
-        return false;
+        Some(outcome) => outcome,
+        None => return false,
     };
-    analysis.growth_matters = None;
-    analysis.turns_needed = None;
-    analysis.slope_bytes_per_turn = fit.slope;
-    analysis.slope_interval = Some((interval.lo, interval.hi));
+    apply(analysis, outcome, &fit, interval, last_level);
     analysis.reason = Reason::FlatLevels {
         ups,
         drops,
@@ -176,7 +146,7 @@ pub(super) fn judge(
         at_turn: turn as u64,
         interval,
         p,
-        tolerance,
+        tolerance: prepared.tolerance(),
         outcome,
     };
     true
@@ -215,9 +185,52 @@ pub(super) fn judge_switching(
     if p <= ENVELOPES_STILL_P && !prepared.negligible(interval.hi) {
         return false;
     }
-    let (Some(&(first, _)), Some(&(last, _))) = (points.first(), points.last()) else {
+    let Some(top) = fit
+        .levels
+        .iter()
+        .copied()
+        .max_by(|a, b| a.level.total_cmp(&b.level))
+    else {
         return false;
     };
+    let Some(outcome) = bounds(&fit, top, interval, points, sigma, prepared) else {
+        return false;
+    };
+    apply(analysis, outcome, &fit, interval, top);
+    let lowest = fit
+        .levels
+        .iter()
+        .map(|l| l.level)
+        .fold(f64::INFINITY, f64::min);
+    let step = top.level - lowest;
+    analysis.reason = Reason::SwitchingLevels {
+        levels: fit.levels.len(),
+        switches: ups + drops,
+        step,
+        interval,
+        p,
+        tolerance: prepared.tolerance(),
+        outcome,
+    };
+    true
+}
+
+/// What flat levels show against the tolerance (the rules of the module documentation):
+/// `Clean` when every level, plus what the slope's upper bound adds by the last turn, stays
+/// within the tolerance; `Bounded` when `judged` (the level that decides: the last, or the
+/// highest) stands beyond it even at its lower bound and the slope's upper bound over the
+/// span stays within the drift a plateau is allowed; `None` otherwise, or when the slope's
+/// upper bound breaks a `max_growth_per_turn` cap.
+fn bounds(
+    fit: &Fit,
+    judged: Level,
+    interval: Interval,
+    points: &[(f64, f64)],
+    sigma: f64,
+    prepared: &Prepared<'_>,
+) -> Option<LevelsOutcome> {
+    let (&(first, _), &(last, _)) = (points.first()?, points.last()?);
+    let options = prepared.options;
     let hi = interval.hi.max(0.0);
     let t1 = one_sided_t(options.confidence, fit.df as usize);
     let baseline = prepared.baseline as f64;
@@ -228,54 +241,46 @@ pub(super) fn judge_switching(
         .iter()
         .map(|l| l.level - baseline + margin(l.count) + hi * (last - l.centre))
         .fold(f64::NEG_INFINITY, f64::max);
-    let Some(top) = fit.levels.iter().max_by(|a, b| a.level.total_cmp(&b.level)) else {
-        return false;
-    };
-    let rise = top.level - baseline;
+    let rise = judged.level - baseline;
     let tolerance = prepared.tolerance();
     let within_cap = options
         .max_growth_per_turn
         .is_none_or(|cap| interval.hi <= cap as f64);
-    let outcome = if within_cap && worst_end <= tolerance {
-        analysis.classification = Classification::Clean;
-        LevelsOutcome::Clean { worst_end }
+    if within_cap && worst_end <= tolerance {
+        Some(LevelsOutcome::Clean { worst_end })
     } else if within_cap
-        && rise - margin(top.count) > tolerance
+        && rise - margin(judged.count) > tolerance
         && hi * (last - first) <= tolerance.max(PLATEAU_DRIFT_FRACTION * rise)
     {
-        analysis.classification = Classification::Plateau;
-        analysis.plateau = Some(PlateauInfo {
-            size_bytes: rise.round() as i64,
-            settled_at_turn: top.first_turn as u64,
-        });
-        LevelsOutcome::Bounded { rise }
+        Some(LevelsOutcome::Bounded { rise })
     } else {
-        return false;
-    };
-    let step = fit
-        .levels
-        .iter()
-        .map(|l| l.level)
-        .fold(f64::NEG_INFINITY, f64::max)
-        - fit
-            .levels
-            .iter()
-            .map(|l| l.level)
-            .fold(f64::INFINITY, f64::min);
+        None
+    }
+}
+
+/// Sets `analysis` to what the levels show: its class word, the plateau (`judged` the level it
+/// settled at) and the slope inside the levels.
+fn apply(
+    analysis: &mut MetricAnalysis,
+    outcome: LevelsOutcome,
+    fit: &Fit,
+    interval: Interval,
+    judged: Level,
+) {
+    match outcome {
+        LevelsOutcome::Clean { .. } => analysis.classification = Classification::Clean,
+        LevelsOutcome::Bounded { rise } => {
+            analysis.classification = Classification::Plateau;
+            analysis.plateau = Some(PlateauInfo {
+                size_bytes: rise.round() as i64,
+                settled_at_turn: judged.first_turn as u64,
+            });
+        }
+    }
     analysis.growth_matters = None;
     analysis.turns_needed = None;
     analysis.slope_bytes_per_turn = fit.slope;
     analysis.slope_interval = Some((interval.lo, interval.hi));
-    analysis.reason = Reason::SwitchingLevels {
-        levels: fit.levels.len(),
-        switches: ups + drops,
-        step,
-        interval,
-        p,
-        tolerance,
-        outcome,
-    };
-    true
 }
 
 /// The samples of `points` grouped by value: sorted, and cut wherever two neighbouring values

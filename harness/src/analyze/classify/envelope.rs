@@ -92,16 +92,19 @@ pub(super) fn judge(series: &MetricSeries, prepared: &Prepared<'_>, analysis: &m
         .filter(|p| p.0 > options.warmup_turns && p.0 > series.epochs[0].start_turn)
         .map(|p| (p.0 as f64, p.1 as f64))
         .collect();
-    let Some((pattern, jumps, sigma)) = find_pattern(&points, prepared.sigma, prepared.noise_floor)
-    else {
+    // The jumps are found once (a sort of every difference) for every judgement below.
+    let Some((jumps, sigma)) = find_jumps(&points, prepared.sigma, prepared.noise_floor) else {
+        return;
+    };
+    let Some(pattern) = pattern_of(&points, &jumps) else {
         // Too few drops for troughs and peaks: flat levels between the jumps, when it is that.
-        if super::levels::judge(&points, prepared, analysis)
-            || super::levels::judge_switching(&points, prepared, analysis)
+        if super::levels::judge(&points, &jumps, sigma, prepared, analysis)
+            || super::levels::judge_switching(&points, &jumps, sigma, prepared, analysis)
         {
             return;
         }
         if growth {
-            growth_in_jumps(&points, prepared, analysis);
+            growth_in_jumps(&points, &jumps, prepared, analysis);
         }
         return;
     };
@@ -128,7 +131,7 @@ pub(super) fn judge(series: &MetricSeries, prepared: &Prepared<'_>, analysis: &m
     let both = troughs.mean_with(&peaks);
     // Overruling the tests on every sample takes more drops than judging what they left open.
     if growth && (pattern.drops <= MIN_DROPS || both.p_rising() <= ENVELOPES_STILL_P) {
-        super::levels::judge_switching(&points, prepared, analysis);
+        super::levels::judge_switching(&points, &jumps, sigma, prepared, analysis);
         return;
     }
     let (Some(&(first, _)), Some(&(last, _))) = (points.first(), points.last()) else {
@@ -239,10 +242,12 @@ fn jumps(points: &[(f64, f64)], sigma: f64) -> (Vec<usize>, Vec<usize>) {
 /// even positive), it is
 /// inconclusive: a longer run tells a step from a leak. Steps up only (a staircase: memory
 /// taken in chunks and never given back, or one late step) stay as they were judged.
-fn growth_in_jumps(points: &[(f64, f64)], prepared: &Prepared<'_>, analysis: &mut MetricAnalysis) {
-    let Some((jumps, _)) = find_jumps(points, prepared.sigma, prepared.noise_floor) else {
-        return;
-    };
+fn growth_in_jumps(
+    points: &[(f64, f64)],
+    jumps: &Jumps,
+    prepared: &Prepared<'_>,
+    analysis: &mut MetricAnalysis,
+) {
     let (ups, drops) = (jumps.ups.len(), jumps.drops.len());
     if !(drops >= 1 && ups >= 1 && ups <= drops + 1) {
         return;
@@ -358,14 +363,9 @@ pub(super) fn find_jumps(points: &[(f64, f64)], sigma: f64, floor: f64) -> Optio
     Some((Jumps { drops, ups }, sigma))
 }
 
-/// The pattern of `points`, its jumps and the noise of one sample (see [`find_jumps`]), when
-/// there are at least [`MIN_DROPS`] drops.
-pub(super) fn find_pattern(
-    points: &[(f64, f64)],
-    sigma: f64,
-    floor: f64,
-) -> Option<(Pattern, Jumps, f64)> {
-    let (Jumps { drops, ups }, sigma) = find_jumps(points, sigma, floor)?;
+/// The pattern `jumps` make in `points`, when there are at least [`MIN_DROPS`] drops.
+pub(super) fn pattern_of(points: &[(f64, f64)], jumps: &Jumps) -> Option<Pattern> {
+    let Jumps { drops, ups } = jumps;
     if drops.len() < MIN_DROPS {
         return None;
     }
@@ -379,12 +379,11 @@ pub(super) fn find_pattern(
     } else {
         PatternKind::Steps
     };
-    let pattern = Pattern {
+    Some(Pattern {
         kind,
         drops: drops.len(),
         typical_drop: robust::median(&sizes).unwrap_or(0.0),
-    };
-    Some((pattern, Jumps { drops, ups }, sigma))
+    })
 }
 
 /// A straight line through one envelope.

@@ -50,8 +50,7 @@
 use std::f64::consts::SQRT_2;
 
 use super::envelope::{
-    find_jumps, slope_interval, slope_p_rising, Jumps, ENVELOPES_STILL_P, JUMPS_STILL_P,
-    JUMP_SIGMAS, MIN_DROPS,
+    slope_interval, slope_p_rising, Jumps, ENVELOPES_STILL_P, JUMPS_STILL_P, JUMP_SIGMAS, MIN_DROPS,
 };
 use super::{one_sided_t, Classification, MetricAnalysis, Prepared, PLATEAU_DRIFT_FRACTION};
 use crate::analyze::reason::{Interval, LevelsOutcome, Reason};
@@ -64,6 +63,8 @@ pub(super) const MIN_LEVEL_SAMPLES: usize = 3;
 /// are that (see the module documentation); true when it changed the analysis.
 pub(super) fn judge(
     points: &[(f64, f64)],
+    jumps: &Jumps,
+    sigma: f64,
     prepared: &Prepared<'_>,
     analysis: &mut MetricAnalysis,
 ) -> bool {
@@ -76,14 +77,11 @@ pub(super) fn judge(
     if !(growth || undecided) {
         return false;
     }
-    let Some((jumps, sigma)) = find_jumps(points, prepared.sigma, prepared.noise_floor) else {
-        return false;
-    };
     let (ups, drops) = (jumps.ups.len(), jumps.drops.len());
     if drops >= MIN_DROPS || ups > drops + 1 || ups + drops == 0 {
         return false;
     }
-    let segments = split(points, &jumps);
+    let segments = split(points, jumps);
     // A jump at the last sample is a step that has just begun (or a spike): one more turn tells.
     if segments.last().is_none_or(|s| s.len() < 2) {
         return false;
@@ -118,7 +116,7 @@ pub(super) fn judge(
     };
     let interval = fit.interval(0.5 + options.confidence / 2.0, options.confidence);
     let bounds = bounds(&fit, last_level, interval, points, sigma, prepared);
-    let (turn, size) = largest_jump(points, &jumps);
+    let (turn, size) = largest_jump(points, jumps);
     let outcome = match bounds {
         Some(outcome @ LevelsOutcome::Clean { .. }) => outcome,
         _ if ups == 1 && drops == 0 => {
@@ -160,15 +158,14 @@ pub(super) const MAX_SWITCH_LEVELS: usize = 3;
 /// analysis.
 pub(super) fn judge_switching(
     points: &[(f64, f64)],
+    jumps: &Jumps,
+    sigma: f64,
     prepared: &Prepared<'_>,
     analysis: &mut MetricAnalysis,
 ) -> bool {
     if analysis.classification != Classification::Growth {
         return false;
     }
-    let Some((jumps, sigma)) = find_jumps(points, prepared.sigma, prepared.noise_floor) else {
-        return false;
-    };
     let (ups, drops) = (jumps.ups.len(), jumps.drops.len());
     if drops == 0 || ups == 0 || ups > drops + 1 {
         return false;

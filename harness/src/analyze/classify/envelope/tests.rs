@@ -44,7 +44,8 @@ fn drops_make_a_pattern_and_a_one_time_step_does_not() {
     let teeth: Vec<(f64, f64)> = (0..30)
         .map(|t| (f64::from(t), f64::from(t % 5) * 10.0))
         .collect();
-    let (pattern, jumps, _) = find_pattern(&teeth, 1.0, 0.0).expect("a sawtooth");
+    let (jumps, _) = find_jumps(&teeth, 1.0, 0.0).expect("jumps");
+    let pattern = pattern_of(&teeth, &jumps).expect("a sawtooth");
     assert_eq!(jumps.drops, [5, 10, 15, 20, 25]);
     assert!(jumps.ups.is_empty());
     assert_eq!(pattern.kind, PatternKind::Sawtooth);
@@ -53,5 +54,7 @@ fn drops_make_a_pattern_and_a_one_time_step_does_not() {
     let step: Vec<(f64, f64)> = (0..30)
         .map(|t| (f64::from(t), if t < 10 { 0.0 } else { 100.0 }))
         .collect();
-    assert!(find_pattern(&step, 1.0, 0.0).is_none());
+    assert!(find_jumps(&step, 1.0, 0.0)
+        .and_then(|(jumps, _)| pattern_of(&step, &jumps))
+        .is_none());
 }

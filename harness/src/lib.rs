@@ -18,7 +18,7 @@
 //!
 //! Features switch dependencies on, not only modules: `cli` (default) is the `leakloop` command
 //! line and turns `reports` on; `reports` adds plot.svg, junit.xml and the progress bar (plotters,
-//! quick-junit, indicatif); without it a run writes report.json, summary.md and samples.csv.zst.
+//! quick-junit, indicatif); without it a run writes report.json, summary.md and samples.parquet.
 //! `test-support` adds `leakloop::testing` (see docs/testing-in-your-crate.md). The other
 //! modules are public only for this workspace's own tests, tools and benchmarks and are hidden
 //! from the documentation: they are not a stable API.

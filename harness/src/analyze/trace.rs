@@ -439,13 +439,13 @@ mod tests {
     /// once.
     #[rstest]
     #[case::newer_version(
-        r#"{"format_version": 5, "record": {}}"#,
-        "report format_version 5 was written by leakloop an unknown version"
+        r#"{"format_version": 6, "record": {}}"#,
+        "report format_version 6 was written by leakloop an unknown version"
     )]
     #[case::no_version(r#"{"record": {}}"#, "no `format_version` field")]
     #[case::string_version(
         r#"{"format_version": "1", "record": {}}"#,
-        "wrong type of `format_version`: expected a whole number (4), found \"1\""
+        "wrong type of `format_version`: expected a whole number (5), found \"1\""
     )]
     #[case::no_record(r#"{"format_version": 1}"#, "missing field")]
     #[case::bad_record(

@@ -72,7 +72,7 @@ pub struct ScaleRow {
     pub report_json: u64,
     /// Size of plot.svg, in bytes.
     pub plot_svg: u64,
-    /// Size of the sample store (samples.csv.zst), in bytes.
+    /// Size of the sample store (samples.parquet), in bytes.
     pub samples_store: u64,
 }
 
@@ -105,7 +105,7 @@ pub fn scale_scenario(turns: u32, reload_every: u32) -> Result<Scenario, Scenari
 /// constant column.
 pub fn render_scale(rows: &[ScaleRow]) -> String {
     let mut out = String::from(
-        "| turns | reloads | samples | run | analysis | reports | total | per turn | peak RSS after the loop | peak RSS | report.json | plot.svg | samples.csv.zst | per sample |\n\
+        "| turns | reloads | samples | run | analysis | reports | total | per turn | peak RSS after the loop | peak RSS | report.json | plot.svg | samples.parquet | per sample |\n\
          | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
     );
     let size = crate::report::format_bytes;

@@ -49,7 +49,7 @@ pub(crate) struct CompareArgs {
     /// to an engine file).
     #[command(flatten)]
     pub overrides: OverrideArgs,
-    /// Write each side's reports (report.json, samples.csv.zst, ...) to DIR/a and DIR/b.
+    /// Write each side's reports (report.json, samples.parquet, ...) to DIR/a and DIR/b.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// No progress bars and no line naming the side that runs.

@@ -64,7 +64,7 @@ pub(crate) const BY_COMMAND: &[(&str, [&str; 8])] = &[
             "the run passed",
             "the run failed",
             "DIR holds no readable report, or one whose stored verdict does not follow from its expectations",
-            "the run's engine failed, or the run did not finish: killed, interrupted, or still running (only samples.csv.zst)",
+            "the run's engine failed, or the run did not finish: killed, interrupted, or still running (only samples.parquet)",
             "-",
             "the run was inconclusive and exited 5 (`--on-inconclusive` is not stored: read back, inconclusive exits 5)",
             "-",

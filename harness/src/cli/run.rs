@@ -47,7 +47,7 @@ pub(crate) struct RunArgs {
     /// The other scenario overrides (shared with `compare`).
     #[command(flatten)]
     pub scenario_overrides: OverrideArgs,
-    /// Write report.json, junit.xml, plot.svg, summary.md and the streamed sample store (samples.csv.zst) here.
+    /// Write report.json, junit.xml, plot.svg, summary.md and the streamed sample store (samples.parquet) here.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// What to print on stdout.

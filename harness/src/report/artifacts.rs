@@ -22,9 +22,14 @@ pub const SUMMARY_MD: &str = "summary.md";
 /// Every sample, one JSON object per line: the sample file of format 3 and older run folders,
 /// still read ([`crate::report::store::read_samples`]).
 pub const SAMPLES_JSONL: &str = "samples.jsonl";
-/// The sample store: every sample once, as zstd-compressed CSV, written while the run goes on
-/// (see [`crate::report::store`]).
-pub const SAMPLES_STORE: &str = "samples.csv.zst";
+/// The sample store: every sample once, as Parquet, written while the run goes on (see
+/// [`crate::report::store`]).
+pub const SAMPLES_STORE: &str = "samples.parquet";
+/// The journal of a sample store: the samples of the last turns not yet in a row group, left
+/// by a killed run (a finished one removes it).
+pub const SAMPLES_TAIL: &str = "samples.tail.jsonl";
+/// The sample store of format 4 run folders (zstd-compressed CSV), still read.
+pub const SAMPLES_CSV_ZST: &str = "samples.csv.zst";
 
 /// Renders and atomically writes report.json, junit.xml, plot.svg and summary.md into `dir`
 /// (created if missing); returns the paths written, in that order. junit.xml and plot.svg are

@@ -46,9 +46,9 @@ pub enum ReportError {
         /// What is wrong with the version and what to do about it.
         message: String,
     },
-    /// The folder holds neither a report.json nor samples (samples.csv.zst, or an older run's
+    /// The folder holds neither a report.json nor samples (samples.parquet, or an older run's
     /// samples.jsonl).
-    #[error("{} holds no report.json and no samples.csv.zst: is it a `leakloop run --out` folder?", dir.display())]
+    #[error("{} holds no report.json and no samples.parquet: is it a `leakloop run --out` folder?", dir.display())]
     NothingToReport {
         /// The folder.
         dir: PathBuf,

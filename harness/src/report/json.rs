@@ -162,7 +162,7 @@ pub fn read_report(path: &Path) -> Result<ReportFile, ReportError> {
 }
 
 /// Parses report.json text and checks that its verdict follows from its expectations. A format 4
-/// report's samples are read from the store it references, in `path`'s folder (the one reader
+/// or 5 report's samples are read from the store it references, in `path`'s folder (the one reader
 /// of samples, [`crate::report::store`]), and checked against its digest and row count. The text is parsed into the report once (no intermediate JSON
 /// tree): a report of a million turns must not be held twice. Only when that fails is the text
 /// scanned again for its `format_version`, so that a report from a newer leakloop asks for an
@@ -375,6 +375,7 @@ mod tests {
     #[case::v1(1)]
     #[case::v2(2)]
     #[case::v3(3)]
+    #[case::v4(4)]
     fn every_earlier_format_version_still_reads(#[case] version: u32) {
         let folder = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../golden/report-format")
@@ -383,14 +384,20 @@ mod tests {
         assert_eq!(report.format_version, version);
         assert!(!report.record.samples.is_empty());
         assert_eq!(report.record.provenance.is_some(), version >= 3);
-        if version == 3 {
+        let file = match version {
+            3 => Some("samples.jsonl"),
+            4 => Some("samples.csv.zst"),
+            _ => None,
+        };
+        if let Some(file) = file {
             // The same samples through the one reader of sample files.
-            let jsonl = crate::report::read_samples(&folder.join("samples.jsonl")).unwrap();
-            assert_eq!(jsonl.samples, report.record.samples);
+            let read = crate::report::read_samples(&folder.join(file)).unwrap();
+            assert!(!read.torn_last_line);
+            assert_eq!(read.samples, report.record.samples);
         }
     }
 
-    /// Format 4: report.json names the store, and reading it brings the samples back.
+    /// Format 4 and later: report.json names the store, and reading it brings the samples back.
     #[test]
     fn a_report_in_a_folder_references_its_store_and_reads_its_samples_back() {
         let dir = tempfile::tempdir().unwrap();
@@ -399,9 +406,9 @@ mod tests {
         let path = dir.path().join("report.json");
         let value: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        assert_eq!(value["format_version"], 4);
+        assert_eq!(value["format_version"], 5);
         let samples = &value["record"]["samples"];
-        assert_eq!(samples["store"], "samples.csv.zst");
+        assert_eq!(samples["store"], "samples.parquet");
         assert_eq!(samples["rows"], record.samples.len());
         assert_eq!(samples["sha256"].as_str().unwrap().len(), 64);
         let errors = schema_errors(&value);
@@ -412,12 +419,12 @@ mod tests {
         crate::report::store::write_store(dir.path(), &record.samples[..2]).unwrap();
         let err = read_report(&path).unwrap_err();
         assert!(matches!(err, ReportError::Implausible { .. }), "{err}");
-        std::fs::remove_file(dir.path().join("samples.csv.zst")).unwrap();
+        std::fs::remove_file(dir.path().join("samples.parquet")).unwrap();
         assert!(read_report(&path).is_err());
         // A reference in a report that claims an older format is refused.
         let older = std::fs::read_to_string(&path)
             .unwrap()
-            .replace("\"format_version\":4", "\"format_version\":3");
+            .replace("\"format_version\":5", "\"format_version\":3");
         let err = parse_report(&path, &older).unwrap_err();
         assert!(
             err.to_string().contains("stores came with format 4"),
@@ -439,7 +446,7 @@ mod tests {
             value.as_object().unwrap().keys().cloned().collect()
         };
         let store = StoreRef {
-            store: "samples.csv.zst".to_owned(),
+            store: "samples.parquet".to_owned(),
             rows: 0,
             sha256: String::new(),
         };
@@ -610,15 +617,15 @@ mod tests {
 
     #[test]
     fn a_newer_format_version_asks_for_an_upgrade() {
-        let text = rewrite(|v| v["format_version"] = 5.into());
+        let text = rewrite(|v| v["format_version"] = 6.into());
         let err = parse_report(Path::new("out/report.json"), &text).unwrap_err();
         insta::assert_snapshot!(
             err.to_string().replace(LEAKLOOP_VERSION, "[version]"),
-            @"out/report.json: report format_version 5 was written by leakloop [version]; this leakloop ([version]) reads format_version 1 to 4: upgrade leakloop"
+            @"out/report.json: report format_version 6 was written by leakloop [version]; this leakloop ([version]) reads format_version 1 to 5: upgrade leakloop"
         );
         // Also when the newer layout no longer parses as this one.
         let text = rewrite(|v| {
-            v["format_version"] = 5.into();
+            v["format_version"] = 6.into();
             v["record"]["samples"] = "elsewhere".into();
         });
         let err = parse_report(Path::new("out/report.json"), &text).unwrap_err();
@@ -643,7 +650,7 @@ mod tests {
         let err = parse_report(Path::new("report.json"), &text).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "report.json: wrong type of `format_version`: expected a whole number (4), found \"1\""
+            "report.json: wrong type of `format_version`: expected a whole number (5), found \"1\""
         );
     }
 

@@ -1,5 +1,5 @@
 //! Reports: the terminal table, report.json, junit.xml, summary.md, the memory plot, the streamed
-//! sample store (samples.csv.zst) and the progress bar; plus the redactor and golden view used by snapshot tests.
+//! sample store (samples.parquet) and the progress bar; plus the redactor and golden view used by snapshot tests.
 //!
 //! `leakloop run --out DIR` claims the folder ([`OutDir`]), streams samples through
 //! [`SampleStream`], then calls [`write_reports`]; `leakloop report DIR` looks at the folder
@@ -7,7 +7,7 @@
 //!
 //! plot.svg, the trend plots, junit.xml and the progress bar need their own crates and are built
 //! only with the `reports` feature (which `cli` turns on); without it a run writes report.json,
-//! summary.md and samples.csv.zst.
+//! summary.md and samples.parquet.
 
 #[cfg(feature = "cli")]
 mod analyze;
@@ -64,8 +64,8 @@ mod units;
 #[cfg(feature = "cli")]
 pub(crate) use analyze::{render_analysis_json, render_analysis_text};
 pub use artifacts::{
-    write_reports, write_reports_with, JUNIT_XML, PLOT_SVG, REPORT_JSON, SAMPLES_JSONL,
-    SAMPLES_STORE, SUMMARY_MD,
+    write_reports, write_reports_with, JUNIT_XML, PLOT_SVG, REPORT_JSON, SAMPLES_CSV_ZST,
+    SAMPLES_JSONL, SAMPLES_STORE, SAMPLES_TAIL, SUMMARY_MD,
 };
 #[cfg(feature = "cli")]
 pub(crate) use atomic::discard_pending_writes;

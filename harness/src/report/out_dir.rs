@@ -4,7 +4,7 @@
 //! A run claims its folder before anything else happens: it takes an exclusive advisory lock
 //! (`flock`) on `DIR/.leakloop.lock`, writes `running pid N` into that file (the in-progress
 //! marker), and removes the previous run's report.json, junit.xml, plot.svg, summary.md and
-//! samples (samples.csv.zst, or an older run's samples.jsonl). When the run ends, whether its reports could be written or not, the marker is
+//! samples (samples.parquet, or an older run's samples.jsonl). When the run ends, whether its reports could be written or not, the marker is
 //! emptied and the lock released. So a folder whose marker still says `running` while nobody holds
 //! the lock belongs to a run that crashed or was killed; a second run, or a `leakloop report`,
 //! that finds the lock held knows a run is still writing there. The lock file itself stays: an
@@ -22,7 +22,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
 use crate::report::artifacts::{
-    JUNIT_XML, PLOT_SVG, REPORT_JSON, SAMPLES_JSONL, SAMPLES_STORE, SUMMARY_MD,
+    JUNIT_XML, PLOT_SVG, REPORT_JSON, SAMPLES_CSV_ZST, SAMPLES_JSONL, SAMPLES_STORE, SAMPLES_TAIL,
+    SUMMARY_MD,
 };
 use crate::report::ReportError;
 use crate::walk::{walk, Deep, Kind, Limits};
@@ -148,6 +149,8 @@ impl OutDir {
             SUMMARY_MD,
             PLOT_SVG,
             SAMPLES_STORE,
+            SAMPLES_TAIL,
+            SAMPLES_CSV_ZST,
             SAMPLES_JSONL,
         ] {
             remove_if_present(&dir.join(name))?;
@@ -339,6 +342,8 @@ mod tests {
             PLOT_SVG,
             SUMMARY_MD,
             SAMPLES_STORE,
+            SAMPLES_TAIL,
+            SAMPLES_CSV_ZST,
             SAMPLES_JSONL,
             "notes.txt",
         ] {

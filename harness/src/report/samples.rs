@@ -11,7 +11,7 @@ use crate::report::ReportError;
 use crate::runner::{RunObserver, Sample};
 
 /// A [`RunObserver`] that writes every sample into the run's sample store
-/// (`DIR/samples.csv.zst`, see [`crate::report::store`]) as the run goes.
+/// (`DIR/samples.parquet`, see [`crate::report::store`]) as the run goes.
 ///
 /// Observer callbacks cannot fail, so the first write error is kept and returned by
 /// [`SampleStream::finish`]; later samples are not written after an error.

@@ -1,26 +1,34 @@
-//! The sample store: every sample of a run, once, in `samples.csv.zst` next to its report.json
+//! The sample store: every sample of a run, once, in `samples.parquet` next to its report.json
 //! (see docs/report-format.md, "The sample store").
 //!
-//! Layout: CSV (RFC 4180) compressed as one zstd frame. The header is `turn,phase,epoch,t_ms`,
-//! then one column per metric (bytes; an empty cell: the sample has no such metric), then
-//! `extra`: a JSON object of the metrics of a sample that were not known when the header was
-//! written (empty almost always), then `key`: the turn's session id or shape (empty: none).
-//! Column names in [`RESERVED_COLUMNS`] are never metrics; a reader looks columns up by name,
-//! so a store without `key` (written before keys existed) reads the same.
+//! Layout ([`parquet`]): one row per sample, columns `turn`, `phase`, `epoch`, `t_ms`, one
+//! column per metric (bytes; null: the sample has no such metric), `extra` (a JSON object of the
+//! metrics of a sample that were not known when the columns were chosen, null almost always)
+//! and `key` (the turn's session id or shape, null: none). Integers are delta-encoded and every
+//! column chunk zstd-compressed: a leaky simulator run takes about 10 bytes a sample. Column
+//! names in [`RESERVED_COLUMNS`] are never metrics; a reader looks columns up by name.
 //!
-//! Written as the run goes ([`StoreWriter`]): rows are compressed as they come and the zstd
-//! stream is flushed (complete blocks, decodable without what follows) at the end of each slow
-//! turn and at least every [`FLUSH_EVERY`] while rows are pending, so that a run killed mid-way
-//! leaves a truncated frame whose flushed blocks hold every sample up to the last flush; fast
-//! turns (a simulator's million) share blocks and compress. [`read_store`] reads such a file up to the cut
-//! (and says it was cut); pandas, polars and DuckDB read a finished one directly.
+//! Written as the run goes ([`StoreWriter`]): at the end of each slow turn, and at least every
+//! [`FLUSH_EVERY`] while rows are pending, the pending rows reach the disk. When they are many
+//! (fast turns: a simulator's million) they become a row group followed by a footer that names
+//! every row group so far, so the file is readable up to there whatever happens next; when they
+//! are few (a real engine's turn) they are appended to a journal, `samples.tail.jsonl` (one JSON
+//! sample a line), which is emptied each time its rows go into a row group and removed when the
+//! run finishes. A killed run thus leaves a Parquet file readable up to its last footer and a
+//! journal of what followed; [`read_folder_samples`] reads both (and says the store was cut).
+//! Parquet readers (pandas, polars, DuckDB) read a finished store directly; DuckDB and pyarrow
+//! read the row groups of a killed one too, up to its last footer, when told where it ends.
 //!
-//! report.json (format 4) references the store by name, row count and SHA-256 of its bytes
+//! report.json (format 5) references the store by name, row count and SHA-256 of its bytes
 //! ([`StoreRef`]); every reader of samples comes here ([`read_samples`]), which also reads the
-//! older forms (samples embedded in report.json, samples.jsonl).
+//! older forms (the `samples.csv.zst` of format 4, samples embedded in report.json,
+//! samples.jsonl).
+
+mod csv;
+pub mod parquet;
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufReader, Read, Write};
+use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -29,28 +37,26 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::input::{read_bounded, MAX_REPORT_BYTES};
-use crate::report::artifacts::{SAMPLES_JSONL, SAMPLES_STORE};
+use crate::report::artifacts::{SAMPLES_CSV_ZST, SAMPLES_JSONL, SAMPLES_STORE, SAMPLES_TAIL};
 use crate::report::out_dir::{create_folder, remove_if_present, FILE_MODE};
 use crate::report::ReportError;
-use crate::runner::{Metrics, Phase, Sample};
+use crate::runner::Sample;
 
-/// Columns that are never metrics: the sample's own fields, the overflow column, and the
-/// request key some runs record per turn.
-pub const RESERVED_COLUMNS: &[&str] = &["turn", "phase", "epoch", "t_ms", "extra", "key"];
+pub use parquet::RESERVED_COLUMNS;
 
 /// The longest a flushed turn waits before its rows reach the file, when turns come faster
 /// than this (a simulator); slower turns (a real engine) are flushed at the end of each.
 pub const FLUSH_EVERY: Duration = Duration::from_millis(100);
 
-/// Rows held before the header is known at most (the header is the metrics of the rows of the
-/// first flush).
-const MAX_HELD_ROWS: usize = 4096;
+/// Pending rows from which a flush writes a row group rather than the journal: fewer would make
+/// many small row groups, each with a footer naming all before it.
+pub const GROUP_ROWS: usize = 8192;
 
-/// The zstd level: 3 (zstd's default) compresses a million rows at several hundred MB/s; higher
-/// levels save little on these rows and cost the turn loop.
-const LEVEL: i32 = 3;
+/// Rows pending at most: a flush is forced when this many were taken since the last one (a row
+/// group of at most this many rows; about 200 bytes each in memory).
+const MAX_PENDING_ROWS: usize = 65_536;
 
-/// How report.json (format 4) names its sample store.
+/// How report.json (format 4 and later) names its sample store.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StoreRef {
@@ -67,8 +73,9 @@ pub struct StoreRef {
 pub struct StreamedSamples {
     /// Every complete sample, in order.
     pub samples: Vec<Sample>,
-    /// Whether the file ended in the middle of a row or of its compressed stream (the run was
-    /// killed while writing it); what followed the last complete row is ignored.
+    /// Whether the file ended in the middle of a row or of its compressed stream, or the store
+    /// was left unfinished (the run was killed while writing it); what followed the last
+    /// complete row is ignored.
     pub torn_last_line: bool,
 }
 
@@ -90,14 +97,29 @@ impl Write for Hashed {
     }
 }
 
+/// Where the Parquet file stands.
+enum Body {
+    /// Created, empty: the metric columns are chosen by the first row group.
+    Empty(Hashed),
+    /// Row groups are being written.
+    Writing {
+        writer: Box<parquet::FileWriter<Hashed>>,
+        metrics: Vec<&'static str>,
+    },
+    /// Between two states (only while a call runs), or after a failed write.
+    Broken,
+}
+
 /// Writes a sample store row by row.
 pub struct StoreWriter {
     path: PathBuf,
-    encoder: zstd::stream::write::Encoder<'static, Hashed>,
-    /// The metric columns, once the header is written.
-    columns: Option<Vec<&'static str>>,
-    /// Rows taken before the header was written.
-    held: Vec<Sample>,
+    body: Body,
+    /// Rows not yet in a row group.
+    pending: Vec<Sample>,
+    /// How many of `pending` (its first ones) are in the journal.
+    journaled: usize,
+    journal: Option<File>,
+    journal_path: PathBuf,
     line: Vec<u8>,
     rows: u64,
     unflushed: bool,
@@ -114,41 +136,61 @@ impl std::fmt::Debug for StoreWriter {
     }
 }
 
+/// Creates `path` exclusively (mode 0666 less the umask), never through a symlink; for
+/// appending when `append`.
+fn create_new(path: &Path, append: bool) -> Result<File, ReportError> {
+    remove_if_present(path)?;
+    OpenOptions::new()
+        .write(true)
+        .append(append)
+        .create_new(true)
+        .mode(FILE_MODE)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|source| ReportError::Write {
+            path: path.to_owned(),
+            source,
+        })
+}
+
+fn parquet_error(e: ::parquet::errors::ParquetError) -> std::io::Error {
+    match e {
+        ::parquet::errors::ParquetError::External(inner) => {
+            match inner.downcast::<std::io::Error>() {
+                Ok(io) => *io,
+                Err(other) => std::io::Error::other(other),
+            }
+        }
+        other => std::io::Error::other(other),
+    }
+}
+
 impl StoreWriter {
-    /// Creates a new, empty `dir/samples.csv.zst` (mode 0666 less the umask), creating `dir` if
-    /// needed. An existing file of that name is removed first, and the new one is created
-    /// exclusively, so a symlink planted in its place is removed, never written through.
+    /// Creates a new, empty `dir/samples.parquet` (mode 0666 less the umask), creating `dir` if
+    /// needed, and removes a journal left there. An existing file of that name is removed first,
+    /// and the new one is created exclusively, so a symlink planted in its place is removed,
+    /// never written through.
     pub fn create(dir: &Path) -> Result<Self, ReportError> {
         create_folder(dir)?;
         let path = dir.join(SAMPLES_STORE);
-        remove_if_present(&path)?;
-        let write_error = |source| ReportError::Write {
-            path: path.clone(),
-            source,
-        };
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(FILE_MODE)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&path)
-            .map_err(write_error)?;
-        let hashed = Hashed {
-            file,
-            hash: Sha256::new(),
-        };
-        let encoder = zstd::stream::write::Encoder::new(hashed, LEVEL).map_err(write_error)?;
-        let now = Instant::now();
+        let file = create_new(&path, false)?;
+        let journal_path = dir.join(SAMPLES_TAIL);
+        remove_if_present(&journal_path)?;
         Ok(Self {
             path,
-            encoder,
-            columns: None,
-            held: Vec::new(),
+            body: Body::Empty(Hashed {
+                file,
+                hash: Sha256::new(),
+            }),
+            pending: Vec::new(),
+            journaled: 0,
+            journal: None,
+            journal_path,
             line: Vec::with_capacity(256),
             rows: 0,
             unflushed: false,
             flush_every: FLUSH_EVERY,
-            last_turn_end: now,
+            last_turn_end: Instant::now(),
         })
     }
 
@@ -172,16 +214,11 @@ impl StoreWriter {
     pub fn append(&mut self, sample: &Sample) -> std::io::Result<()> {
         self.rows += 1;
         self.unflushed = true;
-        match &self.columns {
-            None => {
-                self.held.push(sample.clone());
-                if self.held.len() >= MAX_HELD_ROWS {
-                    self.flush()?;
-                }
-                Ok(())
-            }
-            Some(_) => self.encode(sample),
+        self.pending.push(sample.clone());
+        if self.pending.len() >= MAX_PENDING_ROWS {
+            self.flush()?;
         }
+        Ok(())
     }
 
     /// A turn ended: flushes when turns are slow (a turn of [`FLUSH_EVERY`] or more: a real
@@ -206,23 +243,86 @@ impl StoreWriter {
         Ok(())
     }
 
-    /// Compresses what is pending into complete blocks and writes them to the file.
+    /// Puts what is pending on disk: as a row group (and a footer) when [`GROUP_ROWS`] or more
+    /// rows are pending, else in the journal.
     pub fn flush(&mut self) -> std::io::Result<()> {
-        if self.columns.is_none() {
-            self.write_header()?;
+        if self.pending.len() >= GROUP_ROWS {
+            self.write_group(true)?;
+        } else {
+            self.journal_pending()?;
         }
-        self.encoder.flush()?;
         self.unflushed = false;
         Ok(())
     }
 
-    /// Ends the frame, syncs the file and returns how report.json references it.
-    pub fn finish(mut self) -> std::io::Result<(PathBuf, StoreRef)> {
-        if self.columns.is_none() {
-            self.write_header()?;
+    /// Appends the pending rows not yet in the journal to it.
+    fn journal_pending(&mut self) -> std::io::Result<()> {
+        if self.journaled == self.pending.len() {
+            return Ok(());
         }
-        let hashed = self.encoder.finish()?;
+        if self.journal.is_none() {
+            let file = create_new(&self.journal_path, true)
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+            self.journal = Some(file);
+        }
+        self.line.clear();
+        for sample in &self.pending[self.journaled..] {
+            serde_json::to_writer(&mut self.line, sample)?;
+            self.line.push(b'\n');
+        }
+        if let Some(journal) = &mut self.journal {
+            journal.write_all(&self.line)?;
+        }
+        self.journaled = self.pending.len();
+        Ok(())
+    }
+
+    /// Writes the pending rows as one row group (followed by a footer when `footer`), then
+    /// empties the journal, whose rows are now in the file.
+    fn write_group(&mut self, footer: bool) -> std::io::Result<()> {
+        let (mut writer, metrics) = match std::mem::replace(&mut self.body, Body::Broken) {
+            Body::Writing { writer, metrics } => (writer, metrics),
+            Body::Empty(sink) => {
+                let names: std::collections::BTreeSet<&'static str> =
+                    self.pending.iter().flat_map(|s| s.metrics.keys()).collect();
+                let metrics: Vec<&'static str> = names
+                    .into_iter()
+                    .filter(|n| !RESERVED_COLUMNS.contains(n))
+                    .collect();
+                let writer = parquet::start(sink, &metrics).map_err(parquet_error)?;
+                (Box::new(writer), metrics)
+            }
+            Body::Broken => {
+                return Err(std::io::Error::other(
+                    "an earlier write of this store failed",
+                ))
+            }
+        };
+        if !self.pending.is_empty() {
+            parquet::write_group(&mut writer, &metrics, &self.pending, footer)
+                .map_err(parquet_error)?;
+        }
+        self.body = Body::Writing { writer, metrics };
+        self.pending.clear();
+        self.journaled = 0;
+        if let Some(journal) = &mut self.journal {
+            journal.set_len(0)?;
+        }
+        Ok(())
+    }
+
+    /// Writes what is pending and the final footer, syncs the file, removes the journal and
+    /// returns how report.json references the store.
+    pub fn finish(mut self) -> std::io::Result<(PathBuf, StoreRef)> {
+        self.write_group(false)?;
+        let Body::Writing { writer, .. } = std::mem::replace(&mut self.body, Body::Broken) else {
+            unreachable!("write_group leaves a writer")
+        };
+        let hashed = writer.into_inner().map_err(parquet_error)?;
         hashed.file.sync_all()?;
+        if self.journal.take().is_some() {
+            std::fs::remove_file(&self.journal_path)?;
+        }
         let sha256 = hex(&hashed.hash.finalize());
         Ok((
             self.path,
@@ -232,99 +332,6 @@ impl StoreWriter {
                 sha256,
             },
         ))
-    }
-
-    fn write_header(&mut self) -> std::io::Result<()> {
-        let names: std::collections::BTreeSet<&'static str> =
-            self.held.iter().flat_map(|s| s.metrics.keys()).collect();
-        let columns: Vec<&'static str> = names
-            .into_iter()
-            .filter(|n| !RESERVED_COLUMNS.contains(n))
-            .collect();
-        self.line.clear();
-        self.line.extend_from_slice(b"turn,phase,epoch,t_ms");
-        for name in &columns {
-            self.line.push(b',');
-            push_field(&mut self.line, name);
-        }
-        // `key` is always written (an empty cell costs one byte a row): the rows that decide the
-        // header may come before the first keyed turn.
-        self.line.extend_from_slice(b",extra,key\n");
-        self.encoder.write_all(&self.line)?;
-        self.columns = Some(columns);
-        for sample in std::mem::take(&mut self.held) {
-            self.encode(&sample)?;
-        }
-        Ok(())
-    }
-
-    fn encode(&mut self, sample: &Sample) -> std::io::Result<()> {
-        let columns = self.columns.as_deref().unwrap_or_default();
-        let line = &mut self.line;
-        line.clear();
-        let _ = write!(
-            line,
-            "{},{},{},{}",
-            sample.turn,
-            phase_word(sample.phase),
-            sample.epoch,
-            sample.t_ms
-        );
-        let mut extra: Vec<(&str, u64)> = Vec::new();
-        let mut next = 0;
-        // Both ordered by name: one pass.
-        for (name, value) in sample.metrics.iter() {
-            match columns[next..].iter().position(|c| *c == name) {
-                Some(at) => {
-                    for _ in 0..=at {
-                        line.push(b',');
-                    }
-                    let _ = write!(line, "{value}");
-                    next += at + 1;
-                }
-                None => extra.push((name, *value)),
-            }
-        }
-        for _ in next..columns.len() {
-            line.push(b',');
-        }
-        line.push(b',');
-        if !extra.is_empty() {
-            let object: serde_json::Map<String, serde_json::Value> = extra
-                .into_iter()
-                .map(|(n, v)| (n.to_owned(), v.into()))
-                .collect();
-            push_field(line, &serde_json::Value::Object(object).to_string());
-        }
-        line.push(b',');
-        if let Some(key) = &sample.key {
-            push_field(line, key);
-        }
-        line.push(b'\n');
-        self.encoder.write_all(line)
-    }
-}
-
-/// The phase as the store (and report.json) words it.
-fn phase_word(phase: Phase) -> &'static str {
-    match phase {
-        Phase::Load => "load",
-        Phase::Reload => "reload",
-        Phase::Open => "open",
-        Phase::Generate => "generate",
-        Phase::Close => "close",
-        Phase::Idle => "idle",
-    }
-}
-
-/// Appends `text` as one CSV field, quoted when it has to be.
-fn push_field(line: &mut Vec<u8>, text: &str) {
-    if text.contains([',', '"', '\n', '\r']) {
-        line.push(b'"');
-        line.extend_from_slice(text.replace('"', "\"\"").as_bytes());
-        line.push(b'"');
-    } else {
-        line.extend_from_slice(text.as_bytes());
     }
 }
 
@@ -351,35 +358,78 @@ pub fn write_store(dir: &Path, samples: &[Sample]) -> Result<StoreRef, ReportErr
     writer.finish().map(|(_, r)| r).map_err(write_error)
 }
 
-/// Reads the samples of a file of any form a run wrote: a sample store (`*.csv.zst`) or the
+/// Reads the samples of a file of any form a run wrote: a sample store (`samples.parquet`,
+/// with the journal a killed run left next to it; the `*.csv.zst` of format 4) or the
 /// samples.jsonl of earlier leakloops. A store cut by a kill is read up to its last complete
-/// row; a bad row anywhere else is an error naming its line.
+/// row; a bad row anywhere else is an error naming its line or column.
 pub fn read_samples(path: &Path) -> Result<StreamedSamples, ReportError> {
-    if path.extension().is_some_and(|e| e == "jsonl") {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    if name.ends_with(".jsonl") {
         return crate::report::samples::read_samples_jsonl(path);
     }
-    let bytes = read_bounded(
-        path,
-        MAX_REPORT_BYTES,
-        "a samples.csv.zst of a leakloop run is at most a few tens of MB",
-    )?;
-    decode(path, &bytes)
+    let bytes = read_store_bytes(path)?;
+    if name.ends_with(".csv.zst") {
+        return csv::decode(path, &bytes);
+    }
+    let mut read = decode_parquet(path, bytes)?;
+    let journal = path.with_file_name(SAMPLES_TAIL);
+    if journal.exists() {
+        let tail = crate::report::samples::read_samples_jsonl(&journal)?;
+        let copied = tail.samples.len() <= read.last_group_rows
+            && read.samples[read.samples.len() - read.last_group_rows..].starts_with(&tail.samples);
+        if !copied {
+            read.samples.extend(tail.samples);
+        }
+        read.cut = true;
+    }
+    Ok(StreamedSamples {
+        samples: read.samples,
+        torn_last_line: read.cut,
+    })
 }
 
-/// The samples recorded in the run folder `dir`: its store, else its samples.jsonl; `None`
-/// when it has neither.
+fn read_store_bytes(path: &Path) -> Result<Vec<u8>, ReportError> {
+    Ok(read_bounded(
+        path,
+        MAX_REPORT_BYTES,
+        "the sample store of a leakloop run is at most a few tens of MB",
+    )?)
+}
+
+fn decode_parquet(path: &Path, bytes: Vec<u8>) -> Result<parquet::ReadParquet, ReportError> {
+    parquet::read(bytes).map_err(|message| ReportError::Parse {
+        path: path.to_owned(),
+        line: 0,
+        column: 0,
+        field: None,
+        message,
+    })
+}
+
+/// The samples recorded in the run folder `dir`: its store (with the journal of a killed run),
+/// else its format 4 store, else its samples.jsonl; `None` when it has none.
 pub fn read_folder_samples(dir: &Path) -> Result<Option<StreamedSamples>, ReportError> {
-    for name in [SAMPLES_STORE, SAMPLES_JSONL] {
+    for name in [SAMPLES_STORE, SAMPLES_CSV_ZST, SAMPLES_JSONL] {
         let path = dir.join(name);
         if path.exists() {
             return read_samples(&path).map(Some);
         }
     }
+    if dir.join(SAMPLES_TAIL).exists() {
+        // Killed before the store was created (or with it removed): the journal alone.
+        return crate::report::samples::read_samples_jsonl(&dir.join(SAMPLES_TAIL)).map(|mut s| {
+            s.torn_last_line = true;
+            Some(s)
+        });
+    }
     Ok(None)
 }
 
-/// Reads the store a format 4 report (at `report`) references, checking that it is the file
-/// the report was written with.
+/// Reads the store a format 4 or 5 report (at `report`) references, checking that it is the
+/// file the report was written with.
 pub fn read_referenced(report: &Path, reference: &StoreRef) -> Result<Vec<Sample>, ReportError> {
     let implausible = |message: String| ReportError::Implausible {
         path: report.to_owned(),
@@ -401,11 +451,7 @@ pub fn read_referenced(report: &Path, reference: &StoreRef) -> Result<Vec<Sample
         .parent()
         .unwrap_or(Path::new("."))
         .join(&reference.store);
-    let bytes = read_bounded(
-        &path,
-        MAX_REPORT_BYTES,
-        "a samples.csv.zst of a leakloop run is at most a few tens of MB",
-    )?;
+    let bytes = read_store_bytes(&path)?;
     let digest = hex(&Sha256::digest(&bytes));
     if digest != reference.sha256 {
         return Err(implausible(format!(
@@ -415,189 +461,23 @@ pub fn read_referenced(report: &Path, reference: &StoreRef) -> Result<Vec<Sample
             crate::input::printable(&reference.sha256)
         )));
     }
-    let read = decode(&path, &bytes)?;
-    if read.torn_last_line || read.samples.len() as u64 != reference.rows {
+    let (samples, cut) = if reference.store.ends_with(".csv.zst") {
+        let read = csv::decode(&path, &bytes)?;
+        (read.samples, read.torn_last_line)
+    } else {
+        let read = decode_parquet(&path, bytes)?;
+        (read.samples, read.cut)
+    };
+    if cut || samples.len() as u64 != reference.rows {
         return Err(implausible(format!(
             "{} holds {} rows{}, the report names {}",
             path.display(),
-            read.samples.len(),
-            if read.torn_last_line {
-                " and is cut off"
-            } else {
-                ""
-            },
+            samples.len(),
+            if cut { " and is cut off" } else { "" },
             reference.rows
         )));
     }
-    Ok(read.samples)
-}
-
-/// Where each column of a store goes.
-enum Column {
-    Turn,
-    Phase,
-    Epoch,
-    TMs,
-    Extra,
-    /// The turn's session id or shape.
-    Key,
-    Metric(String),
-    /// A column this leakloop does not know (a later one): skipped.
-    Other,
-}
-
-fn decode(path: &Path, bytes: &[u8]) -> Result<StreamedSamples, ReportError> {
-    let parse_error = |line: u64, message: String| ReportError::Parse {
-        path: path.to_owned(),
-        line: line as usize,
-        column: 0,
-        field: None,
-        message,
-    };
-    let decoder =
-        zstd::stream::read::Decoder::with_buffer(BufReader::new(bytes)).map_err(|source| {
-            ReportError::Read {
-                path: path.to_owned(),
-                source,
-            }
-        })?;
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(false)
-        .from_reader(LimitedRead::new(decoder));
-    let mut record = csv::ByteRecord::new();
-    let mut samples = Vec::new();
-    let mut columns: Option<Vec<Column>> = None;
-    loop {
-        let line = reader.position().line();
-        match reader.read_byte_record(&mut record) {
-            Ok(false) => {
-                return Ok(StreamedSamples {
-                    samples,
-                    torn_last_line: false,
-                })
-            }
-            Ok(true) => {}
-            Err(e) => {
-                if let csv::ErrorKind::Io(io) = e.kind() {
-                    if io.kind() == std::io::ErrorKind::UnexpectedEof {
-                        // A stream cut by a kill: what came before the cut stands.
-                        return Ok(StreamedSamples {
-                            samples,
-                            torn_last_line: true,
-                        });
-                    }
-                }
-                return Err(parse_error(line, e.to_string()));
-            }
-        }
-        let Some(columns) = &columns else {
-            columns = Some(header(&record).map_err(|m| parse_error(line, m))?);
-            continue;
-        };
-        samples.push(row(columns, &record).map_err(|m| parse_error(line, m))?);
-    }
-}
-
-fn header(record: &csv::ByteRecord) -> Result<Vec<Column>, String> {
-    let mut columns = Vec::with_capacity(record.len());
-    for field in record {
-        let name = std::str::from_utf8(field).map_err(|e| format!("header: {e}"))?;
-        columns.push(match name {
-            "turn" => Column::Turn,
-            "phase" => Column::Phase,
-            "epoch" => Column::Epoch,
-            "t_ms" => Column::TMs,
-            "extra" => Column::Extra,
-            "key" => Column::Key,
-            n if RESERVED_COLUMNS.contains(&n) => Column::Other,
-            n => Column::Metric(n.to_owned()),
-        });
-    }
-    for (needed, word) in [(0, "turn"), (1, "phase"), (2, "epoch"), (3, "t_ms")] {
-        let found = columns.iter().any(|c| {
-            matches!(
-                (needed, c),
-                (0, Column::Turn) | (1, Column::Phase) | (2, Column::Epoch) | (3, Column::TMs)
-            )
-        });
-        if !found {
-            return Err(format!(
-                "not a leakloop sample store: the header has no `{word}` column"
-            ));
-        }
-    }
-    Ok(columns)
-}
-
-fn row(columns: &[Column], record: &csv::ByteRecord) -> Result<Sample, String> {
-    let mut sample = Sample {
-        turn: 0,
-        phase: Phase::Load,
-        epoch: 0,
-        t_ms: 0.0,
-        metrics: Metrics::new(),
-        key: None,
-    };
-    for (column, field) in columns.iter().zip(record) {
-        let text = std::str::from_utf8(field).map_err(|e| e.to_string())?;
-        let bad = |what: &str| format!("`{}` is not {what}", crate::input::shorten(text, 40));
-        match column {
-            Column::Turn => sample.turn = text.parse().map_err(|_| bad("a turn"))?,
-            Column::Phase => {
-                sample.phase = Phase::deserialize(serde::de::value::StrDeserializer::<
-                    serde::de::value::Error,
-                >::new(text))
-                .map_err(|e| format!("phase: {e}"))?
-            }
-            Column::Epoch => sample.epoch = text.parse().map_err(|_| bad("an epoch"))?,
-            Column::TMs => sample.t_ms = text.parse().map_err(|_| bad("a time in ms"))?,
-            Column::Metric(name) if !text.is_empty() => {
-                let value: u64 = text.parse().map_err(|_| bad("a number of bytes"))?;
-                sample.metrics.insert(name, value);
-            }
-            Column::Extra if !text.is_empty() => {
-                let extra: std::collections::BTreeMap<String, u64> =
-                    serde_json::from_str(text).map_err(|e| format!("extra: {e}"))?;
-                sample.metrics.extend(extra);
-            }
-            Column::Key if !text.is_empty() => sample.key = Some(text.to_owned()),
-            Column::Metric(_) | Column::Extra | Column::Key | Column::Other => {}
-        }
-    }
-    Ok(sample)
-}
-
-/// Stops decompressing past [`MAX_REPORT_BYTES`] of CSV: a small file that inflates without
-/// end is refused, not held.
-struct LimitedRead<R> {
-    inner: R,
-    left: u64,
-}
-
-impl<R> LimitedRead<R> {
-    fn new(inner: R) -> Self {
-        Self {
-            inner,
-            left: MAX_REPORT_BYTES * 4,
-        }
-    }
-}
-
-impl<R: Read> Read for LimitedRead<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if self.left == 0 {
-            return Err(std::io::Error::other(
-                "the store inflates past 2 GiB of CSV: not a leakloop sample store",
-            ));
-        }
-        let max = buf
-            .len()
-            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
-        let n = self.inner.read(&mut buf[..max])?;
-        self.left -= n as u64;
-        Ok(n)
-    }
+    Ok(samples)
 }
 
 #[cfg(test)]

@@ -15,8 +15,9 @@ use crate::scenario::Scenario;
 /// 3: `record.provenance` (where the run came from), which `history` and `run --baseline` key
 /// builds by; older reports read back without it. 4: `record.samples` may be a reference to the
 /// run's sample store (samples.csv.zst: file name, row count, SHA-256) instead of the samples,
-/// which a folder's report.json always is.
-pub const REPORT_FORMAT_VERSION: u32 = 4;
+/// which a folder's report.json always is. 5: the store is `samples.parquet` (Parquet, about a
+/// third of the CSV's size); a format 4 report's `samples.csv.zst` is still read.
+pub const REPORT_FORMAT_VERSION: u32 = 5;
 
 /// The oldest report.json layout this build still reads (1: a per-turn `ledger.turns`, folded
 /// into runs on reading).
@@ -138,7 +139,7 @@ pub struct RunRecord {
     pub scenario: Scenario,
     /// The backend that ran it.
     pub backend: BackendInfo,
-    /// Every sample, in order. In report.json (format 4) a reference to the sample store
+    /// Every sample, in order. In report.json (format 4 and later) a reference to the sample store
     /// instead, which the report reader resolves (it reads an object here as no samples).
     #[serde(deserialize_with = "embedded_samples")]
     pub samples: Vec<Sample>,

@@ -173,7 +173,7 @@ impl<'a> Session<'a> {
     }
 
     /// Writes report.json, junit.xml, plot.svg, summary.md and the streamed sample store
-    /// (samples.csv.zst) into `dir`, claimed (see [`OutDir::claim`]) before anything else happens.
+    /// (samples.parquet) into `dir`, claimed (see [`OutDir::claim`]) before anything else happens.
     pub fn out(mut self, dir: impl Into<PathBuf>) -> Self {
         self.out = Out::Claim(dir.into());
         self
@@ -716,7 +716,7 @@ pub struct Artifacts {
     pub dir: PathBuf,
     /// report.json, junit.xml, plot.svg and summary.md, as written (none when any failed).
     pub reports: Vec<PathBuf>,
-    /// The sample store (samples.csv.zst), streamed while the run went on, when it is there.
+    /// The sample store (samples.parquet), streamed while the run went on, when it is there.
     pub samples: Option<PathBuf>,
     /// Every report was written.
     pub complete: bool,

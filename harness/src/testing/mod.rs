@@ -2,7 +2,7 @@
 //!
 //! A test loads a scenario (a file, YAML text, or built in code), runs it, and asserts on the
 //! verdict. A failed assertion panics with the verdict table `leakloop run` prints and the
-//! folder where the run's reports (report.json, summary.md, samples.csv.zst; junit.xml and plot.svg
+//! folder where the run's reports (report.json, summary.md, samples.parquet; junit.xml and plot.svg
 //! too with the `reports` feature) were kept; a passing run's temporary folder is removed (set
 //! [`REPORTS_ENV`] to keep every run's reports).
 //!

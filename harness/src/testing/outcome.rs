@@ -158,7 +158,7 @@ impl TestRun {
         anstream::adapter::strip_str(&render_terminal(&self.record, &self.verdict)).to_string()
     }
 
-    /// The folder holding report.json, summary.md and samples.csv.zst (junit.xml and plot.svg
+    /// The folder holding report.json, summary.md and samples.parquet (junit.xml and plot.svg
     /// too with the `reports` feature). A temporary one is removed when the run is dropped,
     /// unless it is kept.
     pub fn reports_dir(&self) -> &Path {

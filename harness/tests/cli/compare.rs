@@ -104,7 +104,7 @@ fn release_against_nightly_side_by_side() {
         let report: serde_json::Value = serde_json::from_str(&report).unwrap();
         assert_eq!(report["record"]["backend"]["version"], version, "{side}");
         assert_eq!(report["verdict"]["status"], "pass", "{side}");
-        assert!(dir.path().join(side).join("samples.csv.zst").is_file());
+        assert!(dir.path().join(side).join("samples.parquet").is_file());
     }
 }
 

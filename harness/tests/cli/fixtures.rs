@@ -102,7 +102,7 @@ fn simulator_fixture_exits_as_stated_and_matches_its_golden_snapshot(
         "junit.xml",
         "plot.svg",
         "summary.md",
-        "samples.csv.zst",
+        "samples.parquet",
     ] {
         assert!(
             out.path().join(artifact).is_file(),

@@ -107,7 +107,7 @@ pub(crate) fn start_hanging_run_with(dir: &Path, out: &Path, stdout: Stdio) -> K
     // Baseline plus the post-close samples of turns 1-3, then the worker hangs in turn 4: exactly
     // 4 samples. The folder's marker names this run as soon as it claims the folder, before an
     // older run's sample store (more samples) is removed.
-    let samples = out.join("samples.csv.zst");
+    let samples = out.join("samples.parquet");
     let marker = format!("running pid {}\n", run.id());
     let streamed = || {
         std::fs::read_to_string(out.join(LOCK_FILE)).ok().as_deref() == Some(&marker)
@@ -159,7 +159,7 @@ fn a_killed_run_keeps_every_sample_it_took_and_leaves_no_worker_behind() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let mut run = start_hanging_run(dir.path(), &out);
-    let samples = out.join("samples.csv.zst");
+    let samples = out.join("samples.parquet");
     // The worker is the leakloop process started with `worker` whose scenario is ours.
     let worker_pids: Vec<u32> = processes_naming("worker")
         .into_iter()
@@ -249,7 +249,7 @@ fn an_interrupted_run_writes_a_partial_report_marked_interrupted(#[case] signal:
     let turns: Vec<u32> = report_file.record.samples.iter().map(|s| s.turn).collect();
     assert_eq!(turns, [0, 1, 2, 3]);
     assert_eq!(
-        read_samples(&out.join("samples.csv.zst")).unwrap().samples,
+        read_samples(&out.join("samples.parquet")).unwrap().samples,
         report_file.record.samples,
         "the sample store is kept"
     );
@@ -275,7 +275,10 @@ fn a_second_run_into_a_busy_folder_is_refused_and_the_first_keeps_its_samples() 
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let mut first = start_hanging_run(dir.path(), &out);
-    let before = std::fs::read(out.join("samples.csv.zst")).unwrap();
+    // The store and its journal, as read.
+    let stored = || read_samples(&out.join("samples.parquet")).unwrap().samples;
+    let before = stored();
+    assert_eq!(before.len(), 4);
 
     // A scenario that would finish on its own: refused, not run alongside.
     let second = fixtures::run(&fixture_path("flutter-gemma-cpu-flat"), &out);
@@ -285,7 +288,7 @@ fn a_second_run_into_a_busy_folder_is_refused_and_the_first_keeps_its_samples() 
         err.contains("is in use by another leakloop process"),
         "{err}"
     );
-    assert_eq!(std::fs::read(out.join("samples.csv.zst")).unwrap(), before);
+    assert_eq!(stored(), before);
 
     let busy = report(&out);
     assert_eq!(busy.status.code(), Some(3), "{}", text(&busy.stderr));

@@ -17,7 +17,7 @@ const ARTIFACTS: [&str; 5] = [
     "junit.xml",
     "plot.svg",
     "summary.md",
-    "samples.csv.zst",
+    "samples.parquet",
 ];
 
 /// `leakloop ARGS`, run by `sh` after the shell commands in `setup` (e.g. `umask 027`).
@@ -151,7 +151,7 @@ fn file_size_limit(blocks: u32) -> String {
 fn a_full_disk_while_writing_reports_keeps_the_verdict_and_its_exit_code() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    // samples.csv.zst (under 1 KB) and junit.xml (3 KB) fit under 5 KiB; report.json (about
+    // samples.parquet (under 1 KB) and junit.xml (3 KB) fit under 5 KiB; report.json (about
     // 7 KB, its samples in the store) does not.
     let scenario = fixture_path("flutter-gemma-opencl-leak");
     let output = leakloop_after(&file_size_limit(10), &run_args(&scenario, &out, &[]));

@@ -403,7 +403,7 @@ fn a_remote_worker_killed_mid_run_is_a_crash_that_keeps_every_sample() {
     assert!(stderr.contains("the remote worker (pid"), "{stderr}");
     assert!(stderr.contains("signal 9 (SIGKILL)"), "{stderr}");
     let report = read_report(&out.join("report.json")).unwrap();
-    let streamed = read_samples(&out.join("samples.csv.zst")).unwrap();
+    let streamed = read_samples(&out.join("samples.parquet")).unwrap();
     assert!(report.record.samples.len() >= 4);
     assert_eq!(
         report.record.samples.len(),

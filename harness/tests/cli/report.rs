@@ -144,7 +144,7 @@ fn an_empty_folder_is_bad_input() {
     let output = leakloop(&["report", path(dir.path())], &[]);
     assert_eq!(output.status.code(), Some(2));
     assert!(
-        stderr(&output).contains("holds no report.json and no samples.csv.zst"),
+        stderr(&output).contains("holds no report.json and no samples.parquet"),
         "{}",
         stderr(&output)
     );
@@ -246,7 +246,7 @@ fn a_killed_run_keeps_every_sample_it_streamed() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let samples_path = dir.path().join("samples.csv.zst");
+    let samples_path = dir.path().join("samples.parquet");
     let count = || {
         leakloop::report::read_samples(&samples_path)
             .map(|s| s.samples.len())

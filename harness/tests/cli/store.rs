@@ -1,4 +1,4 @@
-//! The sample store of a real run (`samples.csv.zst`): report.json references it, every reader
+//! The sample store of a real run (`samples.parquet`): report.json references it, every reader
 //! reads the samples back through it, and the DuckDB example of docs/report-format.md reads it
 //! as it stands (needs `python3` with `duckdb`; says `SKIPPED: ...` without them, fails with
 //! `LEAKLOOP_REQUIRE_PYTHON=1`).

@@ -155,7 +155,7 @@ fn one_file_keeps_the_single_run_layout() {
     let output = leakloop(&["run", path(&file), "--out", path(out.path())]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert!(text(&output).contains("PASS"), "{}", text(&output));
-    assert!(out.path().join("samples.csv.zst").is_file());
+    assert!(out.path().join("samples.parquet").is_file());
     assert_eq!(
         read_suite_report(&out.path().join(REPORT_JSON)).unwrap(),
         None

@@ -1,16 +1,42 @@
+use super::parquet::phase_word;
 use super::*;
 use crate::report::examples::leak_run;
 use crate::report::test_support::{hostile_run, plant_symlink, PRECIOUS};
-use crate::runner::RunObserver;
+use crate::runner::{Phase, RunObserver};
 
 fn stored(dir: &Path, samples: &[Sample]) -> (PathBuf, StoreRef) {
     let reference = write_store(dir, samples).unwrap();
     (dir.join(SAMPLES_STORE), reference)
 }
 
-fn csv_text(path: &Path) -> String {
-    let bytes = std::fs::read(path).unwrap();
-    String::from_utf8(zstd::decode_all(&bytes[..]).unwrap()).unwrap()
+/// The column names of a Parquet store.
+fn column_names(path: &Path) -> Vec<String> {
+    use ::parquet::file::reader::FileReader;
+    let reader = ::parquet::file::serialized_reader::SerializedFileReader::new(
+        std::fs::File::open(path).unwrap(),
+    )
+    .unwrap();
+    let schema = reader.metadata().file_metadata().schema_descr();
+    schema
+        .columns()
+        .iter()
+        .map(|c| c.name().to_owned())
+        .collect()
+}
+
+/// `n` samples of a leaky run, each with its own turn.
+fn many(n: usize) -> Vec<Sample> {
+    let (record, _) = leak_run();
+    let template = record.samples[1].clone();
+    (0..n)
+        .map(|i| {
+            let mut s = template.clone();
+            s.turn = i as u32;
+            s.t_ms = i as f64 * 1.5;
+            s.metrics.insert("native_heap", 1_000_000 + 4096 * i as u64);
+            s
+        })
+        .collect()
 }
 
 #[test]
@@ -34,21 +60,21 @@ fn samples_read_back_identically_and_the_reference_names_them() {
     );
 }
 
-/// Plain CSV once decompressed: a header of named columns, one row per sample.
+/// A Parquet file of named columns, one row per sample, and no journal once finished.
 #[test]
-fn the_store_is_plain_csv_with_one_column_per_metric() {
+fn the_store_is_parquet_with_one_column_per_metric() {
     let dir = tempfile::tempdir().unwrap();
     let (record, _) = leak_run();
     let (path, _) = stored(dir.path(), &record.samples);
-    let text = csv_text(&path);
-    let mut lines = text.lines();
-    let header = lines.next().unwrap();
-    assert!(header.starts_with("turn,phase,epoch,t_ms,"), "{header}");
-    assert!(header.ends_with(",extra,key"), "{header}");
+    let bytes = std::fs::read(&path).unwrap();
+    assert!(bytes.starts_with(b"PAR1") && bytes.ends_with(b"PAR1"));
+    let columns = column_names(&path);
+    assert_eq!(columns[..4], ["turn", "phase", "epoch", "t_ms"]);
+    assert_eq!(columns[columns.len() - 2..], ["extra", "key"]);
     for name in record.metric_names() {
-        assert!(header.split(',').any(|c| c == name), "{name}: {header}");
+        assert!(columns.contains(&name.to_owned()), "{name}: {columns:?}");
     }
-    assert_eq!(lines.count(), record.samples.len());
+    assert!(!dir.path().join(SAMPLES_TAIL).exists());
 }
 
 #[test]
@@ -65,7 +91,10 @@ fn a_metric_that_appears_late_is_kept_in_extra() {
     let dir = tempfile::tempdir().unwrap();
     let (mut record, _) = leak_run();
     let mut writer = StoreWriter::create(dir.path()).unwrap();
-    writer.append(&record.samples[0]).unwrap();
+    for _ in 0..GROUP_ROWS {
+        writer.append(&record.samples[0]).unwrap();
+    }
+    // The columns are chosen by the first row group.
     writer.flush().unwrap();
     let last = record.samples.len() - 1;
     record.samples[last].metrics.insert("late_metric", 42);
@@ -73,16 +102,20 @@ fn a_metric_that_appears_late_is_kept_in_extra() {
         writer.append(s).unwrap();
     }
     let (path, reference) = writer.finish().unwrap();
+    let mut expected = vec![record.samples[0].clone(); GROUP_ROWS];
+    expected.extend_from_slice(&record.samples[1..]);
+    record.samples = expected;
     assert_eq!(reference.rows, record.samples.len() as u64);
-    assert!(csv_text(&path).contains(r#""{""late_metric"":42}""#));
+    assert!(!column_names(&path).contains(&"late_metric".to_owned()));
     assert_eq!(read_samples(&path).unwrap().samples, record.samples);
 }
 
-/// The per-turn `key` column is read wherever it stands, and never taken for a metric.
+/// Format 4's CSV store: the per-turn `key` column is read wherever it stands, and never taken
+/// for a metric.
 #[test]
-fn the_key_column_is_read_wherever_it_stands() {
+fn the_key_column_of_a_csv_store_is_read_wherever_it_stands() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join(SAMPLES_STORE);
+    let path = dir.path().join(SAMPLES_CSV_ZST);
     let csv = "turn,phase,epoch,t_ms,native_heap,key,extra\n\
                0,load,1,0.5,100,,\n\
                1,close,1,12,200,chat-7,\n";
@@ -113,8 +146,8 @@ fn turn_keys_read_back_as_written() {
     assert_eq!(read_samples(&path).unwrap().samples, record.samples);
 }
 
-/// What a killed run leaves: a frame never ended. Every turn flushed is read; the torn end is
-/// said.
+/// What a killed run of slow turns leaves: an empty store and a journal. Every turn flushed is
+/// read; the cut is said.
 #[test]
 fn a_store_never_finished_holds_every_flushed_turn() {
     let dir = tempfile::tempdir().unwrap();
@@ -133,34 +166,89 @@ fn a_store_never_finished_holds_every_flushed_turn() {
     drop(stream);
 }
 
+/// What a killed run of fast turns leaves: row groups, each followed by a footer, then a
+/// journal of the rows since. Everything flushed reads back once, and the cut is said.
 #[test]
-fn a_store_cut_anywhere_reads_up_to_a_complete_row() {
+fn a_store_never_finished_reads_its_row_groups_and_its_journal() {
     let dir = tempfile::tempdir().unwrap();
-    let (record, _) = leak_run();
+    let samples = many(2 * GROUP_ROWS + 100);
+    let mut writer = StoreWriter::create(dir.path()).unwrap();
+    for chunk in samples.chunks(GROUP_ROWS) {
+        for s in chunk {
+            writer.append(s).unwrap();
+        }
+        writer.flush().unwrap();
+    }
+    let back = read_samples(writer.path()).unwrap();
+    assert!(back.torn_last_line);
+    assert_eq!(back.samples.len(), samples.len());
+    assert_eq!(back.samples, samples);
+    let folder = read_folder_samples(dir.path()).unwrap().unwrap();
+    assert_eq!(folder, back);
+    // Killed between a row group and the emptying of the journal: the journal's rows, which
+    // are in the row group too, are read once.
+    let journal = std::fs::read(dir.path().join(SAMPLES_TAIL)).unwrap();
+    for s in &samples[..GROUP_ROWS] {
+        writer.append(s).unwrap();
+    }
+    writer.flush().unwrap();
+    std::fs::write(dir.path().join(SAMPLES_TAIL), &journal).unwrap();
+    let back = read_samples(writer.path()).unwrap();
+    let mut expected = samples.clone();
+    expected.extend_from_slice(&samples[..GROUP_ROWS]);
+    assert_eq!(back.samples.len(), expected.len());
+    assert_eq!(back.samples, expected);
+}
+
+/// A store cut anywhere (a kill while a row group was written) reads up to the last footer
+/// before the cut; what DuckDB or pandas cannot read, leakloop does.
+#[test]
+fn a_store_cut_anywhere_reads_up_to_its_last_footer() {
+    let dir = tempfile::tempdir().unwrap();
+    let samples = many(3 * GROUP_ROWS);
     let mut writer = StoreWriter::create(dir.path()).unwrap();
     let mut ends = Vec::new();
-    for s in &record.samples {
-        writer.append(s).unwrap();
+    for chunk in samples.chunks(GROUP_ROWS) {
+        for s in chunk {
+            writer.append(s).unwrap();
+        }
         writer.flush().unwrap();
-        ends.push(std::fs::metadata(writer.path()).unwrap().len());
+        ends.push(std::fs::metadata(writer.path()).unwrap().len() as usize);
     }
     let (path, _) = writer.finish().unwrap();
     let bytes = std::fs::read(&path).unwrap();
-    let cut_path = dir.path().join("cut.csv.zst");
-    for cut in 0..bytes.len() {
+    let cut_path = dir.path().join("cut.parquet");
+    let mut cuts: Vec<usize> = (0..bytes.len()).step_by(997).collect();
+    for end in &ends {
+        cuts.extend([end - 1, *end, end + 1]);
+    }
+    for cut in cuts {
         std::fs::write(&cut_path, &bytes[..cut]).unwrap();
-        let back = read_samples(&cut_path).unwrap();
-        // Every row flushed before the cut, and none torn.
-        let flushed = ends.iter().filter(|&&end| end as usize <= cut).count();
-        assert_eq!(back.samples.len(), flushed, "cut at {cut}");
-        assert_eq!(back.samples, record.samples[..flushed]);
+        let groups = ends.iter().filter(|&&end| end <= cut).count();
+        match read_samples(&cut_path) {
+            Ok(back) => {
+                assert_eq!(back.samples.len(), groups * GROUP_ROWS, "cut at {cut}");
+                assert_eq!(back.samples, samples[..groups * GROUP_ROWS]);
+                // Cut right after a footer, it is a whole Parquet file of fewer row groups.
+                assert_eq!(
+                    back.torn_last_line,
+                    cut > 0 && !ends.contains(&cut),
+                    "cut at {cut}"
+                );
+            }
+            Err(e) => {
+                // Only a file cut before its first footer holds nothing to read.
+                assert_eq!(groups, 0, "cut at {cut}: {e}");
+                assert!(e.to_string().contains("cut.parquet"), "{e}");
+            }
+        }
     }
 }
 
 #[test]
-fn a_bad_row_is_an_error_naming_its_line() {
+fn a_bad_row_of_a_csv_store_is_an_error_naming_its_line() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join(SAMPLES_STORE);
+    let path = dir.path().join(SAMPLES_CSV_ZST);
     let csv = "turn,phase,epoch,t_ms,native_heap,extra\n0,load,1,0,100,\n1,bogus,1,2,200,\n";
     std::fs::write(&path, zstd::encode_all(csv.as_bytes(), 3).unwrap()).unwrap();
     let err = read_samples(&path).unwrap_err().to_string();
@@ -168,6 +256,21 @@ fn a_bad_row_is_an_error_naming_its_line() {
     assert!(err.contains("bogus"), "{err}");
     std::fs::write(&path, b"not zstd at all").unwrap();
     assert!(read_samples(&path).is_err());
+}
+
+#[test]
+fn a_file_that_is_not_parquet_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(SAMPLES_STORE);
+    for bytes in [
+        &b"not parquet at all"[..],
+        b"PAR1 and then nothing",
+        b"PAR1xxxxPAR1",
+    ] {
+        std::fs::write(&path, bytes).unwrap();
+        let err = read_samples(&path).unwrap_err().to_string();
+        assert!(err.contains("samples.parquet"), "{err}");
+    }
 }
 
 #[test]
@@ -180,7 +283,7 @@ fn a_replaced_store_is_refused_by_its_digest() {
     assert!(matches!(err, ReportError::Implausible { .. }), "{err:?}");
     assert!(err.to_string().contains("replaced or altered"), "{err}");
     let outside = StoreRef {
-        store: "../samples.csv.zst".to_owned(),
+        store: "../samples.parquet".to_owned(),
         ..reference
     };
     let err = read_referenced(&dir.path().join("report.json"), &outside).unwrap_err();
@@ -196,7 +299,18 @@ fn a_symlink_planted_as_the_store_is_replaced_not_written_through() {
     let (path, _) = stored(&out, &record.samples[..2]);
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), PRECIOUS);
     assert!(!std::fs::symlink_metadata(&path).unwrap().is_symlink());
-    assert_eq!(read_samples(&path).unwrap().samples, record.samples[..2]);
+    // Nor the journal.
+    let victim = plant_symlink(&out, SAMPLES_TAIL);
+    let mut writer = StoreWriter::create(&out).unwrap();
+    writer.append(&record.samples[0]).unwrap();
+    writer.flush().unwrap();
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), PRECIOUS);
+    assert!(!std::fs::symlink_metadata(out.join(SAMPLES_TAIL))
+        .unwrap()
+        .is_symlink());
+    let (path, _) = writer.finish().unwrap();
+    assert!(!out.join(SAMPLES_TAIL).exists());
+    assert_eq!(read_samples(&path).unwrap().samples, record.samples[..1]);
 }
 
 #[test]
@@ -220,5 +334,29 @@ fn phases_are_worded_as_report_json_words_them() {
             phase_word(phase),
             "{phase:?}"
         );
+    }
+}
+
+/// Damaged stores (bytes flipped anywhere, by a disk or a hand) are errors or fewer samples,
+/// never a crash.
+#[test]
+fn a_damaged_store_is_an_error_not_a_crash() {
+    use rand::{RngExt, SeedableRng};
+    let dir = tempfile::tempdir().unwrap();
+    let (record, _) = leak_run();
+    let (path, _) = stored(dir.path(), &record.samples);
+    let bytes = std::fs::read(&path).unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+    let damaged = dir.path().join("damaged.parquet");
+    for _ in 0..500 {
+        let mut copy = bytes.clone();
+        for _ in 0..rng.random_range(1..4) {
+            let at = rng.random_range(0..copy.len());
+            copy[at] = rng.random();
+        }
+        std::fs::write(&damaged, &copy).unwrap();
+        if let Err(e) = read_samples(&damaged) {
+            assert!(e.to_string().contains("damaged.parquet"), "{e}");
+        }
     }
 }

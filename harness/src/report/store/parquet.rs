@@ -1,0 +1,537 @@
+//! The Parquet side of the sample store: the schema of `samples.parquet`, the writing of one row
+//! group of samples (and of a footer after it, so that the file reads up to there if the run is
+//! killed before the next), and the reading of such a file back into samples, a cut one
+//! included.
+//!
+//! Columns: `turn` and `epoch` (UINT_32, delta-encoded), `phase` (string, dictionary), `t_ms`
+//! (double, byte-stream-split), one optional UINT_64 column per metric (delta-encoded), `extra`
+//! (optional string: a JSON object of the metrics a sample had that were not known when the
+//! columns were chosen) and `key` (optional string, dictionary). Every column chunk is compressed
+//! with zstd; there are no statistics and no page index (a store is read whole).
+
+use std::io::Write;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parquet::basic::{
+    Compression, Encoding, IntType, LogicalType, Repetition, Type as PhysicalType, ZstdLevel,
+};
+use parquet::column::reader::ColumnReader;
+use parquet::column::writer::ColumnWriter;
+use parquet::data_type::ByteArray;
+use parquet::file::metadata::{FileMetaData, ParquetMetaData, ParquetMetaDataWriter};
+use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
+use parquet::file::reader::{FileReader, RowGroupReader};
+use parquet::file::serialized_reader::SerializedFileReader;
+use parquet::file::writer::SerializedFileWriter;
+use parquet::schema::types::{ColumnPath, SchemaDescriptor, Type};
+
+use crate::runner::{Metrics, Phase, Sample};
+
+/// Columns that are never metrics: the sample's own fields, the overflow column, and the
+/// request key some runs record per turn.
+pub const RESERVED_COLUMNS: &[&str] = &["turn", "phase", "epoch", "t_ms", "extra", "key"];
+
+/// The zstd level of every column chunk (zstd's default): the delta-packed columns are already
+/// near their entropy, so higher levels save little and cost the turn loop.
+const LEVEL: i32 = 3;
+
+/// The Parquet file writer of a store.
+pub type FileWriter<W> = SerializedFileWriter<W>;
+
+/// The Parquet schema of a store whose metric columns are `metrics`.
+fn schema(metrics: &[&'static str]) -> parquet::errors::Result<Type> {
+    let unsigned = |bit_width| {
+        LogicalType::Integer(IntType {
+            bit_width,
+            is_signed: false,
+        })
+    };
+    let mut fields = vec![
+        Type::primitive_type_builder("turn", PhysicalType::INT32)
+            .with_repetition(Repetition::REQUIRED)
+            .with_logical_type(Some(unsigned(32)))
+            .build()?,
+        Type::primitive_type_builder("phase", PhysicalType::BYTE_ARRAY)
+            .with_repetition(Repetition::REQUIRED)
+            .with_logical_type(Some(LogicalType::String))
+            .build()?,
+        Type::primitive_type_builder("epoch", PhysicalType::INT32)
+            .with_repetition(Repetition::REQUIRED)
+            .with_logical_type(Some(unsigned(32)))
+            .build()?,
+        Type::primitive_type_builder("t_ms", PhysicalType::DOUBLE)
+            .with_repetition(Repetition::REQUIRED)
+            .build()?,
+    ];
+    for name in metrics {
+        fields.push(
+            Type::primitive_type_builder(name, PhysicalType::INT64)
+                .with_repetition(Repetition::OPTIONAL)
+                .with_logical_type(Some(unsigned(64)))
+                .build()?,
+        );
+    }
+    for name in ["extra", "key"] {
+        fields.push(
+            Type::primitive_type_builder(name, PhysicalType::BYTE_ARRAY)
+                .with_repetition(Repetition::OPTIONAL)
+                .with_logical_type(Some(LogicalType::String))
+                .build()?,
+        );
+    }
+    Type::group_type_builder("leakloop_samples")
+        .with_fields(fields.into_iter().map(Arc::new).collect())
+        .build()
+}
+
+/// How each column is encoded: integers delta-packed (a memory series moves by small steps),
+/// times byte-stream-split, the phase and key as a dictionary.
+fn properties(metrics: &[&'static str]) -> parquet::errors::Result<WriterProperties> {
+    let mut builder = WriterProperties::builder()
+        .set_writer_version(WriterVersion::PARQUET_1_0)
+        .set_created_by(format!("leakloop {}", env!("CARGO_PKG_VERSION")))
+        .set_compression(Compression::ZSTD(ZstdLevel::try_new(LEVEL)?))
+        .set_statistics_enabled(EnabledStatistics::None)
+        .set_offset_index_disabled(true)
+        .set_dictionary_enabled(false);
+    for name in ["turn", "epoch"].iter().chain(metrics) {
+        builder = builder.set_column_encoding(
+            ColumnPath::from(vec![(*name).to_owned()]),
+            Encoding::DELTA_BINARY_PACKED,
+        );
+    }
+    builder = builder.set_column_encoding(ColumnPath::from("t_ms"), Encoding::BYTE_STREAM_SPLIT);
+    for name in ["phase", "key"] {
+        builder = builder.set_column_dictionary_enabled(ColumnPath::from(name), true);
+    }
+    Ok(builder.build())
+}
+
+/// Starts a Parquet file with metric columns `metrics` on `sink` (writes the leading magic).
+pub fn start<W: Write + Send>(
+    sink: W,
+    metrics: &[&'static str],
+) -> parquet::errors::Result<FileWriter<W>> {
+    SerializedFileWriter::new(
+        sink,
+        Arc::new(schema(metrics)?),
+        Arc::new(properties(metrics)?),
+    )
+}
+
+/// The phase as the store (and report.json) words it.
+pub fn phase_word(phase: Phase) -> &'static str {
+    match phase {
+        Phase::Load => "load",
+        Phase::Reload => "reload",
+        Phase::Open => "open",
+        Phase::Generate => "generate",
+        Phase::Close => "close",
+        Phase::Idle => "idle",
+    }
+}
+
+fn phase_of(word: &[u8]) -> Option<Phase> {
+    Some(match word {
+        b"load" => Phase::Load,
+        b"reload" => Phase::Reload,
+        b"open" => Phase::Open,
+        b"generate" => Phase::Generate,
+        b"close" => Phase::Close,
+        b"idle" => Phase::Idle,
+        _ => return None,
+    })
+}
+
+/// One optional column being filled: values and definition levels (1: present, 0: null).
+#[derive(Default)]
+struct Optional<T> {
+    values: Vec<T>,
+    defined: Vec<i16>,
+}
+
+impl<T> Optional<T> {
+    fn push(&mut self, value: Option<T>) {
+        match value {
+            Some(v) => {
+                self.values.push(v);
+                self.defined.push(1);
+            }
+            None => self.defined.push(0),
+        }
+    }
+}
+
+/// Writes `samples` as one row group, then (when `footer`) a footer naming every row group so
+/// far, so that the file reads up to here however the run ends. `metrics` are the file's metric
+/// columns.
+pub fn write_group<W: Write + Send>(
+    writer: &mut FileWriter<W>,
+    metrics: &[&'static str],
+    samples: &[Sample],
+    footer: bool,
+) -> parquet::errors::Result<()> {
+    let n = samples.len();
+    let mut turn = Vec::with_capacity(n);
+    let mut epoch = Vec::with_capacity(n);
+    let mut t_ms = Vec::with_capacity(n);
+    let mut phase = Vec::with_capacity(n);
+    let mut columns: Vec<Optional<i64>> = metrics.iter().map(|_| Optional::default()).collect();
+    let mut extra = Optional::<ByteArray>::default();
+    let mut key = Optional::<ByteArray>::default();
+    for sample in samples {
+        // The u32 and u64 fields are stored as Parquet's signed integers of their width with
+        // an unsigned logical type: the bits are the same.
+        turn.push(sample.turn as i32);
+        epoch.push(sample.epoch as i32);
+        t_ms.push(sample.t_ms);
+        phase.push(ByteArray::from(phase_word(sample.phase)));
+        let mut overflow: Vec<(&str, u64)> = Vec::new();
+        let mut next = 0;
+        // Both ordered by name: one pass.
+        for (name, value) in sample.metrics.iter() {
+            match metrics[next..].iter().position(|c| *c == name) {
+                Some(at) => {
+                    for column in &mut columns[next..next + at] {
+                        column.push(None);
+                    }
+                    columns[next + at].push(Some(*value as i64));
+                    next += at + 1;
+                }
+                None => overflow.push((name, *value)),
+            }
+        }
+        for column in &mut columns[next..] {
+            column.push(None);
+        }
+        extra.push((!overflow.is_empty()).then(|| {
+            let object: serde_json::Map<String, serde_json::Value> = overflow
+                .into_iter()
+                .map(|(n, v)| (n.to_owned(), v.into()))
+                .collect();
+            ByteArray::from(serde_json::Value::Object(object).to_string().into_bytes())
+        }));
+        key.push(sample.key.as_deref().map(ByteArray::from));
+    }
+    let mut group = writer.next_row_group()?;
+    let mut at = 0;
+    while let Some(mut column) = group.next_column()? {
+        match column.untyped() {
+            ColumnWriter::Int32ColumnWriter(w) => {
+                let values = if at == 0 { &turn } else { &epoch };
+                w.write_batch(values, None, None)?;
+            }
+            ColumnWriter::DoubleColumnWriter(w) => {
+                w.write_batch(&t_ms, None, None)?;
+            }
+            ColumnWriter::ByteArrayColumnWriter(w) => {
+                if at == 1 {
+                    w.write_batch(&phase, None, None)?;
+                } else {
+                    let column = if at == 4 + metrics.len() {
+                        &extra
+                    } else {
+                        &key
+                    };
+                    w.write_batch(&column.values, Some(&column.defined), None)?;
+                }
+            }
+            ColumnWriter::Int64ColumnWriter(w) => {
+                let column = &columns[at - 4];
+                w.write_batch(&column.values, Some(&column.defined), None)?;
+            }
+            _ => unreachable!("the store's schema has no other column types"),
+        }
+        column.close()?;
+        at += 1;
+    }
+    group.close()?;
+    if footer {
+        write_footer(writer)?;
+    }
+    Ok(())
+}
+
+/// Writes a footer of the row groups written so far into the file's byte stream (Parquet readers
+/// find column chunks by their offsets, so bytes between row groups are skipped), and flushes.
+fn write_footer<W: Write + Send>(writer: &mut FileWriter<W>) -> parquet::errors::Result<()> {
+    let groups = writer.flushed_row_groups().to_vec();
+    let rows = groups.iter().map(|g| g.num_rows()).sum();
+    let file = FileMetaData::new(
+        1,
+        rows,
+        writer.properties().created_by().to_owned().into(),
+        None,
+        Arc::new(SchemaDescriptor::new(
+            writer.schema_descr().root_schema_ptr(),
+        )),
+        None,
+    );
+    let metadata = ParquetMetaData::new(file, groups);
+    let mut footer = Vec::new();
+    ParquetMetaDataWriter::new(&mut footer, &metadata).finish()?;
+    writer.write_all(&footer)?;
+    writer.flush()?;
+    Ok(())
+}
+
+/// What a Parquet store held.
+#[derive(Debug)]
+pub struct ReadParquet {
+    /// Every sample, in order.
+    pub samples: Vec<Sample>,
+    /// Rows of the last row group (a journal that repeats them is a copy, see the store).
+    pub last_group_rows: usize,
+    /// The file did not end with a footer: it was read up to the last footer in it.
+    pub cut: bool,
+}
+
+/// The most samples a store is read with: a footer that claims more (a damaged or foreign file)
+/// is refused before anything is allocated for them (a sample takes about 200 bytes in memory).
+pub const MAX_ROWS: i64 = 20_000_000;
+
+/// Reads a store's Parquet bytes. A file with no footer at its end (a run killed while writing
+/// a row group) is read up to the last footer in it; an empty file holds no samples. A file the
+/// Parquet reader cannot take (even one that makes it panic) is an error, never a crash.
+pub fn read(bytes: Vec<u8>) -> Result<ReadParquet, String> {
+    std::panic::catch_unwind(move || read_unguarded(bytes)).unwrap_or_else(|_| {
+        Err("not a readable Parquet file: the Parquet reader failed on it".to_owned())
+    })
+}
+
+fn read_unguarded(bytes: Vec<u8>) -> Result<ReadParquet, String> {
+    if bytes.is_empty() {
+        return Ok(ReadParquet {
+            samples: Vec::new(),
+            last_group_rows: 0,
+            cut: false,
+        });
+    }
+    let bytes = Bytes::from(bytes);
+    let whole = SerializedFileReader::new(bytes.clone());
+    let (reader, cut) = match whole {
+        Ok(reader) => (reader, false),
+        Err(first) => {
+            if bytes.ends_with(b"PAR1") || !bytes.starts_with(b"PAR1") {
+                return Err(format!("not a readable Parquet file: {first}"));
+            }
+            (
+                last_footer(&bytes).ok_or_else(|| {
+                    format!("cut before its first footer: no sample can be read ({first})")
+                })?,
+                true,
+            )
+        }
+    };
+    let rows = reader.metadata().row_groups().iter().try_fold(0i64, |sum, g| {
+        sum.checked_add(g.num_rows()).filter(|n| (0..=MAX_ROWS).contains(n))
+    });
+    if rows.is_none() {
+        return Err(format!(
+            "its footer claims more than {MAX_ROWS} samples (or a negative count): not a \
+             leakloop sample store"
+        ));
+    }
+    let mut samples = Vec::new();
+    let mut last_group_rows = 0;
+    for g in 0..reader.num_row_groups() {
+        let group = reader.get_row_group(g).map_err(|e| e.to_string())?;
+        let read = read_group(group.as_ref())?;
+        last_group_rows = read.len();
+        samples.extend(read);
+    }
+    Ok(ReadParquet {
+        samples,
+        last_group_rows,
+        cut,
+    })
+}
+
+/// The file up to the last footer that reads, searched from the end.
+fn last_footer(bytes: &Bytes) -> Option<SerializedFileReader<Bytes>> {
+    let mut end = bytes.len();
+    while end > 8 {
+        let at = bytes[4..end].windows(4).rposition(|w| w == b"PAR1")? + 4;
+        if let Ok(reader) = SerializedFileReader::new(bytes.slice(..at + 4)) {
+            return Some(reader);
+        }
+        end = at + 3;
+    }
+    None
+}
+
+/// Where each column of a store goes.
+enum Column {
+    Turn,
+    Phase,
+    Epoch,
+    TMs,
+    Extra,
+    Key,
+    Metric(String),
+    /// A column this leakloop does not know (a later one): skipped.
+    Other,
+}
+
+const BATCH: usize = 65_536;
+
+fn read_group(group: &dyn RowGroupReader) -> Result<Vec<Sample>, String> {
+    let rows = usize::try_from(group.metadata().num_rows())
+        .map_err(|_| "a row group of a negative number of rows".to_owned())?;
+    let mut samples: Vec<Sample> = (0..rows)
+        .map(|_| Sample {
+            turn: 0,
+            phase: Phase::Load,
+            epoch: 0,
+            t_ms: 0.0,
+            metrics: Metrics::new(),
+            key: None,
+        })
+        .collect();
+    let schema = group.metadata().schema_descr();
+    let mut seen = [false; 4];
+    for c in 0..group.num_columns() {
+        let name = schema.column(c).name().to_owned();
+        let column = match name.as_str() {
+            "turn" => Column::Turn,
+            "phase" => Column::Phase,
+            "epoch" => Column::Epoch,
+            "t_ms" => Column::TMs,
+            "extra" => Column::Extra,
+            "key" => Column::Key,
+            n if RESERVED_COLUMNS.contains(&n) => Column::Other,
+            n => Column::Metric(n.to_owned()),
+        };
+        let wrong =
+            |what: &str| format!("column `{}` is not {what}", crate::input::printable(&name));
+        let reader = group.get_column_reader(c).map_err(|e| e.to_string())?;
+        match (column, reader) {
+            (Column::Turn, ColumnReader::Int32ColumnReader(mut r)) => {
+                seen[0] = true;
+                let values = read_all(rows, |d, v| r.read_records(BATCH, Some(d), None, v))?;
+                for (sample, v) in samples.iter_mut().zip(values.each()) {
+                    sample.turn = v.ok_or_else(|| wrong("filled"))? as u32;
+                }
+            }
+            (Column::Epoch, ColumnReader::Int32ColumnReader(mut r)) => {
+                seen[2] = true;
+                let values = read_all(rows, |d, v| r.read_records(BATCH, Some(d), None, v))?;
+                for (sample, v) in samples.iter_mut().zip(values.each()) {
+                    sample.epoch = v.ok_or_else(|| wrong("filled"))? as u32;
+                }
+            }
+            (Column::TMs, ColumnReader::DoubleColumnReader(mut r)) => {
+                seen[3] = true;
+                let values = read_all(rows, |d, v| r.read_records(BATCH, Some(d), None, v))?;
+                for (sample, v) in samples.iter_mut().zip(values.each()) {
+                    sample.t_ms = v.ok_or_else(|| wrong("filled"))?;
+                }
+            }
+            (Column::Phase, ColumnReader::ByteArrayColumnReader(mut r)) => {
+                seen[1] = true;
+                let values = read_all(rows, |d, v| r.read_records(BATCH, Some(d), None, v))?;
+                for (sample, v) in samples.iter_mut().zip(values.each()) {
+                    let word = v.ok_or_else(|| wrong("filled"))?;
+                    sample.phase = phase_of(word.data()).ok_or_else(|| {
+                        format!(
+                            "phase `{}` is not one of load, reload, open, generate, close, idle",
+                            crate::input::shorten(&String::from_utf8_lossy(word.data()), 40)
+                        )
+                    })?;
+                }
+            }
+            (Column::Metric(metric), ColumnReader::Int64ColumnReader(mut r)) => {
+                let values = read_all(rows, |d, v| r.read_records(BATCH, Some(d), None, v))?;
+                for (sample, v) in samples.iter_mut().zip(values.each()) {
+                    if let Some(v) = v {
+                        sample.metrics.insert(&metric, v as u64);
+                    }
+                }
+            }
+            (Column::Extra, ColumnReader::ByteArrayColumnReader(mut r)) => {
+                let values = read_all(rows, |d, v| r.read_records(BATCH, Some(d), None, v))?;
+                for (sample, v) in samples.iter_mut().zip(values.each()) {
+                    if let Some(text) = v {
+                        let extra: std::collections::BTreeMap<String, u64> =
+                            serde_json::from_slice(text.data())
+                                .map_err(|e| format!("extra: {e}"))?;
+                        sample.metrics.extend(extra);
+                    }
+                }
+            }
+            (Column::Key, ColumnReader::ByteArrayColumnReader(mut r)) => {
+                let values = read_all(rows, |d, v| r.read_records(BATCH, Some(d), None, v))?;
+                for (sample, v) in samples.iter_mut().zip(values.each()) {
+                    if let Some(text) = v {
+                        let text =
+                            std::str::from_utf8(text.data()).map_err(|e| format!("key: {e}"))?;
+                        sample.key = Some(text.to_owned());
+                    }
+                }
+            }
+            (Column::Other, _) => {}
+            (Column::Metric(_), _) => return Err(wrong("a column of 64-bit integers")),
+            (Column::Turn | Column::Epoch, _) => return Err(wrong("a column of 32-bit integers")),
+            (Column::TMs, _) => return Err(wrong("a column of doubles")),
+            (Column::Phase | Column::Extra | Column::Key, _) => {
+                return Err(wrong("a column of strings"))
+            }
+        }
+    }
+    for (found, word) in seen.iter().zip(["turn", "phase", "epoch", "t_ms"]) {
+        if !found {
+            return Err(format!(
+                "not a leakloop sample store: it has no `{word}` column"
+            ));
+        }
+    }
+    Ok(samples)
+}
+
+/// A column read whole: its values, and which rows have one.
+struct Read<T> {
+    values: Vec<T>,
+    defined: Vec<i16>,
+    rows: usize,
+}
+
+impl<T> Read<T> {
+    /// Each row's value, `None` where it has none.
+    fn each(self) -> impl Iterator<Item = Option<T>> {
+        let mut values = self.values.into_iter();
+        let required = self.defined.is_empty();
+        let mut levels = self.defined.into_iter();
+        (0..self.rows).map(move |_| {
+            let present = required || levels.next() == Some(1);
+            if present {
+                values.next()
+            } else {
+                None
+            }
+        })
+    }
+}
+
+fn read_all<T>(
+    rows: usize,
+    mut next: impl FnMut(&mut Vec<i16>, &mut Vec<T>) -> parquet::errors::Result<(usize, usize, usize)>,
+) -> Result<Read<T>, String> {
+    let mut values = Vec::with_capacity(rows);
+    let mut defined = Vec::new();
+    let mut read = 0;
+    while read < rows {
+        let (records, _, _) = next(&mut defined, &mut values).map_err(|e| e.to_string())?;
+        if records == 0 {
+            return Err(format!(
+                "a column holds {read} of its row group's {rows} rows"
+            ));
+        }
+        read += records;
+    }
+    Ok(Read {
+        values,
+        defined,
+        rows,
+    })
+}

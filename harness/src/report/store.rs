@@ -480,5 +480,53 @@ pub fn read_referenced(report: &Path, reference: &StoreRef) -> Result<Vec<Sample
     Ok(samples)
 }
 
+/// Where each column of a store goes (the Parquet store and format 4's CSV name their columns
+/// alike).
+enum Column {
+    Turn,
+    Phase,
+    Epoch,
+    TMs,
+    Extra,
+    /// The turn's session id or shape.
+    Key,
+    Metric(String),
+    /// A column this leakloop does not know (a later one): skipped.
+    Other,
+}
+
+impl Column {
+    fn named(name: &str) -> Self {
+        match name {
+            "turn" => Column::Turn,
+            "phase" => Column::Phase,
+            "epoch" => Column::Epoch,
+            "t_ms" => Column::TMs,
+            "extra" => Column::Extra,
+            "key" => Column::Key,
+            n if RESERVED_COLUMNS.contains(&n) => Column::Other,
+            n => Column::Metric(n.to_owned()),
+        }
+    }
+}
+
+/// The first column every store has that `columns` lack, if any.
+fn missing_column<'a>(
+    columns: impl IntoIterator<Item = &'a Column> + Clone,
+) -> Option<&'static str> {
+    let has = |wanted: fn(&Column) -> bool| columns.clone().into_iter().any(wanted);
+    if !has(|c| matches!(c, Column::Turn)) {
+        Some("turn")
+    } else if !has(|c| matches!(c, Column::Phase)) {
+        Some("phase")
+    } else if !has(|c| matches!(c, Column::Epoch)) {
+        Some("epoch")
+    } else if !has(|c| matches!(c, Column::TMs)) {
+        Some("t_ms")
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -8,24 +8,9 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::input::MAX_REPORT_BYTES;
-use crate::report::store::parquet::RESERVED_COLUMNS;
-use crate::report::store::StreamedSamples;
+use crate::report::store::{missing_column, Column, StreamedSamples};
 use crate::report::ReportError;
-use crate::runner::{Metrics, Phase, Sample};
-
-/// Where each column of a store goes.
-enum Column {
-    Turn,
-    Phase,
-    Epoch,
-    TMs,
-    Extra,
-    /// The turn's session id or shape.
-    Key,
-    Metric(String),
-    /// A column this leakloop does not know (a later one): skipped.
-    Other,
-}
+use crate::runner::{Phase, Sample};
 
 pub fn decode(path: &Path, bytes: &[u8]) -> Result<StreamedSamples, ReportError> {
     let parse_error = |line: u64, message: String| ReportError::Parse {
@@ -84,42 +69,18 @@ fn header(record: &csv::ByteRecord) -> Result<Vec<Column>, String> {
     let mut columns = Vec::with_capacity(record.len());
     for field in record {
         let name = std::str::from_utf8(field).map_err(|e| format!("header: {e}"))?;
-        columns.push(match name {
-            "turn" => Column::Turn,
-            "phase" => Column::Phase,
-            "epoch" => Column::Epoch,
-            "t_ms" => Column::TMs,
-            "extra" => Column::Extra,
-            "key" => Column::Key,
-            n if RESERVED_COLUMNS.contains(&n) => Column::Other,
-            n => Column::Metric(n.to_owned()),
-        });
+        columns.push(Column::named(name));
     }
-    for (needed, word) in [(0, "turn"), (1, "phase"), (2, "epoch"), (3, "t_ms")] {
-        let found = columns.iter().any(|c| {
-            matches!(
-                (needed, c),
-                (0, Column::Turn) | (1, Column::Phase) | (2, Column::Epoch) | (3, Column::TMs)
-            )
-        });
-        if !found {
-            return Err(format!(
-                "not a leakloop sample store: the header has no `{word}` column"
-            ));
-        }
+    if let Some(word) = missing_column(&columns) {
+        return Err(format!(
+            "not a leakloop sample store: the header has no `{word}` column"
+        ));
     }
     Ok(columns)
 }
 
 fn row(columns: &[Column], record: &csv::ByteRecord) -> Result<Sample, String> {
-    let mut sample = Sample {
-        turn: 0,
-        phase: Phase::Load,
-        epoch: 0,
-        t_ms: 0.0,
-        metrics: Metrics::new(),
-        key: None,
-    };
+    let mut sample = Sample::placeholder();
     for (column, field) in columns.iter().zip(record) {
         let text = std::str::from_utf8(field).map_err(|e| e.to_string())?;
         let bad = |what: &str| format!("`{}` is not {what}", crate::input::shorten(text, 40));

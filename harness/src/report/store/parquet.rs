@@ -26,7 +26,8 @@ use parquet::file::serialized_reader::SerializedFileReader;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::{ColumnPath, SchemaDescriptor, Type};
 
-use crate::runner::{Metrics, Phase, Sample};
+use crate::report::store::{missing_column, Column};
+use crate::runner::{Phase, Sample};
 
 /// Columns that are never metrics: the sample's own fields, the overflow column, and the
 /// request key some runs record per turn.
@@ -324,9 +325,14 @@ fn read_unguarded(bytes: Vec<u8>) -> Result<ReadParquet, String> {
             )
         }
     };
-    let rows = reader.metadata().row_groups().iter().try_fold(0i64, |sum, g| {
-        sum.checked_add(g.num_rows()).filter(|n| (0..=MAX_ROWS).contains(n))
-    });
+    let rows = reader
+        .metadata()
+        .row_groups()
+        .iter()
+        .try_fold(0i64, |sum, g| {
+            sum.checked_add(g.num_rows())
+                .filter(|n| (0..=MAX_ROWS).contains(n))
+        });
     if rows.is_none() {
         return Err(format!(
             "its footer claims more than {MAX_ROWS} samples (or a negative count): not a \
@@ -361,75 +367,40 @@ fn last_footer(bytes: &Bytes) -> Option<SerializedFileReader<Bytes>> {
     None
 }
 
-/// Where each column of a store goes.
-enum Column {
-    Turn,
-    Phase,
-    Epoch,
-    TMs,
-    Extra,
-    Key,
-    Metric(String),
-    /// A column this leakloop does not know (a later one): skipped.
-    Other,
-}
-
 const BATCH: usize = 65_536;
 
 fn read_group(group: &dyn RowGroupReader) -> Result<Vec<Sample>, String> {
     let rows = usize::try_from(group.metadata().num_rows())
         .map_err(|_| "a row group of a negative number of rows".to_owned())?;
-    let mut samples: Vec<Sample> = (0..rows)
-        .map(|_| Sample {
-            turn: 0,
-            phase: Phase::Load,
-            epoch: 0,
-            t_ms: 0.0,
-            metrics: Metrics::new(),
-            key: None,
-        })
-        .collect();
+    let mut samples: Vec<Sample> = (0..rows).map(|_| Sample::placeholder()).collect();
     let schema = group.metadata().schema_descr();
-    let mut seen = [false; 4];
+    let mut columns = Vec::with_capacity(group.num_columns());
     for c in 0..group.num_columns() {
         let name = schema.column(c).name().to_owned();
-        let column = match name.as_str() {
-            "turn" => Column::Turn,
-            "phase" => Column::Phase,
-            "epoch" => Column::Epoch,
-            "t_ms" => Column::TMs,
-            "extra" => Column::Extra,
-            "key" => Column::Key,
-            n if RESERVED_COLUMNS.contains(&n) => Column::Other,
-            n => Column::Metric(n.to_owned()),
-        };
+        let column = Column::named(&name);
         let wrong =
             |what: &str| format!("column `{}` is not {what}", crate::input::printable(&name));
         let reader = group.get_column_reader(c).map_err(|e| e.to_string())?;
-        match (column, reader) {
+        match (&column, reader) {
             (Column::Turn, ColumnReader::Int32ColumnReader(mut r)) => {
-                seen[0] = true;
                 let values = read_all(rows, |d, v| r.read_records(BATCH, Some(d), None, v))?;
                 for (sample, v) in samples.iter_mut().zip(values.each()) {
                     sample.turn = v.ok_or_else(|| wrong("filled"))? as u32;
                 }
             }
             (Column::Epoch, ColumnReader::Int32ColumnReader(mut r)) => {
-                seen[2] = true;
                 let values = read_all(rows, |d, v| r.read_records(BATCH, Some(d), None, v))?;
                 for (sample, v) in samples.iter_mut().zip(values.each()) {
                     sample.epoch = v.ok_or_else(|| wrong("filled"))? as u32;
                 }
             }
             (Column::TMs, ColumnReader::DoubleColumnReader(mut r)) => {
-                seen[3] = true;
                 let values = read_all(rows, |d, v| r.read_records(BATCH, Some(d), None, v))?;
                 for (sample, v) in samples.iter_mut().zip(values.each()) {
                     sample.t_ms = v.ok_or_else(|| wrong("filled"))?;
                 }
             }
             (Column::Phase, ColumnReader::ByteArrayColumnReader(mut r)) => {
-                seen[1] = true;
                 let values = read_all(rows, |d, v| r.read_records(BATCH, Some(d), None, v))?;
                 for (sample, v) in samples.iter_mut().zip(values.each()) {
                     let word = v.ok_or_else(|| wrong("filled"))?;
@@ -445,7 +416,7 @@ fn read_group(group: &dyn RowGroupReader) -> Result<Vec<Sample>, String> {
                 let values = read_all(rows, |d, v| r.read_records(BATCH, Some(d), None, v))?;
                 for (sample, v) in samples.iter_mut().zip(values.each()) {
                     if let Some(v) = v {
-                        sample.metrics.insert(&metric, v as u64);
+                        sample.metrics.insert(metric, v as u64);
                     }
                 }
             }
@@ -478,13 +449,12 @@ fn read_group(group: &dyn RowGroupReader) -> Result<Vec<Sample>, String> {
                 return Err(wrong("a column of strings"))
             }
         }
+        columns.push(column);
     }
-    for (found, word) in seen.iter().zip(["turn", "phase", "epoch", "t_ms"]) {
-        if !found {
-            return Err(format!(
-                "not a leakloop sample store: it has no `{word}` column"
-            ));
-        }
+    if let Some(word) = missing_column(&columns) {
+        return Err(format!(
+            "not a leakloop sample store: it has no `{word}` column"
+        ));
     }
     Ok(samples)
 }

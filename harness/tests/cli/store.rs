@@ -60,6 +60,12 @@ fn duckdb_example() -> String {
 fn the_documented_duckdb_example_reads_a_runs_store() {
     let example = duckdb_example();
     assert_eq!(example.lines().count(), 3, "{example}");
+    // README shows the same block.
+    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+    assert!(
+        readme.contains(&format!("```python\n{example}```")),
+        "README's DuckDB example differs from docs/report-format.md's:\n{example}"
+    );
     let has_duckdb = Command::new("python3")
         .args(["-c", "import duckdb"])
         .output()

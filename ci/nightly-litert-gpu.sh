@@ -104,10 +104,11 @@ samples = record["samples"]
 if isinstance(samples, dict) and samples.get("rows", 0) == 0:
     samples = []  # a run that failed before its first sample: the store has no rows to read
 elif isinstance(samples, dict):
-    # report.json format 4 names its sample store (samples.csv.zst) instead of holding the samples.
+    # report.json (format 4 and later) names its sample store (samples.parquet; format 4:
+    # samples.csv.zst) instead of holding the samples; DuckDB reads either by its extension.
     import duckdb, os
     store = os.path.join(os.path.dirname(os.path.abspath(sys.argv[1])), samples["store"])
-    rows = duckdb.sql("SELECT turn, phase, t_ms FROM read_csv('%s')" % store.replace("'", "''")).fetchall()
+    rows = duckdb.sql("SELECT turn, phase, t_ms FROM '%s'" % store.replace("'", "''")).fetchall()
     samples = [{"turn": t, "phase": p, "t_ms": ms} for t, p, ms in rows]
 close = {s["turn"]: s["t_ms"] for s in samples if s["phase"] == "close"}
 load = next((s["t_ms"] for s in samples if s["phase"] == "load"), None)

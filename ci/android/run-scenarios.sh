@@ -2,7 +2,7 @@
 # Runs leakloop scenarios on an Android device over adb: the runner stays on this machine, the
 # engine runs in leakloop's worker on the device (`target: {adb: {native: ...}}` in each
 # scenario), started through `adb shell` and sampled there from its own /proc. One report folder
-# per scenario (report.json, junit.xml, summary.md, plot.svg, samples.csv.zst) comes back under
+# per scenario (report.json, junit.xml, summary.md, plot.svg, samples.parquet) comes back under
 # $OUT on this machine; nothing needs to be pulled from the device.
 #
 # Needs: adb and one device (or ANDROID_SERIAL naming one: adb reads it itself), a leakloop built

@@ -283,8 +283,10 @@ impl StoreWriter {
         let (mut writer, metrics) = match std::mem::replace(&mut self.body, Body::Broken) {
             Body::Writing { writer, metrics } => (writer, metrics),
             Body::Empty(sink) => {
-                let names: std::collections::BTreeSet<&'static str> =
-                    self.pending.iter().flat_map(|s| s.metrics.keys()).collect();
+                let mut names = std::collections::BTreeSet::<&'static str>::new();
+                for sample in &self.pending {
+                    names.extend(sample.metrics.keys());
+                }
                 let metrics: Vec<&'static str> = names
                     .into_iter()
                     .filter(|n| !RESERVED_COLUMNS.contains(n))

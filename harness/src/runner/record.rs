@@ -195,8 +195,12 @@ impl RunRecord {
     /// Every metric name seen in any sample, sorted.
     pub fn metric_names(&self) -> Vec<String> {
         // A set of interned names: one String per distinct name, not per sample and metric.
-        let names: std::collections::BTreeSet<&'static str> =
-            self.samples.iter().flat_map(|s| s.metrics.keys()).collect();
+        // Inserted one by one: `collect` into a set first gathers every item into a vector
+        // (6,000,000 names, 96 MB, for a million samples of six metrics) and sorts it.
+        let mut names = std::collections::BTreeSet::<&'static str>::new();
+        for sample in &self.samples {
+            names.extend(sample.metrics.keys());
+        }
         names.into_iter().map(str::to_owned).collect()
     }
 }

@@ -380,12 +380,7 @@ impl<'a> Prepared<'a> {
             max_offset: latest.max(self.options.warmup_turns),
             sigma: self.sigma.max(MIN_SIGMA),
         };
-        let epochs: Vec<changepoint::EpochPoints> = self
-            .epochs
-            .iter()
-            .map(|e| e.iter().map(|p| (p.0, p.2)).collect())
-            .collect();
-        changepoint::settle_offset(&epochs, bounds)
+        changepoint::settle_offset(&self.epochs, bounds)
     }
 
     /// The first steady offset of epoch `index`.

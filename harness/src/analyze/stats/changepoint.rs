@@ -18,7 +18,36 @@
 //! bounds `d` so that the steady part keeps enough samples.
 
 /// One load epoch: `(offset, value)` pairs in offset order, offset 0 being the (re)load sample.
+#[cfg(test)]
 pub(crate) type EpochPoints = Vec<(u64, f64)>;
+
+/// A point of an epoch as the search reads it: its offset from the (re)load and its value. The
+/// classifier's points carry their turn too; the search reads them where they are, without a
+/// copy (a million-turn run's epoch is 16 MB a copy).
+pub(crate) trait OffsetPoint {
+    /// Turns since the epoch's (re)load.
+    fn offset(&self) -> u64;
+    /// The (cleaned) value.
+    fn value(&self) -> f64;
+}
+
+impl OffsetPoint for (u64, f64) {
+    fn offset(&self) -> u64 {
+        self.0
+    }
+    fn value(&self) -> f64 {
+        self.1
+    }
+}
+
+impl OffsetPoint for (u64, u64, f64) {
+    fn offset(&self) -> u64 {
+        self.0
+    }
+    fn value(&self) -> f64 {
+        self.2
+    }
+}
 
 /// The search's inputs besides the data.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -35,27 +64,17 @@ pub(crate) struct SettleBounds {
 ///
 /// Only offsets at which some epoch has a sample can change the cost, so those (and 0) are the
 /// candidates: the search costs `O(c * e * log n)` for `c` candidate offsets and `e` epochs,
-/// which is `O(n log n)` for `n` samples however sparse the turn numbers are.
-pub(crate) fn settle_offset(epochs: &[EpochPoints], bounds: SettleBounds) -> u64 {
+/// which is `O(n log n)` for `n` samples however sparse the turn numbers are. Its memory is one
+/// number per sample up to the latest offset allowed.
+pub(crate) fn settle_offset<P: OffsetPoint>(epochs: &[Vec<P>], bounds: SettleBounds) -> u64 {
     let total: usize = epochs.iter().map(Vec::len).sum();
     let penalty = 2.0 * (total.max(2) as f64).ln();
-    let fits: Vec<SuffixFit> = epochs.iter().map(|e| SuffixFit::new(e)).collect();
-    let sigma2 = bounds.sigma * bounds.sigma;
-    let mut candidates: Vec<u64> = std::iter::once(0)
-        .chain(std::iter::once(
-            bounds.first_epoch_min.min(bounds.max_offset),
-        ))
-        .chain(
-            epochs
-                .iter()
-                .flat_map(|e| e.iter().map(|p| p.0))
-                .filter(|d| *d <= bounds.max_offset),
-        )
+    let fits: Vec<SuffixFit> = epochs
+        .iter()
+        .map(|e| SuffixFit::new(e, bounds.max_offset.max(bounds.first_epoch_min)))
         .collect();
-    candidates.sort_unstable();
-    candidates.dedup();
-    let mut best = (f64::INFINITY, 0u64);
-    for d in candidates {
+    let sigma2 = bounds.sigma * bounds.sigma;
+    let cost_at = |d: u64| {
         let mut cost = 0.0;
         for (index, (epoch, fit)) in epochs.iter().zip(&fits).enumerate() {
             let floor = if index == 0 {
@@ -63,10 +82,46 @@ pub(crate) fn settle_offset(epochs: &[EpochPoints], bounds: SettleBounds) -> u64
             } else {
                 0
             };
-            let start = epoch.partition_point(|p| p.0 < d.max(floor));
-            let free = epoch.partition_point(|p| p.0 < floor);
+            let start = epoch.partition_point(|p| p.offset() < d.max(floor));
+            let free = epoch.partition_point(|p| p.offset() < floor);
             cost += fit.rss_from(start) / sigma2 + penalty * (start - free) as f64;
         }
+        cost
+    };
+    // The candidates in increasing order, each once: 0, the declared warm-up, and every
+    // epoch's offsets up to the bound, merged from the epochs (already in offset order).
+    let mut cursors = vec![0usize; epochs.len()];
+    let mut fixed = [0, bounds.first_epoch_min.min(bounds.max_offset)];
+    fixed.sort_unstable();
+    let mut fixed = fixed.into_iter().peekable();
+    let mut best = (f64::INFINITY, 0u64);
+    let mut previous: Option<u64> = None;
+    loop {
+        let from_epochs = epochs
+            .iter()
+            .zip(&cursors)
+            .filter_map(|(e, at)| e.get(*at).map(OffsetPoint::offset))
+            .filter(|d| *d <= bounds.max_offset)
+            .min();
+        let d = match (fixed.peek().copied(), from_epochs) {
+            (Some(f), Some(e)) => f.min(e),
+            (Some(f), None) => f,
+            (None, Some(e)) => e,
+            (None, None) => break,
+        };
+        if fixed.peek() == Some(&d) {
+            fixed.next();
+        }
+        for (epoch, at) in epochs.iter().zip(cursors.iter_mut()) {
+            while epoch.get(*at).is_some_and(|p| p.offset() == d) {
+                *at += 1;
+            }
+        }
+        if previous == Some(d) {
+            continue;
+        }
+        previous = Some(d);
+        let cost = cost_at(d);
         if cost < best.0 {
             best = (cost, d);
         }
@@ -74,50 +129,64 @@ pub(crate) fn settle_offset(epochs: &[EpochPoints], bounds: SettleBounds) -> u64
     best.1
 }
 
-/// Suffix sums that give the least-squares residual sum of squares of a line through the points
-/// from any index to the end in constant time.
+/// The least-squares residual sum of squares of a line through the points from each index to
+/// the end, for the indices a search can start at.
 struct SuffixFit {
-    /// `[n, sx, sy, sxx, sxy, syy]` of points `i..` at index `i`.
-    sums: Vec<[f64; 6]>,
+    /// The residual sum of squares of points `i..` at index `i`, for `i` up to the first point
+    /// past the latest offset (later starts are never asked for).
+    rss: Vec<f64>,
 }
 
 impl SuffixFit {
-    fn new(points: &[(u64, f64)]) -> Self {
+    fn new<P: OffsetPoint>(points: &[P], max_offset: u64) -> Self {
+        let Some(first) = points.first() else {
+            return Self { rss: vec![0.0] };
+        };
         // Centre the values on the first one to keep the sums small.
-        let origin = points.first().map_or(0.0, |p| p.1);
-        let span = match (points.first(), points.last()) {
-            (Some(first), Some(last)) if last.0 > first.0 => (last.0 - first.0) as f64,
+        let (x0, origin) = (first.offset(), first.value());
+        let span = match points.last() {
+            Some(last) if last.offset() > x0 => (last.offset() - x0) as f64,
             _ => 1.0,
         };
-        let mut sums = vec![[0.0; 6]; points.len() + 1];
-        for (i, (x, y)) in points.iter().enumerate().rev() {
+        // Starts past the first point beyond the bound are never asked for (a start is the
+        // partition point of a candidate offset, at most `max_offset`).
+        let kept = points.partition_point(|p| p.offset() <= max_offset) + 1;
+        let mut rss = vec![0.0; kept.min(points.len() + 1)];
+        let mut sums = [0.0f64; 6];
+        for (i, p) in points.iter().enumerate().rev() {
             // The residual sum of squares does not change when x is shifted and scaled: offsets
             // from the first point over the span keep the sums exact for huge turn numbers too.
-            let (x, y) = ((*x - points[0].0) as f64 / span, y - origin);
-            let next = sums[i + 1];
-            sums[i] = [
-                next[0] + 1.0,
-                next[1] + x,
-                next[2] + y,
-                next[3] + x * x,
-                next[4] + x * y,
-                next[5] + y * y,
+            let (x, y) = ((p.offset() - x0) as f64 / span, p.value() - origin);
+            sums = [
+                sums[0] + 1.0,
+                sums[1] + x,
+                sums[2] + y,
+                sums[3] + x * x,
+                sums[4] + x * y,
+                sums[5] + y * y,
             ];
+            if let Some(slot) = rss.get_mut(i) {
+                *slot = residual(sums);
+            }
         }
-        Self { sums }
+        Self { rss }
     }
 
     fn rss_from(&self, start: usize) -> f64 {
-        let [n, sx, sy, sxx, sxy, syy] = self.sums[start.min(self.sums.len() - 1)];
-        if n < 3.0 {
-            return 0.0;
-        }
-        let vxx = sxx - sx * sx / n;
-        let vxy = sxy - sx * sy / n;
-        let vyy = syy - sy * sy / n;
-        let explained = if vxx > 0.0 { vxy * vxy / vxx } else { 0.0 };
-        (vyy - explained).max(0.0)
+        self.rss[start.min(self.rss.len() - 1)]
     }
+}
+
+/// The residual sum of squares of the least-squares line from `[n, sx, sy, sxx, sxy, syy]`.
+fn residual([n, sx, sy, sxx, sxy, syy]: [f64; 6]) -> f64 {
+    if n < 3.0 {
+        return 0.0;
+    }
+    let vxx = sxx - sx * sx / n;
+    let vxy = sxy - sx * sy / n;
+    let vyy = syy - sy * sy / n;
+    let explained = if vxx > 0.0 { vxy * vxy / vxx } else { 0.0 };
+    (vyy - explained).max(0.0)
 }
 
 #[cfg(test)]

@@ -91,6 +91,12 @@ impl Memory {
         }
     }
 
+    /// Adds `bytes` to a component (creating it in `region` when absent).
+    pub(crate) fn grow(&mut self, component: Component, region: Region, bytes: u64) {
+        let (region, held) = self.blocks.get(&component).copied().unwrap_or((region, 0));
+        self.insert(component, region, held.saturating_add(bytes));
+    }
+
     pub(crate) fn remove(&mut self, component: Component) {
         if let Some((region, bytes)) = self.blocks.remove(&component) {
             self.account(component, region, bytes, false);
@@ -143,6 +149,17 @@ impl Memory {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_grown_component_counts_what_was_added_once_in_its_region() {
+        let mut memory = Memory::default();
+        memory.grow(Component::Leaked(0), Region::Gpu, 10);
+        memory.grow(Component::Leaked(0), Region::Native, 5);
+        assert_eq!(memory.footprint().gpu, 15);
+        assert_eq!(memory.footprint().native, 0);
+        memory.remove(Component::Leaked(0));
+        assert_eq!(memory.footprint().gpu, 0);
+    }
 
     #[test]
     fn footprint_sums_per_region_and_removal_frees_exactly_one_component() {

@@ -279,9 +279,19 @@ impl SimEngine {
         );
         let leak = self.scaled(spec.leak_per_generation.as_u64());
         if leak > 0 {
-            self.memory
-                .insert(Component::Leaked(self.next_leak), spec.leak_on.into(), leak);
-            self.next_leak += 1;
+            if self.real.is_some() {
+                // Backed by real allocations: one block per generation, as a leaking engine
+                // makes them.
+                self.memory
+                    .insert(Component::Leaked(self.next_leak), spec.leak_on.into(), leak);
+                self.next_leak += 1;
+            } else {
+                // Only counted: one block that grows, so that a million-turn leak costs the
+                // simulator a number, not a million entries (68 bytes each, which the harness's
+                // own memory figures would carry).
+                self.memory
+                    .grow(Component::Leaked(0), spec.leak_on.into(), leak);
+            }
         }
         let state = self.sessions.get_mut(&session.0).expect("checked above");
         let pool_per_token = spec.pool_per_token.as_u64();

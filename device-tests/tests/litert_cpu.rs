@@ -364,7 +364,7 @@ mod scenarios {
             .iter()
             .find(|s| s.phase == Phase::Load)
             .expect("a load sample");
-        let reloads: Vec<&Sample> = record
+        let reloads: Vec<Sample> = record
             .samples
             .iter()
             .filter(|s| s.phase == Phase::Reload)
@@ -375,7 +375,7 @@ mod scenarios {
             [5, 10, 15, 20, 25, 30]
         );
         let over_baseline = |metric: &str| -> Vec<i64> {
-            let base = value(baseline, metric) as i64;
+            let base = value(&baseline, metric) as i64;
             let after: Vec<i64> = reloads
                 .iter()
                 .map(|s| value(s, metric) as i64 - base)
@@ -440,7 +440,7 @@ mod scenarios {
         // Streamed while the run went: the load and turns 1-2, nothing of turn 3.
         let streamed = read_samples(&out.path().join(SAMPLES_STORE)).unwrap();
         assert!(!streamed.torn_last_line);
-        let streamed = streamed.samples;
+        let streamed = streamed.samples.to_vec();
         let turns = |samples: &[Sample]| {
             samples
                 .iter()

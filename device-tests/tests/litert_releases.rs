@@ -185,8 +185,7 @@ fn measure(version: &str, lib: &Path) -> Result<Row, String> {
         peak: record
             .samples
             .iter()
-            .filter_map(|s| s.metrics.get("rss"))
-            .copied()
+            .filter_map(|s| s.metrics.get("rss").copied())
             .max()
             .unwrap_or(0),
     })

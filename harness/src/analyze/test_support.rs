@@ -26,7 +26,7 @@ pub(crate) fn record_with_samples(samples: Vec<Sample>) -> RunRecord {
             details: BTreeMap::new(),
         },
         turns_completed: samples.iter().map(|s| s.turn).max().unwrap_or(0),
-        samples,
+        samples: samples.into(),
         ledger: Ledger::new(),
         engine_errors: Vec::new(),
         outcome: RunOutcome::Completed,

@@ -31,10 +31,9 @@ impl Metric {
                 .map(|m| m.plateau.map_or(0.0, |p| p.size_bytes as f64)),
             Metric::Peak => record
                 .samples
-                .iter()
-                .filter_map(|s| s.metrics.get(watch))
-                .max()
-                .map(|v| *v as f64),
+                .metric(watch)
+                .and_then(|values| values.iter().flatten().max())
+                .map(|v| v as f64),
             Metric::Expectations => {
                 Some(verdict.expectations.iter().filter(|e| !e.passed).count() as f64)
             }

@@ -227,7 +227,7 @@ mod tests {
                     format!("target/litert-lm/{version}/liblitert-lm.so"),
                 )]),
             },
-            samples: vec![],
+            samples: crate::runner::Samples::new(),
             ledger,
             turns_completed: 3,
             engine_errors: vec![],

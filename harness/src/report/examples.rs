@@ -199,7 +199,7 @@ pub fn leak_run() -> (RunRecord, Verdict) {
     let record = RunRecord {
         scenario,
         backend: backend("android-opencl-leak"),
-        samples,
+        samples: samples.into(),
         ledger,
         turns_completed: total,
         engine_errors: Vec::new(),
@@ -354,7 +354,7 @@ pub fn clean_run() -> (RunRecord, Verdict) {
     let record = RunRecord {
         scenario,
         backend: backend("cpu-flat"),
-        samples,
+        samples: samples.into(),
         ledger,
         turns_completed: turns,
         engine_errors: Vec::new(),
@@ -437,7 +437,7 @@ pub fn long_run(turns: u32, reload_every: u32) -> (RunRecord, Verdict) {
     record.scenario.turns = turns;
     record.scenario.reload_every = reload_every;
     record.turns_completed = turns;
-    record.samples = vec![sample(0, Phase::Load, 1, &[("native_heap", 300 * MIB)])];
+    record.samples = vec![sample(0, Phase::Load, 1, &[("native_heap", 300 * MIB)])].into();
     let mut ledger = Ledger::new();
     ledger.record_create(0, "runner/engine");
     let mut epoch = 1;

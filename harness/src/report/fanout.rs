@@ -80,7 +80,7 @@ mod tests {
         let (mut a, mut b) = (Count::default(), Count::default());
         {
             let mut fanout = Fanout::new(vec![&mut a, &mut b]);
-            for s in &record.samples[..3] {
+            for s in &record.samples.to_vec()[..3] {
                 fanout.on_sample(s);
             }
             fanout.on_turn_end(1, 9);

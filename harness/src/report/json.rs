@@ -416,7 +416,8 @@ mod tests {
         let back = read_report(&path).unwrap();
         assert_eq!(back.record, record);
         // A report whose store is gone or replaced is refused, never read without samples.
-        crate::report::store::write_store(dir.path(), &record.samples[..2]).unwrap();
+        crate::report::store::write_store(dir.path(), &record.samples.to_vec()[..2].into())
+            .unwrap();
         let err = read_report(&path).unwrap_err();
         assert!(matches!(err, ReportError::Implausible { .. }), "{err}");
         std::fs::remove_file(dir.path().join("samples.parquet")).unwrap();

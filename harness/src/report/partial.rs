@@ -8,7 +8,7 @@ use crate::analyze::units::quantity;
 use crate::engine::{BackendInfo, Ledger};
 use crate::report::table::{render_table, Cell};
 use crate::report::StreamedSamples;
-use crate::runner::{Phase, RunOutcome, RunRecord, Sample};
+use crate::runner::{Phase, RunOutcome, RunRecord, Samples};
 use crate::scenario::Scenario;
 
 /// The record of a run stopped by `signal` (e.g. `SIGTERM`) after `turns_completed` turns: the
@@ -16,7 +16,7 @@ use crate::scenario::Scenario;
 pub fn interrupted_record(
     scenario: Scenario,
     backend: BackendInfo,
-    samples: Vec<Sample>,
+    samples: Samples,
     turns_completed: u32,
     signal: &str,
 ) -> RunRecord {
@@ -138,11 +138,11 @@ mod tests {
     fn a_time_metric_is_shown_as_times() {
         let (record, _) = crashed_run();
         let mut samples = record.samples;
-        for (i, sample) in samples.iter_mut().enumerate() {
+        samples.modify_each(|i, sample| {
             sample
                 .metrics
                 .insert("turn_time", 1_000_000 * (i as u64 + 1));
-        }
+        });
         let text = render_partial(&StreamedSamples {
             samples,
             torn_last_line: false,
@@ -156,7 +156,7 @@ mod tests {
     #[test]
     fn no_samples_says_so() {
         let streamed = StreamedSamples {
-            samples: Vec::new(),
+            samples: Samples::new(),
             torn_last_line: false,
         };
         assert_eq!(

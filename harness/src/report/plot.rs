@@ -122,10 +122,13 @@ fn plotted_metrics(record: &RunRecord, verdict: &Verdict) -> Vec<String> {
 
 fn build_panel(record: &RunRecord, verdict: &Verdict, metric: &str) -> Panel {
     let analysis = verdict.metrics.get(metric);
-    let values = record
-        .samples
-        .iter()
-        .filter_map(|s| s.metrics.get(metric).map(|v| (s, *v)));
+    // Read from the metric's column: a million-turn run's samples are not built one by one.
+    let samples = &record.samples;
+    let column = samples.metric(metric);
+    let values = (0..samples.len()).filter_map(move |row| {
+        let value = column?.get(row)?;
+        Some((samples.turns()[row], samples.phases()[row], value))
+    });
     let baseline = analysis
         .map(|a| a.baseline)
         .or_else(|| record.post_close_series(metric).first().map(|(_, v)| *v));
@@ -143,14 +146,14 @@ fn build_panel(record: &RunRecord, verdict: &Verdict, metric: &str) -> Panel {
     });
     let max = values
         .clone()
-        .map(|(_, v)| v)
+        .map(|(_, _, v)| v)
         .chain(baseline)
         .chain(band.map(|(_, high)| high))
         .max()
         .unwrap_or(0);
     let min = values
         .clone()
-        .map(|(_, v)| v)
+        .map(|(_, _, v)| v)
         .chain(baseline)
         .chain(band.map(|(low, _)| low))
         .min()
@@ -195,10 +198,10 @@ fn build_panel(record: &RunRecord, verdict: &Verdict, metric: &str) -> Panel {
         y_range: (0.0, 1.0),
     };
     let mut last_turn = 0;
-    for (sample, value) in values {
-        last_turn = last_turn.max(sample.turn);
-        let point = (x_of(sample.turn, sample.phase), scale(value));
-        match sample.phase {
+    for (turn, phase, value) in values {
+        last_turn = last_turn.max(turn);
+        let point = (x_of(turn, phase), scale(value));
+        match phase {
             Phase::Load | Phase::Close => panel.close.push(point),
             Phase::Generate => panel.peaks.push(point),
             Phase::Reload => panel.reload_points.push(point),

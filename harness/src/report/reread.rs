@@ -8,7 +8,7 @@ use std::path::Path;
 
 use crate::analyze::Verdict;
 use crate::input::printable;
-use crate::runner::RunRecord;
+use crate::runner::{RunRecord, Samples};
 
 use super::{
     inspect_out_dir, read_folder_samples, read_report, read_suite_report, render_plot_svg,
@@ -29,7 +29,7 @@ pub enum SavedFolder {
         /// What the folder's marker tells of its last run.
         state: RunState,
         /// The samples recorded (none when the file is absent).
-        streamed: StreamedSamples,
+        streamed: Box<StreamedSamples>,
     },
 }
 
@@ -53,10 +53,11 @@ pub fn read_out_folder(dir: &Path) -> Result<(FolderView, SavedFolder), ReportEr
             });
         } else {
             StreamedSamples {
-                samples: Vec::new(),
+                samples: Samples::new(),
                 torn_last_line: false,
             }
         };
+        let streamed = Box::new(streamed);
         return Ok((view, SavedFolder::Unfinished { state, streamed }));
     }
     let report = read_report(&report_path)?;

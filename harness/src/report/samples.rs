@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::input::{open_regular, InputError, InputErrorKind, MAX_REPORT_BYTES};
 use crate::report::store::{StoreRef, StoreWriter, StreamedSamples};
 use crate::report::ReportError;
-use crate::runner::{RunObserver, Sample};
+use crate::runner::{RunObserver, Sample, Samples};
 
 /// A [`RunObserver`] that writes every sample into the run's sample store
 /// (`DIR/samples.parquet`, see [`crate::report::store`]) as the run goes.
@@ -108,7 +108,7 @@ pub(crate) fn read_samples_jsonl(path: &Path) -> Result<StreamedSamples, ReportE
     };
     let file = open_regular(path)?;
     let mut reader = BufReader::new(file.take(MAX_REPORT_BYTES + 1));
-    let mut samples = Vec::new();
+    let mut samples = Samples::new();
     let mut buffer = Vec::new();
     let mut number = 0;
     let mut total: u64 = 0;
@@ -139,7 +139,7 @@ pub(crate) fn read_samples_jsonl(path: &Path) -> Result<StreamedSamples, ReportE
             continue;
         }
         match serde_json::from_str::<Sample>(&text) {
-            Ok(sample) => samples.push(sample),
+            Ok(sample) => samples.push(&sample),
             Err(_) if !complete => {
                 return Ok(StreamedSamples {
                     samples,
@@ -180,7 +180,7 @@ mod tests {
     fn an_older_runs_samples_jsonl_reads_back_in_order() {
         let dir = tempfile::tempdir().unwrap();
         let (record, _) = leak_run();
-        let path = jsonl(dir.path(), &record.samples);
+        let path = jsonl(dir.path(), &record.samples.to_vec());
         let back = crate::report::read_samples(&path).unwrap();
         assert_eq!(back.samples, record.samples);
         assert!(!back.torn_last_line);
@@ -190,15 +190,15 @@ mod tests {
     fn a_torn_last_line_is_ignored() {
         let dir = tempfile::tempdir().unwrap();
         let (record, _) = leak_run();
-        let path = jsonl(dir.path(), &record.samples[..3]);
-        let torn = serde_json::to_string(&record.samples[3]).unwrap();
+        let path = jsonl(dir.path(), &record.samples.to_vec()[..3]);
+        let torn = serde_json::to_string(&record.samples.get(3).unwrap()).unwrap();
         let mut file = std::fs::OpenOptions::new()
             .append(true)
             .open(&path)
             .unwrap();
         file.write_all(&torn.as_bytes()[..torn.len() / 2]).unwrap();
         let back = read_samples_jsonl(&path).unwrap();
-        assert_eq!(back.samples, record.samples[..3]);
+        assert_eq!(back.samples, record.samples.to_vec()[..3]);
         assert!(back.torn_last_line);
     }
 
@@ -207,7 +207,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(SAMPLES_JSONL);
         let (record, _) = leak_run();
-        let good = serde_json::to_string(&record.samples[0]).unwrap();
+        let good = serde_json::to_string(&record.samples.get(0).unwrap()).unwrap();
         std::fs::write(&path, format!("{good}\n{{\"turn\": \"x\"}}\n{good}\n")).unwrap();
         let err = read_samples_jsonl(&path).unwrap_err();
         let text = err.to_string();

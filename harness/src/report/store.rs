@@ -40,7 +40,7 @@ use crate::input::{read_bounded, MAX_REPORT_BYTES};
 use crate::report::artifacts::{SAMPLES_CSV_ZST, SAMPLES_JSONL, SAMPLES_STORE, SAMPLES_TAIL};
 use crate::report::out_dir::{create_folder, remove_if_present, FILE_MODE};
 use crate::report::ReportError;
-use crate::runner::Sample;
+use crate::runner::{Sample, Samples};
 
 pub use parquet::RESERVED_COLUMNS;
 
@@ -72,7 +72,7 @@ pub struct StoreRef {
 #[derive(Debug, Clone, PartialEq)]
 pub struct StreamedSamples {
     /// Every complete sample, in order.
-    pub samples: Vec<Sample>,
+    pub samples: Samples,
     /// Whether the file ended in the middle of a row or of its compressed stream, or the store
     /// was left unfinished (the run was killed while writing it); what followed the last
     /// complete row is ignored.
@@ -115,7 +115,7 @@ pub struct StoreWriter {
     path: PathBuf,
     body: Body,
     /// Rows not yet in a row group.
-    pending: Vec<Sample>,
+    pending: Samples,
     /// How many of `pending` (its first ones) are in the journal.
     journaled: usize,
     journal: Option<File>,
@@ -182,7 +182,7 @@ impl StoreWriter {
                 file,
                 hash: Sha256::new(),
             }),
-            pending: Vec::new(),
+            pending: Samples::new(),
             journaled: 0,
             journal: None,
             journal_path,
@@ -214,7 +214,7 @@ impl StoreWriter {
     pub fn append(&mut self, sample: &Sample) -> std::io::Result<()> {
         self.rows += 1;
         self.unflushed = true;
-        self.pending.push(sample.clone());
+        self.pending.push(sample);
         if self.pending.len() >= MAX_PENDING_ROWS {
             self.flush()?;
         }
@@ -266,8 +266,8 @@ impl StoreWriter {
             self.journal = Some(file);
         }
         self.line.clear();
-        for sample in &self.pending[self.journaled..] {
-            serde_json::to_writer(&mut self.line, sample)?;
+        for sample in self.pending.iter().skip(self.journaled) {
+            serde_json::to_writer(&mut self.line, &sample)?;
             self.line.push(b'\n');
         }
         if let Some(journal) = &mut self.journal {
@@ -283,12 +283,9 @@ impl StoreWriter {
         let (mut writer, metrics) = match std::mem::replace(&mut self.body, Body::Broken) {
             Body::Writing { writer, metrics } => (writer, metrics),
             Body::Empty(sink) => {
-                let mut names = std::collections::BTreeSet::<&'static str>::new();
-                for sample in &self.pending {
-                    names.extend(sample.metrics.keys());
-                }
-                let metrics: Vec<&'static str> = names
-                    .into_iter()
+                let metrics: Vec<&'static str> = self
+                    .pending
+                    .metric_names()
                     .filter(|n| !RESERVED_COLUMNS.contains(n))
                     .collect();
                 let writer = parquet::start(sink, &metrics).map_err(parquet_error)?;
@@ -347,7 +344,7 @@ fn hex(bytes: &[u8]) -> String {
 
 /// Writes `samples` as a finished store in `dir` (a record built or read in memory whose store
 /// was not streamed, or is gone), replacing any store there.
-pub fn write_store(dir: &Path, samples: &[Sample]) -> Result<StoreRef, ReportError> {
+pub fn write_store(dir: &Path, samples: &Samples) -> Result<StoreRef, ReportError> {
     let mut writer = StoreWriter::create(dir)?;
     let path = writer.path().to_owned();
     let write_error = |source| ReportError::Write {
@@ -355,7 +352,7 @@ pub fn write_store(dir: &Path, samples: &[Sample]) -> Result<StoreRef, ReportErr
         source,
     };
     for sample in samples {
-        writer.append(sample).map_err(write_error)?;
+        writer.append(&sample).map_err(write_error)?;
     }
     writer.finish().map(|(_, r)| r).map_err(write_error)
 }
@@ -380,10 +377,15 @@ pub fn read_samples(path: &Path) -> Result<StreamedSamples, ReportError> {
     let journal = path.with_file_name(SAMPLES_TAIL);
     if journal.exists() {
         let tail = crate::report::samples::read_samples_jsonl(&journal)?;
+        let from = read.samples.len() - read.last_group_rows;
         let copied = tail.samples.len() <= read.last_group_rows
-            && read.samples[read.samples.len() - read.last_group_rows..].starts_with(&tail.samples);
+            && tail
+                .samples
+                .iter()
+                .enumerate()
+                .all(|(i, sample)| read.samples.get(from + i).as_ref() == Some(&sample));
         if !copied {
-            read.samples.extend(tail.samples);
+            read.samples.extend(tail.samples.iter());
         }
         read.cut = true;
     }
@@ -432,7 +434,7 @@ pub fn read_folder_samples(dir: &Path) -> Result<Option<StreamedSamples>, Report
 
 /// Reads the store a format 4 or 5 report (at `report`) references, checking that it is the
 /// file the report was written with.
-pub fn read_referenced(report: &Path, reference: &StoreRef) -> Result<Vec<Sample>, ReportError> {
+pub fn read_referenced(report: &Path, reference: &StoreRef) -> Result<Samples, ReportError> {
     let implausible = |message: String| ReportError::Implausible {
         path: report.to_owned(),
         field: "record.samples".to_owned(),

@@ -31,11 +31,11 @@ pub(crate) fn hostile_run() -> (crate::runner::RunRecord, crate::analyze::Verdic
     record.scenario.name = format!("chat{HOSTILE}");
     record.backend.backend = format!("sim{HOSTILE}");
     record.backend.version = format!("1.0{HOSTILE}");
-    for sample in &mut record.samples {
+    record.samples.modify_each(|_, sample| {
         if let Some(&value) = sample.metrics.get("native_heap") {
             sample.metrics.insert(&metric, value);
         }
-    }
+    });
     record.scenario.watch = vec![metric.clone(), "native_heap".to_owned()];
     if let Some(analysis) = verdict.metrics.get("native_heap").cloned() {
         verdict.metrics.insert(metric.clone(), analysis);

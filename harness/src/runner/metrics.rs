@@ -147,6 +147,18 @@ impl Metrics {
         self.insert_id(id, value);
     }
 
+    /// Appends `name`, which sorts after every name held (the caller reads names in order).
+    pub(crate) fn push_in_order(&mut self, id: MetricName, value: u64) {
+        let inline = usize::from(self.len);
+        if self.spill.is_empty() && inline < INLINE {
+            self.names[inline] = id;
+            self.values[inline] = value;
+            self.len += 1;
+        } else {
+            self.insert_id(id, value);
+        }
+    }
+
     fn insert_id(&mut self, id: MetricName, value: u64) {
         let inline = usize::from(self.len);
         if let Some(i) = self.names[..inline].iter().position(|n| *n == id) {
@@ -189,7 +201,8 @@ impl Metrics {
         }
     }
 
-    fn entries(&self) -> impl Iterator<Item = (MetricName, &u64)> + '_ {
+    /// Every `(name id, value)`, ordered by name.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (MetricName, &u64)> + '_ {
         let inline = usize::from(self.len);
         self.names[..inline]
             .iter()

@@ -8,6 +8,7 @@ mod prompt;
 mod provenance;
 mod record;
 mod run_loop;
+mod samples;
 mod stop;
 mod timing;
 
@@ -18,6 +19,7 @@ pub use record::{
     REPORT_FORMAT_VERSION,
 };
 pub use run_loop::{NoObserver, RunObserver};
+pub use samples::{Iter as SamplesIter, MetricValues, Samples};
 pub use stop::EarlyStop;
 
 // Not API (a library session runs a scenario): the loop itself and its stop rules, public for

@@ -14,7 +14,7 @@ use crate::runner::clock::Clock;
 use crate::runner::prompt::prompt_for_turn;
 use crate::runner::timing::{Stopwatch, TimedStep, TurnTimes};
 use crate::runner::{
-    EarlyStop, Metrics, Phase, RunAllTurns, RunOutcome, RunRecord, Sample, StopRule,
+    EarlyStop, Metrics, Phase, RunAllTurns, RunOutcome, RunRecord, Sample, Samples, StopRule,
 };
 use crate::scenario::{FaultKind, SamplePoint, Scenario, SessionOptions, Step};
 
@@ -173,14 +173,13 @@ fn expected_samples(scenario: &Scenario) -> usize {
 /// must not read as the engine's growth. When the engine lives in this process (its memory is
 /// probed from here), the buffer's pages are touched now too, so that resident memory does not
 /// rise page by page as samples fill it.
-fn preallocated_samples(scenario: &Scenario, engine_pid: Option<u32>) -> Vec<Sample> {
+fn preallocated_samples(scenario: &Scenario, engine_pid: Option<u32>) -> Samples {
     let expected = expected_samples(scenario);
-    let mut samples = Vec::with_capacity(expected);
     if engine_pid == Some(std::process::id()) {
-        samples.resize(expected, Sample::placeholder());
-        samples.clear();
+        Samples::touched(expected)
+    } else {
+        Samples::with_capacity(expected)
     }
-    samples
 }
 
 /// A fatal failure: where it happened and what the engine said.
@@ -210,7 +209,7 @@ struct Run<'a> {
     target: &'a dyn Target,
     started: Instant,
     ledger: Ledger,
-    samples: Vec<Sample>,
+    samples: Samples,
     engine_errors: Vec<(u32, String, EngineError)>,
     epoch: u32,
     turns_completed: u32,
@@ -674,7 +673,7 @@ impl Run<'_> {
                 .flatten(),
         };
         self.observer.on_sample(&sample);
-        self.samples.push(sample);
+        self.samples.push(&sample);
         Ok(())
     }
 }

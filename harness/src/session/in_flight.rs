@@ -11,7 +11,7 @@ use crate::analyze::analyze_run;
 use crate::engine::BackendInfo;
 use crate::report::provenance::{process_env, resolve_build};
 use crate::report::{interrupted_record, read_samples, OutDir, SampleStream};
-use crate::runner::{BuildStamp, CiRun, Provenance, RunObserver, Sample};
+use crate::runner::{BuildStamp, CiRun, Provenance, RunObserver, Sample, Samples};
 use crate::scenario::Scenario;
 
 use super::{Judged, PhaseTimes, SessionObserver};
@@ -46,7 +46,7 @@ pub struct Pending {
     /// The sample store, with an output folder.
     pub(crate) stream: Option<SampleStream>,
     /// The samples themselves, kept only without an output folder.
-    pub(crate) samples: Vec<Sample>,
+    pub(crate) samples: Samples,
     /// The claimed output folder.
     pub(crate) out: Option<OutDir>,
     /// Turns that ran to completion.
@@ -183,7 +183,7 @@ impl RunObserver for InFlightObserver<'_> {
         if let State::Running(pending) = &mut *self.0.lock() {
             match pending.stream.as_mut() {
                 Some(stream) => stream.on_sample(sample),
-                None => pending.samples.push(sample.clone()),
+                None => pending.samples.push(sample),
             }
         }
     }

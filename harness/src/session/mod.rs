@@ -45,7 +45,7 @@ use crate::report::{
     provenance, write_reports_with, Fanout, OutDir, SampleStream, StoreRef, SAMPLES_STORE,
 };
 use crate::runner::{backend_on, run_scenario_on, NoObserver, Provenance, RunObserver, RunRecord};
-use crate::runner::{BuildStamp, CiRun, Phase, Sample};
+use crate::runner::{BuildStamp, CiRun, Phase, Sample, Samples};
 use crate::scenario::{load_scenario_with, AttachProcess, Overrides, Scenario};
 
 /// What a caller sees of a session as it goes; every method does nothing by default.
@@ -390,7 +390,7 @@ impl Setup<'_> {
             scenario: scenario.clone(),
             backend,
             stream,
-            samples: Vec::new(),
+            samples: Samples::new(),
             out: out.take(),
             turns_completed: 0,
             provenance: Some(provenance),

@@ -552,7 +552,7 @@ fn the_baseline_is_the_loaded_process_not_its_start(
     };
     assert_eq!(code, Some(0), "{text}");
     assert_eq!(turns_sampled(&report), [0, 1, 2, 3, 4, 5, 6]);
-    let baseline = &report.record.samples[0];
+    let baseline = &report.record.samples.get(0).unwrap();
     let rss = *baseline.metrics.get("rss").unwrap();
     assert!(
         rss >= 48 * 1024 * 1024,
@@ -597,7 +597,16 @@ fn a_turn_closed_before_the_baseline_after_ready_is_the_baselines() {
             && details["baseline_at"].contains("after the ready line"),
         "{details:?}"
     );
-    let rss = |i: usize| *report.record.samples[i].metrics.get("rss").unwrap() as i64;
+    let rss = |i: usize| {
+        *report
+            .record
+            .samples
+            .get(i)
+            .unwrap()
+            .metrics
+            .get("rss")
+            .unwrap() as i64
+    };
     assert!(
         rss(1) - rss(0) >= 3 * 1024 * 1024,
         "the first counted turn's leak landed in the baseline: {} then {}",

@@ -23,7 +23,14 @@ fn the_clean_litert_lm_server_passes_with_its_baseline_at_ready() {
         "{details:?}"
     );
     // The baseline holds the loaded model: the interpreter alone is a few MiB.
-    let rss = *report.record.samples[0].metrics.get("rss").unwrap();
+    let rss = *report
+        .record
+        .samples
+        .get(0)
+        .unwrap()
+        .metrics
+        .get("rss")
+        .unwrap();
     assert!(rss > 32 * 1024 * 1024, "baseline rss {rss}: {text}");
     let totals = &report.record.ledger.totals["attach/conversation"];
     assert_eq!(totals.created, totals.deleted, "{totals:?}");

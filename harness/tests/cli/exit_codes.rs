@@ -62,7 +62,7 @@ fn prepare(tmp: &Path) {
     let (record, _) = crashed_run();
     let mut stream = SampleStream::create(&tmp.join("unfinished")).unwrap();
     for sample in &record.samples {
-        stream.on_sample(sample);
+        stream.on_sample(&sample);
     }
     stream.finish().unwrap();
     std::fs::create_dir(tmp.join("empty")).unwrap();

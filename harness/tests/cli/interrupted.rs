@@ -178,7 +178,8 @@ fn a_killed_run_keeps_every_sample_it_took_and_leaves_no_worker_behind() {
     let turns: Vec<u32> = streamed.samples.iter().map(|s| s.turn).collect();
     assert_eq!(turns, [0, 1, 2, 3]);
     assert!(
-        streamed.samples[3].metrics["native_heap"] > streamed.samples[0].metrics["native_heap"]
+        streamed.samples.get(3).unwrap().metrics["native_heap"]
+            > streamed.samples.get(0).unwrap().metrics["native_heap"]
     );
     assert!(
         !out.join("report.json").exists(),

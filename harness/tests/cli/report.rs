@@ -120,7 +120,7 @@ fn a_run_that_died_before_its_report_shows_its_streamed_samples() {
     let (record, _) = crashed_run();
     let mut stream = SampleStream::create(dir.path()).unwrap().flush_every_turn();
     for sample in &record.samples {
-        stream.on_sample(sample);
+        stream.on_sample(&sample);
         stream.on_turn_end(sample.turn, 8);
     }
     // The kill left the store's compressed stream unended.
@@ -224,7 +224,10 @@ fn streaming_child_process() {
         .unwrap()
         .flush_every_turn();
     for i in 0..10_000u32 {
-        let mut sample = record.samples[i as usize % record.samples.len()].clone();
+        let mut sample = record
+            .samples
+            .get(i as usize % record.samples.len())
+            .unwrap();
         sample.turn = i;
         stream.on_sample(&sample);
         stream.on_turn_end(i, 10_000);

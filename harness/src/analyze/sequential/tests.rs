@@ -115,7 +115,8 @@ fn a_decided_failure_stops_the_run_while_another_metric_is_undecided() {
         &[("native_heap", leak.as_slice()), ("rss", steps.as_slice())],
         0,
         &[],
-    );
+    )
+    .into();
     run.scenario
         .expect
         .metrics

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use crate::input::MAX_REPORT_BYTES;
 use crate::report::store::{missing_column, Column, StreamedSamples};
 use crate::report::ReportError;
-use crate::runner::{Phase, Sample};
+use crate::runner::{Phase, Sample, Samples};
 
 pub fn decode(path: &Path, bytes: &[u8]) -> Result<StreamedSamples, ReportError> {
     let parse_error = |line: u64, message: String| ReportError::Parse {
@@ -32,7 +32,7 @@ pub fn decode(path: &Path, bytes: &[u8]) -> Result<StreamedSamples, ReportError>
         .flexible(false)
         .from_reader(LimitedRead::new(decoder));
     let mut record = csv::ByteRecord::new();
-    let mut samples = Vec::new();
+    let mut samples = Samples::new();
     let mut columns: Option<Vec<Column>> = None;
     loop {
         let line = reader.position().line();
@@ -61,7 +61,7 @@ pub fn decode(path: &Path, bytes: &[u8]) -> Result<StreamedSamples, ReportError>
             columns = Some(header(&record).map_err(|m| parse_error(line, m))?);
             continue;
         };
-        samples.push(row(columns, &record).map_err(|m| parse_error(line, m))?);
+        samples.push(&row(columns, &record).map_err(|m| parse_error(line, m))?);
     }
 }
 

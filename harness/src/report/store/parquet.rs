@@ -27,7 +27,7 @@ use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::{ColumnPath, SchemaDescriptor, Type};
 
 use crate::report::store::{missing_column, Column};
-use crate::runner::{Phase, Sample};
+use crate::runner::{Phase, Sample, Samples};
 
 /// Columns that are never metrics: the sample's own fields, the overflow column, and the
 /// request key some runs record per turn.
@@ -170,50 +170,54 @@ impl<T> Optional<T> {
 pub fn write_group<W: Write + Send>(
     writer: &mut FileWriter<W>,
     metrics: &[&'static str],
-    samples: &[Sample],
+    samples: &Samples,
     footer: bool,
 ) -> parquet::errors::Result<()> {
     let n = samples.len();
-    let mut turn = Vec::with_capacity(n);
-    let mut epoch = Vec::with_capacity(n);
-    let mut t_ms = Vec::with_capacity(n);
-    let mut phase = Vec::with_capacity(n);
-    let mut columns: Vec<Optional<i64>> = metrics.iter().map(|_| Optional::default()).collect();
+    // The u32 and u64 fields are stored as Parquet's signed integers of their width with an
+    // unsigned logical type: the bits are the same.
+    let turn: Vec<i32> = samples.turns().iter().map(|t| *t as i32).collect();
+    let epoch: Vec<i32> = (0..n).map(|row| samples.epoch(row) as i32).collect();
+    let t_ms = samples.times_ms();
+    let phase: Vec<ByteArray> = samples
+        .phases()
+        .iter()
+        .map(|p| ByteArray::from(phase_word(*p)))
+        .collect();
+    let columns: Vec<Optional<i64>> = metrics
+        .iter()
+        .map(|name| {
+            let mut column = Optional::default();
+            match samples.metric(name) {
+                Some(values) => {
+                    for value in values.iter() {
+                        column.push(value.map(|v| v as i64));
+                    }
+                }
+                None => column.defined.resize(n, 0),
+            }
+            column
+        })
+        .collect();
+    // Metrics first seen after the file's columns were chosen go into `extra`, as JSON.
+    let others: Vec<(&'static str, crate::runner::MetricValues<'_>)> = samples
+        .metric_names()
+        .filter(|name| !metrics.contains(name))
+        .filter_map(|name| samples.metric(name).map(|values| (name, values)))
+        .collect();
     let mut extra = Optional::<ByteArray>::default();
     let mut key = Optional::<ByteArray>::default();
-    for sample in samples {
-        // The u32 and u64 fields are stored as Parquet's signed integers of their width with
-        // an unsigned logical type: the bits are the same.
-        turn.push(sample.turn as i32);
-        epoch.push(sample.epoch as i32);
-        t_ms.push(sample.t_ms);
-        phase.push(ByteArray::from(phase_word(sample.phase)));
-        let mut overflow: Vec<(&str, u64)> = Vec::new();
-        let mut next = 0;
-        // Both ordered by name: one pass.
-        for (name, value) in sample.metrics.iter() {
-            match metrics[next..].iter().position(|c| *c == name) {
-                Some(at) => {
-                    for column in &mut columns[next..next + at] {
-                        column.push(None);
-                    }
-                    columns[next + at].push(Some(*value as i64));
-                    next += at + 1;
-                }
-                None => overflow.push((name, *value)),
-            }
-        }
-        for column in &mut columns[next..] {
-            column.push(None);
-        }
-        extra.push((!overflow.is_empty()).then(|| {
-            let object: serde_json::Map<String, serde_json::Value> = overflow
-                .into_iter()
-                .map(|(n, v)| (n.to_owned(), v.into()))
-                .collect();
-            ByteArray::from(serde_json::Value::Object(object).to_string().into_bytes())
-        }));
-        key.push(sample.key.as_deref().map(ByteArray::from));
+    for row in 0..n {
+        let object: serde_json::Map<String, serde_json::Value> = others
+            .iter()
+            .filter_map(|(name, values)| values.get(row).map(|v| ((*name).to_owned(), v.into())))
+            .collect();
+        extra.push(
+            (!object.is_empty()).then(|| {
+                ByteArray::from(serde_json::Value::Object(object).to_string().into_bytes())
+            }),
+        );
+        key.push(samples.key(row).map(ByteArray::from));
     }
     let mut group = writer.next_row_group()?;
     let mut at = 0;
@@ -224,7 +228,7 @@ pub fn write_group<W: Write + Send>(
                 w.write_batch(values, None, None)?;
             }
             ColumnWriter::DoubleColumnWriter(w) => {
-                w.write_batch(&t_ms, None, None)?;
+                w.write_batch(t_ms, None, None)?;
             }
             ColumnWriter::ByteArrayColumnWriter(w) => {
                 if at == 1 {
@@ -281,7 +285,7 @@ fn write_footer<W: Write + Send>(writer: &mut FileWriter<W>) -> parquet::errors:
 #[derive(Debug)]
 pub struct ReadParquet {
     /// Every sample, in order.
-    pub samples: Vec<Sample>,
+    pub samples: Samples,
     /// Rows of the last row group (a journal that repeats them is a copy, see the store).
     pub last_group_rows: usize,
     /// The file did not end with a footer: it was read up to the last footer in it.
@@ -289,7 +293,7 @@ pub struct ReadParquet {
 }
 
 /// The most samples a store is read with: a footer that claims more (a damaged or foreign file)
-/// is refused before anything is allocated for them (a sample takes about 200 bytes in memory).
+/// is refused before anything is allocated for them (a sample takes about 60 bytes in memory).
 pub const MAX_ROWS: i64 = 20_000_000;
 
 /// Reads a store's Parquet bytes. A file with no footer at its end (a run killed while writing
@@ -304,7 +308,7 @@ pub fn read(bytes: Vec<u8>) -> Result<ReadParquet, String> {
 fn read_unguarded(bytes: Vec<u8>) -> Result<ReadParquet, String> {
     if bytes.is_empty() {
         return Ok(ReadParquet {
-            samples: Vec::new(),
+            samples: Samples::new(),
             last_group_rows: 0,
             cut: false,
         });
@@ -339,13 +343,15 @@ fn read_unguarded(bytes: Vec<u8>) -> Result<ReadParquet, String> {
              leakloop sample store"
         ));
     }
-    let mut samples = Vec::new();
+    let mut samples = Samples::new();
     let mut last_group_rows = 0;
     for g in 0..reader.num_row_groups() {
         let group = reader.get_row_group(g).map_err(|e| e.to_string())?;
         let read = read_group(group.as_ref())?;
         last_group_rows = read.len();
-        samples.extend(read);
+        for sample in &read {
+            samples.push(sample);
+        }
     }
     Ok(ReadParquet {
         samples,

@@ -4,8 +4,8 @@ use crate::report::examples::leak_run;
 use crate::report::test_support::{hostile_run, plant_symlink, PRECIOUS};
 use crate::runner::{Phase, RunObserver};
 
-fn stored(dir: &Path, samples: &[Sample]) -> (PathBuf, StoreRef) {
-    let reference = write_store(dir, samples).unwrap();
+fn stored(dir: &Path, samples: impl Into<Samples>) -> (PathBuf, StoreRef) {
+    let reference = write_store(dir, &samples.into()).unwrap();
     (dir.join(SAMPLES_STORE), reference)
 }
 
@@ -27,7 +27,7 @@ fn column_names(path: &Path) -> Vec<String> {
 /// `n` samples of a leaky run, each with its own turn.
 fn many(n: usize) -> Vec<Sample> {
     let (record, _) = leak_run();
-    let template = record.samples[1].clone();
+    let template = record.samples.get(1).unwrap();
     (0..n)
         .map(|i| {
             let mut s = template.clone();
@@ -92,19 +92,23 @@ fn a_metric_that_appears_late_is_kept_in_extra() {
     let (mut record, _) = leak_run();
     let mut writer = StoreWriter::create(dir.path()).unwrap();
     for _ in 0..GROUP_ROWS {
-        writer.append(&record.samples[0]).unwrap();
+        writer.append(&record.samples.get(0).unwrap()).unwrap();
     }
     // The columns are chosen by the first row group.
     writer.flush().unwrap();
     let last = record.samples.len() - 1;
-    record.samples[last].metrics.insert("late_metric", 42);
-    for s in &record.samples[1..] {
+    record.samples.modify_each(|row, sample| {
+        if row == last {
+            sample.metrics.insert("late_metric", 42);
+        }
+    });
+    for s in &record.samples.to_vec()[1..] {
         writer.append(s).unwrap();
     }
     let (path, reference) = writer.finish().unwrap();
-    let mut expected = vec![record.samples[0].clone(); GROUP_ROWS];
-    expected.extend_from_slice(&record.samples[1..]);
-    record.samples = expected;
+    let mut expected = vec![record.samples.get(0).unwrap(); GROUP_ROWS];
+    expected.extend_from_slice(&record.samples.to_vec()[1..]);
+    record.samples = expected.into();
     assert_eq!(reference.rows, record.samples.len() as u64);
     assert!(!column_names(&path).contains(&"late_metric".to_owned()));
     assert_eq!(read_samples(&path).unwrap().samples, record.samples);
@@ -120,7 +124,7 @@ fn the_key_column_of_a_csv_store_is_read_wherever_it_stands() {
                0,load,1,0.5,100,,\n\
                1,close,1,12,200,chat-7,\n";
     std::fs::write(&path, zstd::encode_all(csv.as_bytes(), 3).unwrap()).unwrap();
-    let back = read_samples(&path).unwrap().samples;
+    let back = read_samples(&path).unwrap().samples.to_vec();
     assert_eq!(back.len(), 2);
     assert_eq!(back[1].turn, 1);
     assert_eq!(back[1].phase, Phase::Close);
@@ -135,13 +139,15 @@ fn the_key_column_of_a_csv_store_is_read_wherever_it_stands() {
 fn turn_keys_read_back_as_written() {
     let dir = tempfile::tempdir().unwrap();
     let (mut record, _) = leak_run();
-    for (i, sample) in record.samples.iter_mut().enumerate().skip(1) {
-        sample.key = Some(match i % 3 {
-            0 => format!("sess-{i}"),
-            1 => "a,b \"quoted\"".to_owned(),
-            _ => "shape 128x4".to_owned(),
-        });
-    }
+    record.samples.modify_each(|i, sample| {
+        if i > 0 {
+            sample.key = Some(match i % 3 {
+                0 => format!("sess-{i}"),
+                1 => "a,b \"quoted\"".to_owned(),
+                _ => "shape 128x4".to_owned(),
+            });
+        }
+    });
     let (path, _) = stored(dir.path(), &record.samples);
     assert_eq!(read_samples(&path).unwrap().samples, record.samples);
 }
@@ -155,13 +161,13 @@ fn a_store_never_finished_holds_every_flushed_turn() {
     let mut stream = crate::report::SampleStream::create(dir.path())
         .unwrap()
         .flush_every_turn();
-    for s in &record.samples[..5] {
+    for s in &record.samples.to_vec()[..5] {
         stream.on_sample(s);
     }
     stream.on_turn_end(4, 8);
     // No finish: what a killed process leaves behind.
     let back = read_samples(stream.path()).unwrap();
-    assert_eq!(back.samples, record.samples[..5]);
+    assert_eq!(back.samples, record.samples.to_vec()[..5]);
     assert!(back.torn_last_line);
     drop(stream);
 }
@@ -278,7 +284,7 @@ fn a_replaced_store_is_refused_by_its_digest() {
     let dir = tempfile::tempdir().unwrap();
     let (record, _) = leak_run();
     let (_, reference) = stored(dir.path(), &record.samples);
-    let _ = write_store(dir.path(), &record.samples[..3]).unwrap();
+    let _ = write_store(dir.path(), &Samples::from(&record.samples.to_vec()[..3])).unwrap();
     let err = read_referenced(&dir.path().join("report.json"), &reference).unwrap_err();
     assert!(matches!(err, ReportError::Implausible { .. }), "{err:?}");
     assert!(err.to_string().contains("replaced or altered"), "{err}");
@@ -296,13 +302,13 @@ fn a_symlink_planted_as_the_store_is_replaced_not_written_through() {
     let out = dir.path().join("out");
     let victim = plant_symlink(&out, SAMPLES_STORE);
     let (record, _) = leak_run();
-    let (path, _) = stored(&out, &record.samples[..2]);
+    let (path, _) = stored(&out, &record.samples.to_vec()[..2]);
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), PRECIOUS);
     assert!(!std::fs::symlink_metadata(&path).unwrap().is_symlink());
     // Nor the journal.
     let victim = plant_symlink(&out, SAMPLES_TAIL);
     let mut writer = StoreWriter::create(&out).unwrap();
-    writer.append(&record.samples[0]).unwrap();
+    writer.append(&record.samples.get(0).unwrap()).unwrap();
     writer.flush().unwrap();
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), PRECIOUS);
     assert!(!std::fs::symlink_metadata(out.join(SAMPLES_TAIL))
@@ -310,7 +316,10 @@ fn a_symlink_planted_as_the_store_is_replaced_not_written_through() {
         .is_symlink());
     let (path, _) = writer.finish().unwrap();
     assert!(!out.join(SAMPLES_TAIL).exists());
-    assert_eq!(read_samples(&path).unwrap().samples, record.samples[..1]);
+    assert_eq!(
+        read_samples(&path).unwrap().samples,
+        record.samples.to_vec()[..1]
+    );
 }
 
 #[test]
@@ -320,7 +329,7 @@ fn an_empty_file_has_no_samples() {
     std::fs::write(&path, "").unwrap();
     let back = read_samples(&path).unwrap();
     assert!(back.samples.is_empty());
-    let (path, reference) = stored(dir.path(), &[]);
+    let (path, reference) = stored(dir.path(), Samples::new());
     assert_eq!(reference.rows, 0);
     assert!(read_samples(&path).unwrap().samples.is_empty());
 }

@@ -127,7 +127,7 @@ fn build_panel(record: &RunRecord, verdict: &Verdict, metric: &str) -> Panel {
     let column = samples.metric(metric);
     let values = (0..samples.len()).filter_map(move |row| {
         let value = column?.get(row)?;
-        Some((samples.turns()[row], samples.phases()[row], value))
+        Some((samples.turn(row)?, samples.phases()[row], value))
     });
     let baseline = analysis
         .map(|a| a.baseline)

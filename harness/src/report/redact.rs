@@ -128,7 +128,7 @@ impl Redactor {
         {
             *path = self.redact_string(&path.to_string_lossy()).into();
         }
-        record.samples.times_ms_mut().fill(0.0);
+        record.samples.zero_times();
         if let Some(p) = &mut record.provenance {
             self.redact_provenance(p);
         }

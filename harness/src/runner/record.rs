@@ -191,7 +191,7 @@ impl RunRecord {
         let samples = &self.samples;
         (0..samples.len())
             .filter(|row| matches!(samples.phases()[*row], Phase::Load | Phase::Close))
-            .filter_map(|row| values.get(row).map(|v| (samples.turns()[row], v)))
+            .filter_map(|row| Some((samples.turn(row)?, values.get(row)?)))
             .collect()
     }
 

@@ -2,9 +2,9 @@
 //!
 //! A sample read as a [`Sample`] carries its metrics inline (about 180 bytes); a million-turn
 //! run holds a million of them. Kept as columns (turns, phases, times, one column of values per
-//! metric, and the epochs and keys as runs and ids) a sample of four metrics costs about 45
-//! bytes, and the analysis reads a metric's values as one slice instead of searching every
-//! sample's names.
+//! metric, bit-packed by blocks, and the epochs and keys as runs and ids) a sample costs 13
+//! bytes plus a few per metric: about 24 for the simulator's six (three flat, three leaking 110
+//! MiB a turn). The analysis and the plots read one metric's column without building samples.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -12,6 +12,10 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::runner::{MetricName, Metrics, Phase, Sample};
+
+mod packed;
+
+use packed::{Packed, BLOCK};
 
 /// Column buffers reserved ahead for metrics not seen yet, when a run reserves its samples'
 /// memory before the engine loads (see [`Samples::touched`]).
@@ -22,9 +26,11 @@ const SPARE_COLUMNS: usize = 8;
 /// sample without building any.
 #[derive(Clone, Default)]
 pub struct Samples {
-    turns: Vec<u32>,
+    /// Each sample's turn, packed.
+    turns: Packed,
     phases: Vec<Phase>,
-    times_ms: Vec<f64>,
+    /// Each sample's time (the bits of its `f64`, packed: close times share their high bits).
+    times_ms: Packed,
     /// `(first row, epoch)` at every row where the epoch changes.
     epochs: Vec<(usize, u32)>,
     /// One column per metric name seen, ordered by name.
@@ -43,8 +49,8 @@ pub struct Samples {
 #[derive(Clone, Debug)]
 struct MetricColumn {
     name: MetricName,
-    /// The value of each row (0 where the row has none).
-    values: Vec<u64>,
+    /// The value of each row (0 where the row has none), packed.
+    values: Packed,
     /// Bit `i` set: row `i` has no value. Shorter than the rows (or empty) where the rows after
     /// its end all have one.
     absent: Vec<u64>,
@@ -58,7 +64,7 @@ impl MetricColumn {
     }
 
     fn get(&self, row: usize) -> Option<u64> {
-        let value = *self.values.get(row)?;
+        let value = self.values.get(row)?;
         self.has(row).then_some(value)
     }
 
@@ -97,10 +103,11 @@ impl Samples {
 
     /// No samples, with room for `rows` reserved.
     pub fn with_capacity(rows: usize) -> Self {
+        let blocks = rows / BLOCK + 1;
         Self {
-            turns: Vec::with_capacity(rows),
+            turns: Packed::in_buffer(Vec::new(), blocks),
             phases: Vec::with_capacity(rows),
-            times_ms: Vec::with_capacity(rows),
+            times_ms: Packed::in_buffer(Vec::new(), blocks),
             reserve: rows,
             ..Self::default()
         }
@@ -119,10 +126,11 @@ impl Samples {
             buffer.clear();
             buffer
         }
+        let blocks = rows / BLOCK + 1;
         Self {
-            turns: touch(rows, 0),
+            turns: Packed::in_buffer(touch(rows, 0), blocks),
             phases: touch(rows, Phase::Load),
-            times_ms: touch(rows, 0.0),
+            times_ms: Packed::in_buffer(touch(rows, 0), blocks),
             spare: (0..SPARE_COLUMNS).map(|_| touch(rows, 0)).collect(),
             reserve: rows,
             ..Self::default()
@@ -131,21 +139,21 @@ impl Samples {
 
     /// How many samples.
     pub fn len(&self) -> usize {
-        self.turns.len()
+        self.phases.len()
     }
 
     /// Whether there is none.
     pub fn is_empty(&self) -> bool {
-        self.turns.is_empty()
+        self.phases.is_empty()
     }
 
     /// Appends a sample (given or lent).
     pub fn push(&mut self, sample: impl std::borrow::Borrow<Sample>) {
         let sample = sample.borrow();
         let row = self.len();
-        self.turns.push(sample.turn);
+        self.turns.push(u64::from(sample.turn));
         self.phases.push(sample.phase);
-        self.times_ms.push(sample.t_ms);
+        self.times_ms.push(sample.t_ms.to_bits());
         if self.epochs.last().map(|e| e.1) != Some(sample.epoch) {
             self.epochs.push((row, sample.epoch));
         }
@@ -182,11 +190,11 @@ impl Samples {
 
     /// A column for a metric first seen at `row`: absent in every row before.
     fn new_column(&mut self, name: MetricName, row: usize) -> MetricColumn {
-        let mut values = self
-            .spare
-            .pop()
-            .unwrap_or_else(|| Vec::with_capacity(self.reserve.max(row + 1)));
-        values.resize(row, 0);
+        let buffer = self.spare.pop().unwrap_or_default();
+        let mut values = Packed::in_buffer(buffer, self.reserve.max(row + 1) / BLOCK + 1);
+        for _ in 0..row {
+            values.push(0);
+        }
         let mut absent = vec![0u64; row.div_ceil(64)];
         for r in 0..row {
             absent[r / 64] |= 1 << (r % 64);
@@ -222,14 +230,12 @@ impl Samples {
 
     /// Removes every sample, keeping the memory reserved.
     pub fn clear(&mut self) {
-        self.turns.clear();
+        self.turns = Packed::in_buffer(std::mem::take(&mut self.turns).into_buffer(), 0);
         self.phases.clear();
-        self.times_ms.clear();
+        self.times_ms = Packed::in_buffer(std::mem::take(&mut self.times_ms).into_buffer(), 0);
         self.epochs.clear();
         for column in self.metrics.drain(..) {
-            let mut values = column.values;
-            values.clear();
-            self.spare.push(values);
+            self.spare.push(column.values.into_buffer());
         }
         self.key_ids.clear();
         self.key_text.clear();
@@ -238,7 +244,7 @@ impl Samples {
 
     /// Sample `row`, built from the columns.
     pub fn get(&self, row: usize) -> Option<Sample> {
-        let turn = *self.turns.get(row)?;
+        let turn = self.turn(row)?;
         let mut metrics = Metrics::new();
         for column in &self.metrics {
             if let Some(value) = column.get(row) {
@@ -249,7 +255,7 @@ impl Samples {
             turn,
             phase: self.phases[row],
             epoch: self.epoch(row),
-            t_ms: self.times_ms[row],
+            t_ms: self.time_ms(row).unwrap_or(0.0),
             metrics,
             key: self.key(row).map(str::to_owned),
         })
@@ -298,9 +304,9 @@ impl Samples {
         *self = self.filtered(keep);
     }
 
-    /// Every sample's turn.
-    pub fn turns(&self) -> &[u32] {
-        &self.turns
+    /// The turn of sample `row`.
+    pub fn turn(&self, row: usize) -> Option<u32> {
+        self.turns.get(row).map(|t| t as u32)
     }
 
     /// Every sample's phase.
@@ -308,14 +314,18 @@ impl Samples {
         &self.phases
     }
 
-    /// Every sample's time, in milliseconds since the run started.
-    pub fn times_ms(&self) -> &[f64] {
-        &self.times_ms
+    /// The time of sample `row`, in milliseconds since the run started.
+    pub fn time_ms(&self, row: usize) -> Option<f64> {
+        self.times_ms.get(row).map(f64::from_bits)
     }
 
-    /// Every sample's time, to change in place (a snapshot's redaction).
-    pub fn times_ms_mut(&mut self) -> &mut [f64] {
-        &mut self.times_ms
+    /// Sets every sample's time to zero (a snapshot's redaction).
+    pub fn zero_times(&mut self) {
+        let mut zero = Packed::in_buffer(Vec::new(), self.len() / BLOCK + 1);
+        for _ in 0..self.len() {
+            zero.push(0f64.to_bits());
+        }
+        self.times_ms = zero;
     }
 
     /// The epoch of sample `row` (0 past the end).

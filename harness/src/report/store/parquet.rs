@@ -176,9 +176,13 @@ pub fn write_group<W: Write + Send>(
     let n = samples.len();
     // The u32 and u64 fields are stored as Parquet's signed integers of their width with an
     // unsigned logical type: the bits are the same.
-    let turn: Vec<i32> = samples.turns().iter().map(|t| *t as i32).collect();
+    let turn: Vec<i32> = (0..n)
+        .map(|row| samples.turn(row).unwrap_or(0) as i32)
+        .collect();
     let epoch: Vec<i32> = (0..n).map(|row| samples.epoch(row) as i32).collect();
-    let t_ms = samples.times_ms();
+    let t_ms: Vec<f64> = (0..n)
+        .map(|row| samples.time_ms(row).unwrap_or(0.0))
+        .collect();
     let phase: Vec<ByteArray> = samples
         .phases()
         .iter()
@@ -228,7 +232,7 @@ pub fn write_group<W: Write + Send>(
                 w.write_batch(values, None, None)?;
             }
             ColumnWriter::DoubleColumnWriter(w) => {
-                w.write_batch(t_ms, None, None)?;
+                w.write_batch(&t_ms, None, None)?;
             }
             ColumnWriter::ByteArrayColumnWriter(w) => {
                 if at == 1 {

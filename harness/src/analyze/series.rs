@@ -71,9 +71,31 @@ impl MetricSeries {
     pub fn from_record(record: &RunRecord, metric: &str) -> Result<Self, String> {
         let mut epochs: Vec<(u32, Epoch, Vec<u64>)> = Vec::new();
         let mut previous: Option<u64> = None;
-        for (index, sample) in record.samples.iter().enumerate() {
-            let Some(value) = sample.metrics.get(metric) else {
+        // Read from the columns: a million-turn run's samples are not built one by one.
+        let samples = &record.samples;
+        let Some(values) = samples.metric(metric) else {
+            return Ok(Self::default());
+        };
+        let phases = samples.phases();
+        // Each epoch's points are reserved at once: a million points grown by doubling pass
+        // through a copy of half of them.
+        let mut closes = std::collections::BTreeMap::<u32, usize>::new();
+        for (index, phase) in phases.iter().enumerate() {
+            if *phase == Phase::Close && values.get(index).is_some() {
+                *closes.entry(samples.epoch(index)).or_default() += 1;
+            }
+        }
+        let room = |epoch: u32| closes.get(&epoch).copied().unwrap_or(0) + 1;
+        for (index, &phase) in phases.iter().enumerate() {
+            let Some(value) = values.get(index) else {
                 continue;
+            };
+            let value = &value;
+            let epoch = samples.epoch(index);
+            let sample = SampleAt {
+                phase,
+                epoch,
+                turn: samples.turn(index).unwrap_or(0),
             };
             let turn = u64::from(sample.turn);
             let out_of_order = |previous: u64| {
@@ -98,11 +120,13 @@ impl MetricSeries {
                     if let Some(p) = previous.filter(|p| turn < *p) {
                         return Err(out_of_order(p));
                     }
+                    let mut points = Vec::with_capacity(room(sample.epoch));
+                    points.push((turn, *value));
                     epochs.push((
                         sample.epoch,
                         Epoch {
                             start_turn: turn,
-                            points: vec![(turn, *value)],
+                            points,
                         },
                         vec![*value],
                     ));
@@ -118,7 +142,7 @@ impl MetricSeries {
                             sample.epoch,
                             Epoch {
                                 start_turn: turn.saturating_sub(1),
-                                points: Vec::new(),
+                                points: Vec::with_capacity(room(sample.epoch)),
                             },
                             Vec::new(),
                         ));
@@ -176,6 +200,14 @@ impl MetricSeries {
             .len()
             .max(usize::from(!self.is_empty()))
     }
+}
+
+/// What the series reads of a sample besides its value.
+#[derive(Clone, Copy)]
+struct SampleAt {
+    phase: Phase,
+    epoch: u32,
+    turn: u32,
 }
 
 /// The median of byte counts, rounded down between the middle two; `None` when empty.

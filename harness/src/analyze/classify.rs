@@ -247,7 +247,7 @@ impl<'a> Prepared<'a> {
         let last = series.points().last().map_or(0, |p| p.1);
         let last_turn = series.points().last().map_or(0, |p| p.0);
         // Differences between repeated baseline samples are pure noise: they count too.
-        let diffs: Vec<f64> = series
+        let mut diffs: Vec<f64> = series
             .baseline_samples
             .windows(2)
             .map(|w| w[1] as f64 - w[0] as f64)
@@ -270,7 +270,11 @@ impl<'a> Prepared<'a> {
             )
             .collect();
         let noise_floor = robust::noise_floor(&steps);
-        let sigma = robust::noise_sigma(&diffs).max(noise_floor);
+        drop(steps);
+        let noise_df = diffs.len().saturating_sub(1).max(1);
+        // The differences are not read again: the estimate may reorder them in place.
+        let sigma = robust::noise_sigma_in_place(&mut diffs).max(noise_floor);
+        drop(diffs);
         let threshold = SPIKE_SIGMAS * sigma.max(MIN_SIGMA);
         let mut spike_turns = Vec::new();
         let epochs: Vec<Vec<(u64, u64, f64)>> = series
@@ -282,11 +286,9 @@ impl<'a> Prepared<'a> {
                     .first()
                     .is_some_and(|p| p.0 == epoch.start_turn);
                 let skip = usize::from(has_start);
-                let raw: Vec<f64> = epoch.points.iter().map(|p| p.1 as f64).collect();
-                let mut values = raw.clone();
-                if raw.len() > skip {
-                    let (cleaned, replaced) = robust::despike(&raw[skip..], threshold);
-                    values[skip..].copy_from_slice(&cleaned);
+                let mut values: Vec<f64> = epoch.points.iter().map(|p| p.1 as f64).collect();
+                if values.len() > skip {
+                    let replaced = robust::despike_in_place(&mut values[skip..], threshold);
                     spike_turns.extend(replaced.iter().map(|i| epoch.points[i + skip].0));
                 }
                 epoch
@@ -306,7 +308,7 @@ impl<'a> Prepared<'a> {
             last_turn,
             sigma,
             noise_floor,
-            noise_df: diffs.len().saturating_sub(1).max(1),
+            noise_df,
             epochs,
             spike_turns,
             settle: options.warmup_turns,

@@ -86,12 +86,17 @@ pub(super) fn judge(series: &MetricSeries, prepared: &Prepared<'_>, analysis: &m
         _ => None,
     };
     let options = prepared.options;
-    let points: Vec<(f64, f64)> = series.epochs[0]
-        .points
-        .iter()
-        .filter(|p| p.0 > options.warmup_turns && p.0 > series.epochs[0].start_turn)
-        .map(|p| (p.0 as f64, p.1 as f64))
-        .collect();
+    let epoch = &series.epochs[0];
+    let kept = |p: &&(u64, u64)| p.0 > options.warmup_turns && p.0 > epoch.start_turn;
+    // Reserved at its size: a million points grown by doubling hold up to twice their 16 MB.
+    let mut points: Vec<(f64, f64)> = Vec::with_capacity(epoch.points.iter().filter(kept).count());
+    points.extend(
+        epoch
+            .points
+            .iter()
+            .filter(kept)
+            .map(|p| (p.0 as f64, p.1 as f64)),
+    );
     // The jumps are found once (a sort of every difference) for every judgement below.
     let Some((jumps, sigma)) = find_jumps(&points, prepared.sigma, prepared.noise_floor) else {
         return;
@@ -211,18 +216,20 @@ pub(super) fn judge(series: &MetricSeries, prepared: &Prepared<'_>, analysis: &m
 /// The drops of `points`, falls by more than [`JUMP_SIGMAS`] noise deviations of a difference
 /// (each as the index of the sample it lands on), and the jumps up by as much beyond the typical
 /// difference. Falls, not differences below the typical one: a warm-up's shrinking steps are no
-/// drops.
-fn jumps(points: &[(f64, f64)], sigma: f64) -> (Vec<usize>, Vec<usize>) {
+/// drops. Read from the first differences of the points (`diffs[i]` lands on point `i + 1`)
+/// and their typical value (`centre`, at least 0).
+fn jumps_from(
+    diffs: impl Iterator<Item = f64> + Clone,
+    centre: f64,
+    sigma: f64,
+) -> (Vec<usize>, Vec<usize>) {
     let threshold = JUMP_SIGMAS * SQRT_2 * sigma.max(MIN_SIGMA);
     // Jumps up are counted from the typical difference: garbage gathering turn by turn is none.
-    let diffs: Vec<f64> = points.windows(2).map(|w| w[1].1 - w[0].1).collect();
-    let centre = robust::median(&diffs).unwrap_or(0.0).max(0.0);
     let beyond = |up: bool| -> Vec<usize> {
-        points
-            .windows(2)
+        diffs
+            .clone()
             .enumerate()
-            .filter(|(_, w)| {
-                let d = w[1].1 - w[0].1;
+            .filter(|&(_, d)| {
                 if up {
                     d - centre > threshold
                 } else {
@@ -343,23 +350,30 @@ fn envelope_points(
 pub(super) fn find_jumps(points: &[(f64, f64)], sigma: f64, floor: f64) -> Option<(Jumps, f64)> {
     // Where steps are frequent they inflate any scale of all the differences (a Gaussian's lower
     // quartile of absolute deviations is 0.3186 of its standard deviation).
-    let diffs: Vec<f64> = points.windows(2).map(|w| w[1].1 - w[0].1).collect();
-    let centre = robust::median(&diffs)?;
-    let mut deviations: Vec<f64> = diffs.iter().map(|d| (d - centre).abs()).collect();
-    deviations.sort_by(f64::total_cmp);
-    let quartile = deviations[deviations.len() / 4] / LOWER_QUARTILE_OF_ABS_NORMAL / SQRT_2;
-    let (drops, ups) = jumps(points, sigma.min(quartile).max(floor));
+    // The differences are read from the points for every statistic (counting passes, not
+    // sorted copies: a million differences are 8 MB a copy).
+    let diffs = || points.windows(2).map(|w| w[1].1 - w[0].1);
+    let centre = robust::median_streamed(diffs)?;
+    let at = points.len().saturating_sub(1) / 4;
+    let quartile = robust::order_statistic_streamed(|| diffs().map(|d| (d - centre).abs()), at)?
+        / LOWER_QUARTILE_OF_ABS_NORMAL
+        / SQRT_2;
+    let (drops, ups) = jumps_from(diffs(), centre.max(0.0), sigma.min(quartile).max(floor));
     if drops.is_empty() && ups.is_empty() {
         return None;
     }
-    let quiet: Vec<f64> = points
-        .windows(2)
-        .enumerate()
-        .filter(|(i, _)| !drops.contains(&(i + 1)) && !ups.contains(&(i + 1)))
-        .map(|(_, w)| w[1].1 - w[0].1)
-        .collect();
-    let sigma = robust::noise_sigma(&quiet).max(floor).min(sigma);
-    let (drops, ups) = jumps(points, sigma);
+    // The quiet differences, those between the jumps (both lists in increasing order).
+    let quiet = || {
+        let (mut d, mut u) = (drops.iter().peekable(), ups.iter().peekable());
+        diffs().enumerate().filter_map(move |(i, diff)| {
+            let lands = i + 1;
+            while d.next_if(|&&x| x < lands).is_some() {}
+            while u.next_if(|&&x| x < lands).is_some() {}
+            (d.peek() != Some(&&lands) && u.peek() != Some(&&lands)).then_some(diff)
+        })
+    };
+    let sigma = robust::noise_sigma_streamed(quiet).max(floor).min(sigma);
+    let (drops, ups) = jumps_from(diffs(), centre.max(0.0), sigma);
     Some((Jumps { drops, ups }, sigma))
 }
 

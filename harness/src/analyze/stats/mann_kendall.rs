@@ -26,6 +26,7 @@ pub(crate) struct TrendTest {
 ///
 /// `S = P - T - 2 I` over the `P = n(n-1)/2` pairs, with `T` the tied pairs and `I` the strict
 /// inversions (a later value smaller than an earlier one), counted while merge-sorting.
+#[cfg(test)]
 pub(crate) fn kendall_s(values: &[f64]) -> i64 {
     let n = values.len() as i64;
     let mut sorted = values.to_vec();
@@ -45,6 +46,43 @@ pub(crate) fn kendall_s(values: &[f64]) -> i64 {
 }
 
 /// Sorts `values` and returns how many pairs were strictly out of order.
+/// [`mann_kendall`] of blocks the test may reorder (it sorts each in place): one buffer of a
+/// block's size instead of two.
+pub(crate) fn mann_kendall_in_place(blocks: &mut [Vec<f64>]) -> TrendTest {
+    let (s, var_s) = blocks.iter_mut().fold((0i64, 0.0f64), |(s, v), block| {
+        let (block_s, block_v) = kendall_sorting(block);
+        (s + block_s, v + block_v)
+    });
+    trend_test(s, var_s)
+}
+
+/// [`kendall_s`] and [`kendall_variance`] of `values` from one sorted copy (the count of
+/// inversions sorts it in the order the variance's ties are counted in): a million values cost
+/// two buffers of 8 MB, not three, and one sort.
+pub(crate) fn kendall_s_and_variance(values: &[f64]) -> (i64, f64) {
+    kendall_sorting(&mut values.to_vec())
+}
+
+/// [`kendall_s_and_variance`] of `values`, which it sorts.
+fn kendall_sorting(sorted: &mut [f64]) -> (i64, f64) {
+    let n = sorted.len() as i64;
+    let mut buffer = vec![0.0; sorted.len()];
+    let inversions = count_inversions(sorted, &mut buffer) as i64;
+    drop(buffer);
+    let mut ties = 0i64;
+    let mut run = 1i64;
+    for i in 1..=sorted.len() {
+        if i < sorted.len() && sorted[i].total_cmp(&sorted[i - 1]).is_eq() {
+            run += 1;
+        } else {
+            ties += run * (run - 1) / 2;
+            run = 1;
+        }
+    }
+    let s = n * (n - 1) / 2 - ties - 2 * inversions;
+    (s, variance_of_sorted(sorted))
+}
+
 fn count_inversions(values: &mut [f64], buffer: &mut [f64]) -> u64 {
     let n = values.len();
     if n < 2 {
@@ -74,9 +112,14 @@ fn count_inversions(values: &mut [f64], buffer: &mut [f64]) -> u64 {
 /// The variance of `S` under "no trend" for these values, with the ties correction
 /// `n(n-1)(2n+5)/18 - sum over tie groups of t(t-1)(2t+5)/18`.
 pub(crate) fn kendall_variance(values: &[f64]) -> f64 {
-    let n = values.len() as f64;
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
+    variance_of_sorted(&sorted)
+}
+
+/// [`kendall_variance`] of values already sorted by `f64::total_cmp`.
+fn variance_of_sorted(sorted: &[f64]) -> f64 {
+    let n = sorted.len() as f64;
     let mut ties = 0.0;
     let mut run = 1usize;
     for i in 1..=sorted.len() {
@@ -94,9 +137,14 @@ pub(crate) fn kendall_variance(values: &[f64]) -> f64 {
 /// Runs the test over independent blocks (each in time order) and sums `S` and its variance.
 pub(crate) fn mann_kendall<B: AsRef<[f64]>>(blocks: &[B]) -> TrendTest {
     let (s, var_s) = blocks.iter().fold((0i64, 0.0f64), |(s, v), block| {
-        let block = block.as_ref();
-        (s + kendall_s(block), v + kendall_variance(block))
+        let (block_s, block_v) = kendall_s_and_variance(block.as_ref());
+        (s + block_s, v + block_v)
     });
+    trend_test(s, var_s)
+}
+
+/// The test of `S` summed over blocks with its variance.
+fn trend_test(s: i64, var_s: f64) -> TrendTest {
     let z = if var_s <= 0.0 {
         0.0
     } else {

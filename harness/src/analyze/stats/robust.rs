@@ -10,15 +10,118 @@ const MAD_TO_SIGMA: f64 = 1.482_602_218_505_602;
 
 /// The median of `values` (NaN-free); `None` when empty.
 pub(crate) fn median(values: &[f64]) -> Option<f64> {
-    if values.is_empty() {
+    median_in_place(&mut values.to_vec())
+}
+
+/// The median of `values` (NaN-free), reordering them; `None` when empty. A selection, not a
+/// sort: linear time, and the same value a sort gives (the middle order statistics of the same
+/// total order).
+pub(crate) fn median_in_place(values: &mut [f64]) -> Option<f64> {
+    let n = values.len();
+    if n == 0 {
         return None;
     }
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    Some(median_sorted(&sorted))
+    let (below, middle, _) = values.select_nth_unstable_by(n / 2, f64::total_cmp);
+    let middle = *middle;
+    if n % 2 == 1 {
+        return Some(middle);
+    }
+    let lower = below
+        .iter()
+        .copied()
+        .max_by(f64::total_cmp)
+        .unwrap_or(middle);
+    Some(0.5 * (lower + middle))
+}
+
+/// The key of `x` in `f64::total_cmp` order, as an unsigned integer (the same order).
+fn order_key(x: f64) -> u64 {
+    let bits = x.to_bits();
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | 1 << 63
+    }
+}
+
+/// The value of an [`order_key`].
+fn from_order_key(key: u64) -> f64 {
+    f64::from_bits(if key >> 63 == 1 {
+        key & !(1 << 63)
+    } else {
+        !key
+    })
+}
+
+/// The `k`-th smallest (from 0, in `f64::total_cmp` order) of the values each call of `values`
+/// yields, without a copy of them: four counting passes over the values, each fixing 16 bits of
+/// the answer's order key with 65,536 counters (a million values would be 8 MB a copy). `None`
+/// when there are not more than `k` values.
+pub(crate) fn order_statistic_streamed<I: Iterator<Item = f64>>(
+    values: impl Fn() -> I,
+    k: usize,
+) -> Option<f64> {
+    let mut counts = vec![0usize; 1 << 16];
+    let (mut prefix, mut rank) = (0u64, k);
+    for pass in 0..4 {
+        let shift = 48 - 16 * pass;
+        let fixed = if pass == 0 {
+            0
+        } else {
+            u64::MAX << (shift + 16)
+        };
+        counts.fill(0);
+        for key in values().map(order_key).filter(|key| key & fixed == prefix) {
+            counts[((key >> shift) & 0xFFFF) as usize] += 1;
+        }
+        let mut digit = None;
+        for (d, count) in counts.iter().enumerate() {
+            if rank < *count {
+                digit = Some(d as u64);
+                break;
+            }
+            rank -= count;
+        }
+        prefix |= digit? << shift;
+    }
+    Some(from_order_key(prefix))
+}
+
+/// [`median`] of the values each call of `values` yields, without a copy of them (see
+/// [`order_statistic_streamed`]).
+pub(crate) fn median_streamed<I: Iterator<Item = f64>>(values: impl Fn() -> I) -> Option<f64> {
+    let n = values().count();
+    let middle = order_statistic_streamed(&values, n / 2)?;
+    if n % 2 == 1 {
+        return Some(middle);
+    }
+    Some(0.5 * (order_statistic_streamed(&values, n / 2 - 1)? + middle))
+}
+
+/// [`noise_sigma`] of the differences each call of `diffs` yields: streamed where the median
+/// absolute deviation decides (more than [`QN_MAX`] of them, a scale above zero), else as
+/// [`noise_sigma`] on a copy.
+pub(crate) fn noise_sigma_streamed<I: Iterator<Item = f64>>(diffs: impl Fn() -> I) -> f64 {
+    if diffs().count() > QN_MAX {
+        if let Some(center) = median_streamed(&diffs) {
+            let mad = median_streamed(|| diffs().map(move |d| (d - center).abs())).unwrap_or(0.0);
+            let scale = MAD_TO_SIGMA * mad;
+            if scale > 0.0 {
+                return scale / std::f64::consts::SQRT_2;
+            }
+        }
+    }
+    noise_sigma_in_place(&mut diffs().collect::<Vec<f64>>())
+}
+
+/// The `k`-th smallest of `values` (NaN-free, `k` < their number), reordering them.
+#[cfg(test)]
+pub(crate) fn order_statistic(values: &mut [f64], k: usize) -> f64 {
+    *values.select_nth_unstable_by(k, f64::total_cmp).1
 }
 
 /// The median of an already sorted, non-empty slice.
+#[cfg(test)]
 pub(crate) fn median_sorted(sorted: &[f64]) -> f64 {
     let n = sorted.len();
     if n % 2 == 1 {
@@ -42,21 +145,38 @@ pub(crate) fn median_sorted(sorted: &[f64]) -> f64 {
 /// mean absolute deviation of the closest 80 % of differences is used instead, so that a series is
 /// only called noise-free when at least four in five differences equal the median difference.
 pub(crate) fn noise_sigma(diffs: &[f64]) -> f64 {
-    let Some(center) = median(diffs) else {
+    noise_sigma_in_place(&mut diffs.to_vec())
+}
+
+/// [`noise_sigma`] of `diffs`, which it reorders and overwrites (the caller's scratch buffer:
+/// a million differences are 8 MB a copy).
+pub(crate) fn noise_sigma_in_place(diffs: &mut [f64]) -> f64 {
+    let Some(center) = median_in_place(diffs) else {
         return 0.0;
     };
+    let to_deviations = |diffs: &mut [f64]| {
+        for d in diffs.iter_mut() {
+            *d = (*d - center).abs();
+        }
+    };
+    let mut deviated = false;
     let scale = if diffs.len() < 2 {
         0.0
     } else if diffs.len() <= QN_MAX {
+        // Pairwise distances: the order of the values does not matter.
         qn(diffs)
     } else {
-        let deviations: Vec<f64> = diffs.iter().map(|d| (d - center).abs()).collect();
-        MAD_TO_SIGMA * median(&deviations).unwrap_or(0.0)
+        to_deviations(diffs);
+        deviated = true;
+        MAD_TO_SIGMA * median_in_place(diffs).unwrap_or(0.0)
     };
     if scale > 0.0 {
         return scale / std::f64::consts::SQRT_2;
     }
-    let mut deviations: Vec<f64> = diffs.iter().map(|d| (d - center).abs()).collect();
+    if !deviated {
+        to_deviations(diffs);
+    }
+    let deviations = diffs;
     deviations.sort_by(f64::total_cmp);
     let keep = ((deviations.len() as f64) * 0.8).ceil() as usize;
     let kept = &deviations[..keep.max(1)];
@@ -80,8 +200,8 @@ pub(crate) const STEP_NOISE_FRACTION: f64 = 0.01;
 pub(crate) fn noise_floor(steps: &[u64]) -> f64 {
     let resolution = steps.iter().fold(0u64, |g, s| gcd(g, *s));
     let typical = {
-        let as_f64: Vec<f64> = steps.iter().map(|s| *s as f64).collect();
-        median(&as_f64).unwrap_or(0.0)
+        let mut as_f64: Vec<f64> = steps.iter().map(|s| *s as f64).collect();
+        median_in_place(&mut as_f64).unwrap_or(0.0)
     };
     (resolution as f64 / 12f64.sqrt()).max(STEP_NOISE_FRACTION * typical)
 }
@@ -136,9 +256,18 @@ pub(crate) fn qn(values: &[f64]) -> f64 {
 /// warm-up are therefore never touched.
 /// The first and the last sample have only one neighbour and are never replaced: a jump at the
 /// last turn cannot be told from a step that has just started.
+#[cfg(test)]
 pub(crate) fn despike(values: &[f64], threshold: f64) -> (Vec<f64>, Vec<usize>) {
-    let n = values.len();
     let mut cleaned = values.to_vec();
+    let replaced = despike_in_place(&mut cleaned, threshold);
+    (cleaned, replaced)
+}
+
+/// [`despike`] in place: `values` become the cleaned values; returns the indices replaced.
+/// The search reads only values it has not replaced (a replaced run is skipped past, and the
+/// samples around it are not replaced), so cleaning in place sees the original series.
+pub(crate) fn despike_in_place(values: &mut [f64], threshold: f64) -> Vec<usize> {
+    let n = values.len();
     let mut replaced = Vec::new();
     let mut i = 1;
     while i + 1 < n {
@@ -149,7 +278,7 @@ pub(crate) fn despike(values: &[f64], threshold: f64) -> (Vec<f64>, Vec<usize>) 
             Some(w) => {
                 let before = values[i - 1];
                 let after = values[i + w];
-                for (k, slot) in cleaned[i..i + w].iter_mut().enumerate() {
+                for (k, slot) in values[i..i + w].iter_mut().enumerate() {
                     let f = (k + 1) as f64 / (w + 1) as f64;
                     *slot = before + f * (after - before);
                     replaced.push(i + k);
@@ -159,7 +288,7 @@ pub(crate) fn despike(values: &[f64], threshold: f64) -> (Vec<f64>, Vec<usize>) 
             None => i += 1,
         }
     }
-    (cleaned, replaced)
+    replaced
 }
 
 /// Whether `values[i..i + width]` is an excursion away from `values[i - 1]` and `values[i + width]`.
@@ -174,6 +303,94 @@ fn is_excursion(values: &[f64], i: usize, width: usize, threshold: f64) -> bool 
         .iter()
         .all(|v| before - v > threshold && after - v > threshold);
     up || down
+}
+
+#[cfg(test)]
+mod selection_tests {
+    use super::*;
+
+    /// The selection gives exactly the sorted middle, for odd and even counts, ties and signs.
+    #[test]
+    fn the_median_by_selection_is_the_sorted_median() {
+        let mut seed = 12345u64;
+        for n in 1..200usize {
+            let values: Vec<f64> = (0..n)
+                .map(|_| {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    ((seed >> 33) % 17) as f64 - 8.0
+                        + if seed.is_multiple_of(3) { 0.5 } else { 0.0 }
+                })
+                .collect();
+            let mut sorted = values.clone();
+            sorted.sort_by(f64::total_cmp);
+            assert_eq!(median(&values), Some(median_sorted(&sorted)), "{values:?}");
+            assert_eq!(
+                median_streamed(|| values.iter().copied()),
+                Some(median_sorted(&sorted))
+            );
+            for k in [0, n / 4, n - 1] {
+                assert_eq!(order_statistic(&mut values.clone(), k), sorted[k]);
+                assert_eq!(
+                    order_statistic_streamed(|| values.iter().copied(), k),
+                    Some(sorted[k])
+                );
+            }
+            assert_eq!(order_statistic_streamed(|| values.iter().copied(), n), None);
+        }
+        assert_eq!(median(&[]), None);
+        assert_eq!(median_streamed(std::iter::empty), None);
+    }
+
+    /// Values close together (a leak's differences share their high bits), extremes, zeros of
+    /// both signs: the streamed statistics are those of the sorted copy, and so is the noise.
+    #[test]
+    fn streamed_statistics_match_the_sorted_ones_on_awkward_values() {
+        let mut seed = 7u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 11
+        };
+        let mut values: Vec<f64> = (0..5000)
+            .map(|_| 115_343_360.0 + (next() % 4096) as f64 - 2048.0)
+            .collect();
+        values.extend([
+            0.0,
+            -0.0,
+            f64::MAX,
+            f64::MIN,
+            1e-300,
+            -1e-300,
+            3.5,
+            3.5,
+            3.5,
+        ]);
+        let mut sorted = values.clone();
+        sorted.sort_by(f64::total_cmp);
+        for k in [0, 1, 2500, values.len() / 4, values.len() - 1] {
+            assert_eq!(
+                order_statistic_streamed(|| values.iter().copied(), k).map(f64::to_bits),
+                Some(sorted[k].to_bits()),
+                "k {k}"
+            );
+        }
+        let noise: Vec<f64> = values[..5000].to_vec();
+        assert_eq!(
+            noise_sigma_streamed(|| noise.iter().copied()),
+            noise_sigma(&noise)
+        );
+        // Quantised: the scale falls back to the mean deviation, the same either way.
+        let flat: Vec<f64> = (0..3000)
+            .map(|i| if i % 10 == 0 { 4.0 } else { 0.0 })
+            .collect();
+        assert_eq!(
+            noise_sigma_streamed(|| flat.iter().copied()),
+            noise_sigma(&flat)
+        );
+    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 
+use crate::analyze::stats::mann_kendall::mann_kendall;
+
 use super::*;
 use crate::analyze::classify::{classify, ClassifyOptions};
 use crate::analyze::series::MetricSeries;

@@ -75,6 +75,7 @@ enum Command {
 
 /// Entry point of the `leakloop` binary.
 pub fn main() -> ExitCode {
+    return_large_blocks_when_freed();
     let result = match Cli::try_parse() {
         Ok(cli) => run_command(cli.command),
         Err(e) if e.use_stderr() => Err(CliError::Usage(e.render().to_string())),
@@ -85,6 +86,21 @@ pub fn main() -> ExitCode {
         }
     };
     ExitCode::from(conclude(result) as u8)
+}
+
+/// Has glibc's allocator map every block of 128 KiB or more on its own and unmap it when freed.
+/// By default the threshold rises to the largest block freed so far, after which large blocks
+/// come from the heap and stay resident when freed: a long run's turn loop, analysis and reports
+/// each allocate and free buffers of megabytes, and the peak resident memory then stacked one
+/// phase's freed buffers under the next one's (`bench scale`, 1,000,000 turns: 113.8 MiB against
+/// 101.3 with a fixed threshold, the same figures otherwise).
+fn return_large_blocks_when_freed() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets an allocator parameter; it is called before any other thread
+    // starts.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+    }
 }
 
 /// Decides the exit code of a command's `result` (with what happened to standard output, in

@@ -252,7 +252,11 @@ fn trend_of(
     let from = analysis.steady_from_turn? as f64;
     // The last turn sampled, not the stored count: an edited report.json may claim any count,
     // and the line must stay inside the chart's x range.
-    let last_sampled = record.samples.iter().map(|s| s.turn).max().unwrap_or(0);
+    let samples = &record.samples;
+    let last_sampled = (0..samples.len())
+        .filter_map(|row| samples.turn(row))
+        .max()
+        .unwrap_or(0);
     let to = f64::from(record.turns_completed.min(last_sampled).max(1));
     if to <= from {
         return None;

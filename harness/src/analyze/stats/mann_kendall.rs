@@ -28,24 +28,9 @@ pub(crate) struct TrendTest {
 /// inversions (a later value smaller than an earlier one), counted while merge-sorting.
 #[cfg(test)]
 pub(crate) fn kendall_s(values: &[f64]) -> i64 {
-    let n = values.len() as i64;
-    let mut sorted = values.to_vec();
-    let mut buffer = vec![0.0; sorted.len()];
-    let inversions = count_inversions(&mut sorted, &mut buffer) as i64;
-    let mut ties = 0i64;
-    let mut run = 1i64;
-    for i in 1..=sorted.len() {
-        if i < sorted.len() && sorted[i].total_cmp(&sorted[i - 1]).is_eq() {
-            run += 1;
-        } else {
-            ties += run * (run - 1) / 2;
-            run = 1;
-        }
-    }
-    n * (n - 1) / 2 - ties - 2 * inversions
+    kendall_s_and_variance(values).0
 }
 
-/// Sorts `values` and returns how many pairs were strictly out of order.
 /// [`mann_kendall`] of blocks the test may reorder (it sorts each in place): one buffer of a
 /// block's size instead of two.
 pub(crate) fn mann_kendall_in_place(blocks: &mut [Vec<f64>]) -> TrendTest {
@@ -83,6 +68,7 @@ fn kendall_sorting(sorted: &mut [f64]) -> (i64, f64) {
     (s, variance_of_sorted(sorted))
 }
 
+/// Sorts `values` and returns how many pairs were strictly out of order.
 fn count_inversions(values: &mut [f64], buffer: &mut [f64]) -> u64 {
     let n = values.len();
     if n < 2 {

@@ -370,12 +370,9 @@ pub fn read_samples(path: &Path) -> Result<StreamedSamples, ReportError> {
         return crate::report::samples::read_samples_jsonl(path);
     }
     let bytes = read_store_bytes(path)?;
-    if name.ends_with(".csv.zst") {
-        return csv::decode(path, &bytes);
-    }
-    let mut read = decode_parquet(path, bytes)?;
+    let mut read = decode_store(path, name, bytes)?;
     let journal = path.with_file_name(SAMPLES_TAIL);
-    if journal.exists() {
+    if read.journaled && journal.exists() {
         let tail = crate::report::samples::read_samples_jsonl(&journal)?;
         let from = read.samples.len() - read.last_group_rows;
         let copied = tail.samples.len() <= read.last_group_rows
@@ -403,13 +400,41 @@ fn read_store_bytes(path: &Path) -> Result<Vec<u8>, ReportError> {
     )?)
 }
 
-fn decode_parquet(path: &Path, bytes: Vec<u8>) -> Result<parquet::ReadParquet, ReportError> {
-    parquet::read(bytes).map_err(|message| ReportError::Parse {
+/// A store's samples as its bytes hold them.
+struct Decoded {
+    samples: Samples,
+    /// Read up to a cut (a torn last CSV row, a Parquet file without its last footer).
+    cut: bool,
+    /// Rows of the last Parquet row group (a journal repeating them is a copy).
+    last_group_rows: usize,
+    /// Whether a journal of later rows may follow (the Parquet store's).
+    journaled: bool,
+}
+
+/// Decodes a store's bytes by the form its file `name` says: the CSV of format 4
+/// (`*.csv.zst`), else Parquet.
+fn decode_store(path: &Path, name: &str, bytes: Vec<u8>) -> Result<Decoded, ReportError> {
+    if name.ends_with(".csv.zst") {
+        let read = csv::decode(path, &bytes)?;
+        return Ok(Decoded {
+            samples: read.samples,
+            cut: read.torn_last_line,
+            last_group_rows: 0,
+            journaled: false,
+        });
+    }
+    let read = parquet::read(bytes).map_err(|message| ReportError::Parse {
         path: path.to_owned(),
         line: 0,
         column: 0,
         field: None,
         message,
+    })?;
+    Ok(Decoded {
+        samples: read.samples,
+        cut: read.cut,
+        last_group_rows: read.last_group_rows,
+        journaled: true,
     })
 }
 
@@ -465,13 +490,7 @@ pub fn read_referenced(report: &Path, reference: &StoreRef) -> Result<Samples, R
             crate::input::printable(&reference.sha256)
         )));
     }
-    let (samples, cut) = if reference.store.ends_with(".csv.zst") {
-        let read = csv::decode(&path, &bytes)?;
-        (read.samples, read.torn_last_line)
-    } else {
-        let read = decode_parquet(&path, bytes)?;
-        (read.samples, read.cut)
-    };
+    let Decoded { samples, cut, .. } = decode_store(&path, &reference.store, bytes)?;
     if cut || samples.len() as u64 != reference.rows {
         return Err(implausible(format!(
             "{} holds {} rows{}, the report names {}",

@@ -349,12 +349,10 @@ impl Samples {
             .map(MetricValues)
     }
 
-    /// Every metric name some sample has, ordered.
+    /// Every metric name some sample has, ordered (a column is made by the first sample that
+    /// has its metric).
     pub fn metric_names(&self) -> impl Iterator<Item = &'static str> + '_ {
-        self.metrics
-            .iter()
-            .filter(|c| c.absent.is_empty() || (0..c.values.len()).any(|r| c.has(r)))
-            .map(|c| c.name.as_str())
+        self.metrics.iter().map(|c| c.name.as_str())
     }
 }
 
@@ -416,11 +414,7 @@ impl FromIterator<Sample> for Samples {
 
 impl From<Vec<Sample>> for Samples {
     fn from(samples: Vec<Sample>) -> Self {
-        let mut all = Samples::with_capacity(samples.len());
-        for sample in &samples {
-            all.push(sample);
-        }
-        all
+        Self::from(samples.as_slice())
     }
 }
 

@@ -9,9 +9,13 @@
 //! [`Process`] kills its group; the groups not yet ended are kept in a registry that interrupt
 //! handling ends (`end_live_groups`). A child's pipes are read by threads too: [`lines`] bounds
 //! each line, [`tail`] keeps the last lines of a stderr, [`output`] runs a command to completion
-//! with a timeout and capped output, `hangup` sees a pipe's other end go away. [`describe_exit`] says how any of them ended.
+//! with a timeout and capped output, `hangup` sees a pipe's other end go away; a worker's stdin and
+//! stdout are written and read by the thread that asks, with `poll` and a deadline ([`pipes`]),
+//! so that a request and its reply cost no thread hand-over. [`describe_exit`] says how any of
+//! them ended.
 //!
-//! One concurrency model: std threads and channels (no async runtime).
+//! One concurrency model: std threads and channels, and `poll` for a request and its reply (no
+//! async runtime).
 
 mod child;
 mod exit;

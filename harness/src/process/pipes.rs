@@ -1,23 +1,22 @@
-//! A child's stdin and stdout driven by threads, so that writing a request and reading a reply
-//! both wait with a deadline: [`LineWriter`] writes what it is given, [`LineReader`] reads lines
-//! of bounded length, in order, into a bounded queue.
+//! A child's stdin and stdout, written and read from the calling thread with a deadline: both
+//! pipes are made non-blocking and `poll` waits for them. [`LineWriter`] writes what it is given,
+//! [`LineReader`] reads lines of bounded length, in order. No thread stands between the caller
+//! and the pipe: a request and its reply cost the two processes' own wake-ups only (a worker's
+//! five exchanges a turn used to take three thread hand-overs each on this side).
 
-use std::io::{self, BufReader, Read, Write};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::Instant;
 
-use crate::process::lines::read_line_capped;
+/// Bytes asked of the pipe per read; what [`LineReader`] holds is at most its line bound plus
+/// this.
+const READ_CHUNK: usize = 16 * 1024;
 
-/// Lines read ahead and not yet taken; the reader waits (and the child with it, on a full pipe)
-/// beyond that.
-const QUEUED_LINES: usize = 2;
-
-/// Writes to a child's stdin from a thread. Dropping it closes the stdin once the write in
-/// progress (if any) is done.
+/// Writes to a child's stdin. Dropping it closes the stdin.
 #[derive(Debug)]
 pub(crate) struct LineWriter {
-    bytes: Sender<Vec<u8>>,
-    written: Receiver<io::Result<()>>,
+    pipe: File,
 }
 
 /// Why a write did not complete.
@@ -30,40 +29,39 @@ pub(crate) enum WriteFailure {
 }
 
 impl LineWriter {
-    /// Starts the thread that writes to `stdin`.
-    pub fn start(mut stdin: impl Write + Send + 'static) -> io::Result<Self> {
-        let (bytes, to_write) = mpsc::channel::<Vec<u8>>();
-        let (done, written) = mpsc::channel();
-        std::thread::Builder::new()
-            .name("leakloop-stdin".into())
-            .spawn(move || {
-                for chunk in to_write {
-                    let result = stdin.write_all(&chunk).and_then(|()| stdin.flush());
-                    let failed = result.is_err();
-                    if done.send(result).is_err() || failed {
-                        return;
-                    }
-                }
-            })?;
-        Ok(Self { bytes, written })
+    /// Takes `stdin` (the write end of a pipe) and makes it non-blocking.
+    pub fn start(stdin: impl Into<OwnedFd>) -> io::Result<Self> {
+        let pipe = File::from(stdin.into());
+        set_nonblocking(&pipe)?;
+        Ok(Self { pipe })
     }
 
-    /// Writes `bytes` (and flushes), waiting until `deadline` at most.
-    pub fn write(&self, bytes: Vec<u8>, deadline: Instant) -> Result<(), WriteFailure> {
-        let gone = || WriteFailure::Failed(io::ErrorKind::BrokenPipe.into());
-        self.bytes.send(bytes).map_err(|_| gone())?;
-        match self
-            .written
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-        {
-            Ok(result) => result.map_err(WriteFailure::Failed),
-            Err(RecvTimeoutError::Timeout) => Err(WriteFailure::TimedOut),
-            Err(RecvTimeoutError::Disconnected) => Err(gone()),
+    /// Writes `bytes`, waiting until `deadline` at most. A write that times out may have left
+    /// part of `bytes` in the pipe: the caller gives the child up.
+    pub fn write(&mut self, bytes: &[u8], deadline: Instant) -> Result<(), WriteFailure> {
+        let mut written = 0;
+        while written < bytes.len() {
+            match self.pipe.write(&bytes[written..]) {
+                Ok(0) => {
+                    return Err(WriteFailure::Failed(io::ErrorKind::WriteZero.into()));
+                }
+                Ok(n) => written += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if !wait_for(&self.pipe, libc::POLLOUT, deadline)
+                        .map_err(WriteFailure::Failed)?
+                    {
+                        return Err(WriteFailure::TimedOut);
+                    }
+                }
+                Err(e) => return Err(WriteFailure::Failed(e)),
+            }
         }
+        Ok(())
     }
 }
 
-/// What the thread reading a child's stdout saw.
+/// What reading a child's stdout gave.
 #[derive(Debug)]
 pub(crate) enum Chunk {
     /// A line with its `\n`; without one, either the stream's last bytes or the first `max`
@@ -73,50 +71,101 @@ pub(crate) enum Chunk {
     Closed(Option<io::Error>),
 }
 
-/// Reads a child's stdout in lines of at most `max` bytes, from a thread.
+/// Reads a child's stdout in lines of at most `max` bytes. It holds at most `max` plus 16 KiB
+/// read ahead of the caller.
 #[derive(Debug)]
 pub(crate) struct LineReader {
-    lines: Receiver<Chunk>,
+    pipe: File,
+    max: usize,
+    /// Bytes read and not yet handed over.
+    pending: Vec<u8>,
+    /// How the stream ended, once it has: `Some(None)` at its end, the error once and then
+    /// `Some(None)` after a failure.
+    ended: Option<Option<io::Error>>,
 }
 
 impl LineReader {
-    /// Starts the thread that reads `stdout`.
-    pub fn start(stdout: impl Read + Send + 'static, max: u64) -> io::Result<Self> {
-        let (sender, lines) = mpsc::sync_channel(QUEUED_LINES);
-        std::thread::Builder::new()
-            .name("leakloop-stdout".into())
-            .spawn(move || read_lines(stdout, max, &sender))?;
-        Ok(Self { lines })
+    /// Takes `stdout` (the read end of a pipe) and makes it non-blocking.
+    pub fn start(stdout: impl Into<OwnedFd>, max: u64) -> io::Result<Self> {
+        let pipe = File::from(stdout.into());
+        set_nonblocking(&pipe)?;
+        Ok(Self {
+            pipe,
+            max: usize::try_from(max).unwrap_or(usize::MAX).max(1),
+            pending: Vec::new(),
+            ended: None,
+        })
     }
 
     /// The next line, waiting until `deadline` at most (`None` past it). Once the stream has
     /// closed, every call says so.
-    pub fn next(&self, deadline: Instant) -> Option<Chunk> {
-        match self
-            .lines
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-        {
-            Ok(read) => Some(read),
-            Err(RecvTimeoutError::Timeout) => None,
-            Err(RecvTimeoutError::Disconnected) => Some(Chunk::Closed(None)),
+    pub fn next(&mut self, deadline: Instant) -> Option<Chunk> {
+        loop {
+            let within = &self.pending[..self.pending.len().min(self.max)];
+            if let Some(end) = within.iter().position(|&b| b == b'\n') {
+                return Some(Chunk::Line(self.pending.drain(..=end).collect()));
+            }
+            if self.pending.len() >= self.max {
+                return Some(Chunk::Line(self.pending.drain(..self.max).collect()));
+            }
+            if let Some(ended) = &mut self.ended {
+                if !self.pending.is_empty() {
+                    return Some(Chunk::Line(std::mem::take(&mut self.pending)));
+                }
+                return Some(Chunk::Closed(ended.take()));
+            }
+            let mut chunk = [0u8; READ_CHUNK];
+            match self.pipe.read(&mut chunk) {
+                Ok(0) => self.ended = Some(None),
+                Ok(n) => self.pending.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    match wait_for(&self.pipe, libc::POLLIN, deadline) {
+                        Ok(true) => {}
+                        Ok(false) => return None,
+                        Err(e) => self.ended = Some(Some(e)),
+                    }
+                }
+                Err(e) => self.ended = Some(Some(e)),
+            }
         }
     }
 }
 
-fn read_lines(stdout: impl Read, max: u64, sender: &SyncSender<Chunk>) {
-    let mut reader = BufReader::new(stdout);
+fn set_nonblocking(pipe: &File) -> io::Result<()> {
+    let fd = pipe.as_raw_fd();
+    // SAFETY: fcntl on a descriptor this value owns, reading and setting its status flags.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Waits until `pipe` is ready for `events` (or has hung up or failed, which the next read or
+/// write reports), or `deadline` passes: true when ready.
+fn wait_for(pipe: &File, events: libc::c_short, deadline: Instant) -> io::Result<bool> {
     loop {
-        let mut buf = Vec::new();
-        let read = match read_line_capped(&mut reader, max, &mut buf) {
-            Ok(0) => Chunk::Closed(None),
-            Ok(_) => Chunk::Line(buf),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => Chunk::Closed(Some(e)),
+        let left = deadline.saturating_duration_since(Instant::now());
+        // Rounded up, so that a wait never ends just short of its deadline.
+        let millis = left.as_nanos().div_ceil(1_000_000);
+        let timeout = libc::c_int::try_from(millis).unwrap_or(libc::c_int::MAX);
+        let mut pollfd = libc::pollfd {
+            fd: pipe.as_raw_fd(),
+            events,
+            revents: 0,
         };
-        let last = matches!(read, Chunk::Closed(_));
-        // A receiver that is gone wants no more lines.
-        if sender.send(read).is_err() || last {
-            return;
+        // SAFETY: one valid pollfd, for the length of the call.
+        match unsafe { libc::poll(&mut pollfd, 1, timeout) } {
+            0 if Instant::now() >= deadline => return Ok(false),
+            0 => {}
+            n if n > 0 => return Ok(true),
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
         }
     }
 }
@@ -134,7 +183,7 @@ mod tests {
     #[test]
     fn lines_come_in_order_capped_then_the_close() {
         let (reader, mut writer) = io::pipe().unwrap();
-        let lines = LineReader::start(reader, 8).unwrap();
+        let mut lines = LineReader::start(reader, 8).unwrap();
         writer.write_all(b"one\n0123456789\nlast").unwrap();
         drop(writer);
         let mut got = Vec::new();
@@ -154,17 +203,17 @@ mod tests {
     #[test]
     fn a_read_past_its_deadline_is_none() {
         let (reader, _writer) = io::pipe().unwrap();
-        let lines = LineReader::start(reader, 8).unwrap();
+        let mut lines = LineReader::start(reader, 8).unwrap();
         assert!(lines.next(Instant::now()).is_none());
     }
 
     #[test]
     fn a_write_to_a_closed_pipe_fails_and_a_blocked_one_times_out() {
         let (reader, writer) = io::pipe().unwrap();
-        let stdin = LineWriter::start(writer).unwrap();
+        let mut stdin = LineWriter::start(writer).unwrap();
         // More than a pipe holds, never read: the write cannot complete.
         let blocked = stdin.write(
-            vec![b'x'; 4 << 20],
+            &vec![b'x'; 4 << 20],
             Instant::now() + Duration::from_millis(100),
         );
         assert!(
@@ -174,8 +223,8 @@ mod tests {
         drop(reader);
         let (reader, writer) = io::pipe().unwrap();
         drop(reader);
-        let stdin = LineWriter::start(writer).unwrap();
-        let failed = stdin.write(b"hello\n".to_vec(), soon());
+        let mut stdin = LineWriter::start(writer).unwrap();
+        let failed = stdin.write(b"hello\n", soon());
         assert!(matches!(failed, Err(WriteFailure::Failed(_))), "{failed:?}");
     }
 }

@@ -284,15 +284,15 @@ impl WorkerEngine {
         let Link {
             mut process,
             stdin,
-            stdout,
+            mut stdout,
             stderr,
         } = link;
         drop(stdin);
-        // One grace time for both: the exit, and reading what is left on stdout until it
-        // closes. A driver that exited while a process it started still holds its stdout is told
-        // apart from one that did not exit.
+        // One grace time for both: reading what is left on stdout until it closes (so that a
+        // child writing at exit is not stopped by a full pipe), then the exit. A driver that
+        // exited while a process it started still holds its stdout is told apart from one that
+        // did not exit.
         let deadline = Instant::now() + EXIT_GRACE;
-        let exited = process.wait_timeout(EXIT_GRACE);
         let mut late = Vec::new();
         let mut closed = false;
         while late.len() < LATE_BYTES {
@@ -306,6 +306,7 @@ impl WorkerEngine {
             }
         }
         late.truncate(LATE_BYTES);
+        let exited = process.wait_timeout(deadline.saturating_duration_since(Instant::now()));
         let status = match exited {
             Some(seen) => process.end_group().unwrap_or(seen),
             None => {
@@ -752,10 +753,10 @@ fn exchange(
     noise: &StderrTail,
     deadline: Instant,
 ) -> Result<Reply, ExchangeFailure> {
-    let Some(stdin) = &link.stdin else {
+    let Some(stdin) = &mut link.stdin else {
         return Err(ExchangeFailure::Closed("its stdin was closed".into()));
     };
-    match stdin.write(line.as_bytes().to_vec(), deadline) {
+    match stdin.write(line.as_bytes(), deadline) {
         Ok(()) => {}
         Err(WriteFailure::TimedOut) => return Err(ExchangeFailure::TimedOut),
         Err(WriteFailure::Failed(e)) => {

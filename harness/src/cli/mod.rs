@@ -75,9 +75,15 @@ enum Command {
 
 /// Entry point of the `leakloop` binary.
 pub fn main() -> ExitCode {
-    return_large_blocks_when_freed();
     let result = match Cli::try_parse() {
-        Ok(cli) => run_command(cli.command),
+        Ok(cli) => {
+            // A worker hosts the engine under test: its allocator keeps glibc's defaults, as
+            // the engine's own application would have them.
+            if !matches!(cli.command, Command::Worker(_)) {
+                return_large_blocks_when_freed();
+            }
+            run_command(cli.command)
+        }
         Err(e) if e.use_stderr() => Err(CliError::Usage(e.render().to_string())),
         // --help and --version: their text is the output.
         Err(e) => {
@@ -93,11 +99,12 @@ pub fn main() -> ExitCode {
 /// come from the heap and stay resident when freed: a long run's turn loop, analysis and reports
 /// each allocate and free buffers of megabytes, and the peak resident memory then stacked one
 /// phase's freed buffers under the next one's (`bench scale`, 1,000,000 turns: 113.8 MiB against
-/// 101.3 with a fixed threshold, the same figures otherwise).
+/// 101.3 with a fixed threshold, the same figures otherwise). Not in `leakloop worker`, whose
+/// engine is the one measured; an engine in leakloop's own process (`isolate: false`) shares it.
 fn return_large_blocks_when_freed() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only sets an allocator parameter; it is called before any other thread
-    // starts.
+    // starts (parsing the command line starts none).
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
     }

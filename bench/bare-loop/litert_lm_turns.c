@@ -4,8 +4,11 @@
  * around them. The library is opened with dlopen, so no header is needed; the signatures are
  * those of the handle-returning C API (LiteRT-LM 0.18 and earlier).
  *
- * usage: litert_lm_turns LIB MODEL CACHE_DIR MAX_TOKENS MAX_OUTPUT PROMPT WARMUP TURNS
- * prints: turns=<n> seconds=<wall time of the measured turns>
+ * usage: litert_lm_turns LIB MODEL CACHE_DIR MAX_TOKENS MAX_OUTPUT PROMPT WARMUP
+ * After loading the engine and running WARMUP turns it prints `ready`; then each line N read
+ * from stdin runs N more turns and prints `seconds=<wall time of those turns> tokens=<count>`.
+ * It unloads and exits at the end of stdin. The benchmark runs these blocks of turns in
+ * alternation with leakloop's, so that both loops see the same moments of a shared machine.
  * Built at bench time: cc -O2 -o litert_lm_turns litert_lm_turns.c -ldl
  */
 #define _POSIX_C_SOURCE 200809L
@@ -67,14 +70,64 @@ static char *reply_text(const char *json) {
     return strdup("");
 }
 
+static create_fn session_config_create;
+static set_int_fn session_config_set_max_output;
+static delete_fn session_config_delete;
+static create_fn conversation_config_create;
+static set_ptr_fn conversation_config_set_session;
+static delete_fn conversation_config_delete;
+static conversation_create_fn conversation_create;
+static delete_fn conversation_delete;
+static create_fn optional_args_create;
+static set_int_fn optional_args_set_max;
+static delete_fn optional_args_delete;
+static send_message_fn send_message;
+static get_string_fn response_string;
+static delete_fn response_delete;
+static tokenize_fn tokenize;
+static num_tokens_fn num_tokens;
+static delete_fn tokenize_delete;
+
+/* Runs `turns` chat turns, adding the replies' token counts to *tokens; 0 on success. */
+static int run_turns(int turns, void *engine, const char *message, int max_output, size_t *tokens) {
+    for (int turn = 1; turn <= turns; turn++) {
+        /* open */
+        void *session_config = session_config_create();
+        session_config_set_max_output(session_config, max_output);
+        void *conversation_config = conversation_config_create();
+        conversation_config_set_session(conversation_config, session_config);
+        void *conversation = conversation_create(engine, conversation_config);
+        conversation_config_delete(conversation_config);
+        session_config_delete(session_config);
+        if (!conversation) return 3;
+        /* generate */
+        void *args = optional_args_create();
+        optional_args_set_max(args, max_output);
+        void *response = send_message(conversation, message, "{}", args);
+        if (!response) return 3;
+        char *text = reply_text(response_string(response));
+        response_delete(response);
+        void *tokenized = tokenize(engine, text);
+        if (tokenized) {
+            *tokens += num_tokens(tokenized);
+            tokenize_delete(tokenized);
+        }
+        free(text);
+        optional_args_delete(args);
+        /* close */
+        conversation_delete(conversation);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
-    if (argc != 9) {
-        fprintf(stderr, "usage: %s LIB MODEL CACHE_DIR MAX_TOKENS MAX_OUTPUT PROMPT WARMUP TURNS\n", argv[0]);
+    if (argc != 8) {
+        fprintf(stderr, "usage: %s LIB MODEL CACHE_DIR MAX_TOKENS MAX_OUTPUT PROMPT WARMUP\n", argv[0]);
         return 2;
     }
     const char *model = argv[2], *cache = argv[3], *prompt = argv[6];
     int max_tokens = atoi(argv[4]), max_output = atoi(argv[5]);
-    int warmup = atoi(argv[7]), turns = atoi(argv[8]);
+    int warmup = atoi(argv[7]);
     lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         fprintf(stderr, "cannot open %s: %s\n", argv[1], dlerror());
@@ -94,60 +147,42 @@ int main(int argc, char **argv) {
     ((delete_fn)sym("litert_lm_engine_settings_delete"))(settings);
     if (!engine) return 3;
 
-    create_fn session_config_create = (create_fn)sym("litert_lm_session_config_create");
-    set_int_fn session_config_set_max_output = (set_int_fn)sym("litert_lm_session_config_set_max_output_tokens");
-    delete_fn session_config_delete = (delete_fn)sym("litert_lm_session_config_delete");
-    create_fn conversation_config_create = (create_fn)sym("litert_lm_conversation_config_create");
-    set_ptr_fn conversation_config_set_session = (set_ptr_fn)sym("litert_lm_conversation_config_set_session_config");
-    delete_fn conversation_config_delete = (delete_fn)sym("litert_lm_conversation_config_delete");
-    conversation_create_fn conversation_create = (conversation_create_fn)sym("litert_lm_conversation_create");
-    delete_fn conversation_delete = (delete_fn)sym("litert_lm_conversation_delete");
-    create_fn optional_args_create = (create_fn)sym("litert_lm_conversation_optional_args_create");
-    set_int_fn optional_args_set_max = (set_int_fn)sym("litert_lm_conversation_optional_args_set_max_output_tokens");
-    delete_fn optional_args_delete = (delete_fn)sym("litert_lm_conversation_optional_args_delete");
-    send_message_fn send_message = (send_message_fn)sym("litert_lm_conversation_send_message");
-    get_string_fn response_string = (get_string_fn)sym("litert_lm_json_response_get_string");
-    delete_fn response_delete = (delete_fn)sym("litert_lm_json_response_delete");
-    tokenize_fn tokenize = (tokenize_fn)sym("litert_lm_engine_tokenize");
-    num_tokens_fn num_tokens = (num_tokens_fn)sym("litert_lm_tokenize_result_get_num_tokens");
-    delete_fn tokenize_delete = (delete_fn)sym("litert_lm_tokenize_result_delete");
+    session_config_create = (create_fn)sym("litert_lm_session_config_create");
+    session_config_set_max_output = (set_int_fn)sym("litert_lm_session_config_set_max_output_tokens");
+    session_config_delete = (delete_fn)sym("litert_lm_session_config_delete");
+    conversation_config_create = (create_fn)sym("litert_lm_conversation_config_create");
+    conversation_config_set_session = (set_ptr_fn)sym("litert_lm_conversation_config_set_session_config");
+    conversation_config_delete = (delete_fn)sym("litert_lm_conversation_config_delete");
+    conversation_create = (conversation_create_fn)sym("litert_lm_conversation_create");
+    conversation_delete = (delete_fn)sym("litert_lm_conversation_delete");
+    optional_args_create = (create_fn)sym("litert_lm_conversation_optional_args_create");
+    optional_args_set_max = (set_int_fn)sym("litert_lm_conversation_optional_args_set_max_output_tokens");
+    optional_args_delete = (delete_fn)sym("litert_lm_conversation_optional_args_delete");
+    send_message = (send_message_fn)sym("litert_lm_conversation_send_message");
+    response_string = (get_string_fn)sym("litert_lm_json_response_get_string");
+    response_delete = (delete_fn)sym("litert_lm_json_response_delete");
+    tokenize = (tokenize_fn)sym("litert_lm_engine_tokenize");
+    num_tokens = (num_tokens_fn)sym("litert_lm_tokenize_result_get_num_tokens");
+    tokenize_delete = (delete_fn)sym("litert_lm_tokenize_result_delete");
 
     size_t message_len = strlen(prompt) + 64;
     char *message = malloc(message_len);
     snprintf(message, message_len, "{\"role\":\"user\",\"content\":\"%s\"}", prompt);
-    double started = 0;
     size_t tokens = 0;
-    for (int turn = 1; turn <= warmup + turns; turn++) {
-        if (turn == warmup + 1) started = now();
-        /* open */
-        void *session_config = session_config_create();
-        session_config_set_max_output(session_config, max_output);
-        void *conversation_config = conversation_config_create();
-        conversation_config_set_session(conversation_config, session_config);
-        void *conversation = conversation_create(engine, conversation_config);
-        conversation_config_delete(conversation_config);
-        session_config_delete(session_config);
-        if (!conversation) return 3;
-        /* generate */
-        void *args = optional_args_create();
-        optional_args_set_max(args, max_output);
-        void *response = send_message(conversation, message, "{}", args);
-        if (!response) return 3;
-        char *text = reply_text(response_string(response));
-        response_delete(response);
-        void *tokenized = tokenize(engine, text);
-        if (tokenized) {
-            tokens += num_tokens(tokenized);
-            tokenize_delete(tokenized);
-        }
-        free(text);
-        optional_args_delete(args);
-        /* close */
-        conversation_delete(conversation);
+    if (run_turns(warmup, engine, message, max_output, &tokens) != 0) return 3;
+    printf("ready\n");
+    fflush(stdout);
+    char line[64];
+    while (fgets(line, sizeof line, stdin)) {
+        int turns = atoi(line);
+        tokens = 0;
+        double started = now();
+        if (run_turns(turns, engine, message, max_output, &tokens) != 0) return 3;
+        double seconds = now() - started;
+        printf("seconds=%.6f tokens=%zu\n", seconds, tokens);
+        fflush(stdout);
     }
-    double seconds = now() - started;
     ((delete_fn)sym("litert_lm_engine_delete"))(engine);
     free(message);
-    printf("turns=%d seconds=%.6f tokens=%zu\n", turns, seconds, tokens);
     return 0;
 }

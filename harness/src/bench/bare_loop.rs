@@ -1,18 +1,25 @@
 //! `leakloop bench overhead`: leakloop's per-turn cost on the real LiteRT-LM engine next to a
 //! bare C loop making the same C-API calls (`bench/bare-loop/litert_lm_turns.c`, compiled with
-//! `cc` when the benchmark runs). Both run the same model, prompt and token limits on the CPU,
-//! alternately, and the per-turn times of the measured turns (warm-up excluded, load excluded)
-//! are compared: the ratio is what leakloop adds on top of the engine it watches. Where heaptrack
-//! is installed, a row with attribution on (`run --attribute`, the worker under heaptrack) says
-//! what it adds; without heaptrack that row is skipped, saying so.
+//! `cc` when the benchmark runs). Both run the same model, prompt and token limits on the CPU.
+//! The two loops take turns in blocks of a few turns, both engines loaded, so that each block of
+//! leakloop's is compared with the bare loop's block next to it in time: a shared machine's speed
+//! moves by a third from one second to the next (two processes of the bare loop alone, run one
+//! after the other, differ that much), and loops timed one after the other compare those moments
+//! more than the loops. A round's ratio is the sum of leakloop's blocks over the sum of the bare
+//! loop's; the median over the rounds is printed. Where heaptrack is installed, a row with
+//! attribution on (`run --attribute`, the worker under heaptrack) says what it adds; without
+//! heaptrack that row is skipped, saying so.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use crate::attribution::{heaptrack_missing, AttributionSource, HeaptrackSource};
 use crate::engine::litert_lm::{discover_library, LibraryLocation};
 use crate::engine::{build_engine, build_on_target_in};
+use crate::process::pipes::{Chunk, LineReader, LineWriter};
+use crate::process::{Process, KILL_GRACE};
 use crate::runner::{run_scenario, Phase, RunObserver, RunOutcome, Sample};
 use crate::scenario::parse_scenario;
 
@@ -35,6 +42,11 @@ pub struct BareLoopConfig {
     pub warmup: u32,
     /// Rounds; each runs the bare loop and every leakloop mode once, and the median is kept.
     pub rounds: u32,
+    /// Turns per block: the loops alternate after this many measured turns.
+    pub block: u32,
+    /// Whether both loops (and leakloop's worker) run on one CPU: the engine's threads then
+    /// never take a second core in some blocks and not in others.
+    pub one_cpu: bool,
     /// Tokens to generate per turn.
     pub max_output_tokens: u32,
 }
@@ -46,8 +58,11 @@ pub struct BareLoopRow {
     pub mode: &'static str,
     /// Median seconds per measured turn over the rounds.
     pub seconds_per_turn: f64,
-    /// This mode's time per turn over the bare loop's.
+    /// The median over the rounds of this mode's time over the bare loop's blocks next to its
+    /// own (1 for the bare loop).
     pub ratio: f64,
+    /// The smallest and largest of the rounds' ratios.
+    pub ratio_range: (f64, f64),
 }
 
 /// Why the benchmark could not run.
@@ -88,47 +103,138 @@ pub fn run_bare_loop_comparison(
     config: &BareLoopConfig,
 ) -> Result<Vec<BareLoopRow>, BareLoopError> {
     let library = bare_loop_resources(config)?;
-    let failed =
-        |what: &str, e: &dyn std::fmt::Display| BareLoopError::Failed(format!("{what}: {e}"));
+    if config.one_cpu {
+        keep_to_one_cpu().map_err(|e| failed("keeping the benchmark to one CPU", &e))?;
+    }
     let work = tempfile::tempdir().map_err(|e| failed("temporary folder", &e))?;
     let binary = compile_bare_loop(work.path())?;
-    // (isolate, attribute) per leakloop mode; attribution only where heaptrack is installed.
-    let mut modes: Vec<(&'static str, Option<(bool, bool)>)> = vec![
-        ("bare C loop", None),
-        ("leakloop (worker)", Some((true, false))),
-        ("leakloop (in-process)", Some((false, false))),
+    // What runs beside the bare loop: a second bare loop (the control: how far the method is
+    // from 1 when both sides are the same program), then leakloop's modes (isolate,
+    // attribute); attribution only where heaptrack is installed.
+    let mut modes: Vec<(&'static str, Side)> = vec![
+        (CONTROL_ROW, Side::Control),
+        ("leakloop (worker)", Side::Leakloop(true, false)),
+        ("leakloop (in-process)", Side::Leakloop(false, false)),
     ];
     if attribution_row_skipped().is_none() {
-        modes.push((ATTRIBUTION_ROW, Some((true, true))));
+        modes.push((ATTRIBUTION_ROW, Side::Leakloop(true, true)));
     }
-    let mut times: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
+    // Per round: the bare loop's seconds per turn, and per mode its own and its ratio.
+    let mut bare_per_turn = Vec::new();
+    let mut per_turn: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
+    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
     for _ in 0..config.rounds.max(1) {
-        for (i, (_, mode)) in modes.iter().enumerate() {
-            let per_turn = match mode {
-                None => run_bare(&binary, &library.path, config, work.path())?,
-                Some((isolate, attribute)) => {
-                    run_leakloop(&library.path, config, *isolate, *attribute)?
+        let mut bare_round = Blocks::default();
+        for (i, &(_, side)) in modes.iter().enumerate() {
+            // A fresh bare loop beside each: both sides start equally fresh (a process's speed
+            // drifts over its life by a percent or two).
+            let mut bare = BareLoop::start(&binary, &library.path, config, work.path())?;
+            let blocks = match side {
+                Side::Control => {
+                    run_control(&binary, &library.path, config, work.path(), &mut bare)?
+                }
+                Side::Leakloop(isolate, attribute) => {
+                    run_leakloop(&library.path, config, isolate, attribute, &mut bare)?
                 }
             };
-            times[i].push(per_turn);
+            per_turn[i].push(blocks.leakloop_seconds / f64::from(blocks.turns.max(1)));
+            ratios[i].push(blocks.leakloop_seconds / blocks.bare_seconds);
+            bare_round.add(&blocks);
+            bare.finish();
+        }
+        bare_per_turn.push(bare_round.bare_seconds / f64::from(bare_round.turns.max(1)));
+    }
+    let mut rows = vec![BareLoopRow {
+        mode: "bare C loop",
+        seconds_per_turn: median(&mut bare_per_turn),
+        ratio: 1.0,
+        ratio_range: (1.0, 1.0),
+    }];
+    for (i, &(mode, _)) in modes.iter().enumerate() {
+        let range = ratios[i]
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &r| {
+                (lo.min(r), hi.max(r))
+            });
+        rows.push(BareLoopRow {
+            mode,
+            seconds_per_turn: median(&mut per_turn[i]),
+            ratio: median(&mut ratios[i]),
+            ratio_range: range,
+        });
+    }
+    Ok(rows)
+}
+
+/// Keeps this thread, and the processes and threads it starts from now on, to the first CPU it
+/// may run on.
+#[cfg(target_os = "linux")]
+fn keep_to_one_cpu() -> std::io::Result<()> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; both calls read or write only `set`, for
+    // the calling thread (pid 0).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let first = (0..libc::CPU_SETSIZE as usize)
+            .find(|&cpu| libc::CPU_ISSET(cpu, &set))
+            .ok_or_else(|| std::io::Error::other("no CPU in this thread's affinity"))?;
+        libc::CPU_ZERO(&mut set);
+        libc::CPU_SET(first, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(std::io::Error::last_os_error());
         }
     }
-    let medians: Vec<f64> = times
-        .into_iter()
-        .map(|mut t| {
-            t.sort_by(f64::total_cmp);
-            t[t.len() / 2]
-        })
-        .collect();
-    Ok(modes
-        .iter()
-        .zip(&medians)
-        .map(|((mode, _), &seconds_per_turn)| BareLoopRow {
-            mode,
-            seconds_per_turn,
-            ratio: seconds_per_turn / medians[0],
-        })
-        .collect())
+    Ok(())
+}
+
+/// Elsewhere the loops run where the scheduler puts them.
+#[cfg(not(target_os = "linux"))]
+fn keep_to_one_cpu() -> std::io::Result<()> {
+    Ok(())
+}
+
+/// The row of the second bare loop, run beside the first as leakloop is.
+pub const CONTROL_ROW: &str = "bare C loop (control)";
+
+/// What a row runs beside the bare loop.
+#[derive(Debug, Clone, Copy)]
+enum Side {
+    /// A second bare loop.
+    Control,
+    /// leakloop, isolated (a worker) or not, with attribution or not.
+    Leakloop(bool, bool),
+}
+
+/// A second bare loop in blocks beside `bare`, as [`run_leakloop`] runs leakloop.
+fn run_control(
+    binary: &Path,
+    lib: &Path,
+    config: &BareLoopConfig,
+    work: &Path,
+    bare: &mut BareLoop,
+) -> Result<Blocks, BareLoopError> {
+    let mut control = BareLoop::start(binary, lib, config, work)?;
+    let mut blocks = Blocks::default();
+    while blocks.turns < config.turns {
+        let turns = config.block.max(1).min(config.turns - blocks.turns);
+        blocks.leakloop_seconds += control.turns(turns)?;
+        blocks.bare_seconds += bare.turns(turns)?;
+        blocks.turns += turns;
+    }
+    control.finish();
+    Ok(blocks)
+}
+
+fn failed(what: &str, e: &dyn std::fmt::Display) -> BareLoopError {
+    BareLoopError::Failed(format!("{what}: {e}"))
+}
+
+/// The middle value (the upper one of an even count).
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 fn compile_bare_loop(dir: &Path) -> Result<PathBuf, BareLoopError> {
@@ -137,7 +243,7 @@ fn compile_bare_loop(dir: &Path) -> Result<PathBuf, BareLoopError> {
     std::fs::write(&source, BARE_LOOP_C)
         .map_err(|e| BareLoopError::Failed(format!("writing the bare loop: {e}")))?;
     let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
-    let output = std::process::Command::new(&cc)
+    let output = Command::new(&cc)
         .args(["-O2", "-o"])
         .arg(&binary)
         .arg(&source)
@@ -158,62 +264,160 @@ fn compile_bare_loop(dir: &Path) -> Result<PathBuf, BareLoopError> {
     Ok(binary)
 }
 
-/// One round of the bare loop: seconds per measured turn.
-fn run_bare(
-    binary: &Path,
-    lib: &Path,
-    config: &BareLoopConfig,
-    work: &Path,
-) -> Result<f64, BareLoopError> {
-    // Like leakloop's engine, the bare loop reads a private copy of the model with its own cache.
-    let round = tempfile::tempdir_in(work)
-        .map_err(|e| BareLoopError::Failed(format!("temporary folder: {e}")))?;
-    let name = config
-        .model
-        .file_name()
-        .unwrap_or("model.litertlm".as_ref());
-    let model = round.path().join(name);
-    std::fs::copy(&config.model, &model)
-        .and_then(|_| std::fs::create_dir_all(round.path().join("cache")))
-        .map_err(|e| BareLoopError::Failed(format!("copying the model: {e}")))?;
-    let output = std::process::Command::new(binary)
-        .arg(lib)
-        .arg(&model)
-        .arg(round.path().join("cache"))
-        .args([
-            "1024".to_owned(),
-            config.max_output_tokens.to_string(),
-            PROMPT.to_owned(),
-            config.warmup.to_string(),
-            config.turns.to_string(),
-        ])
-        .output()
-        .map_err(|e| BareLoopError::Failed(format!("running the bare loop: {e}")))?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let seconds = stdout
-        .split_whitespace()
-        .find_map(|field| field.strip_prefix("seconds="))
-        .and_then(|s| s.parse::<f64>().ok());
-    match (output.status.success(), seconds) {
-        (true, Some(seconds)) => Ok(seconds / f64::from(config.turns.max(1))),
-        _ => Err(BareLoopError::Failed(format!(
-            "the bare loop failed ({}): {}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        ))),
+/// How long the bare loop may take to load and warm up, and then per turn of a block.
+const BARE_START_LIMIT: Duration = Duration::from_secs(300);
+const BARE_TURN_LIMIT: Duration = Duration::from_secs(10);
+
+/// The longest line the bare loop prints (`seconds=... tokens=...`).
+const BARE_LINE_BYTES: u64 = 256;
+
+/// The bare loop running, its engine loaded and warmed up, waiting for blocks of turns.
+struct BareLoop {
+    process: Process,
+    stdin: Option<LineWriter>,
+    stdout: LineReader,
+    /// Its stderr, kept in the round's folder for an error message.
+    stderr_file: PathBuf,
+    /// The round's folder (the model's copy and its cache); removed when the loop ends.
+    _round: tempfile::TempDir,
+}
+
+impl BareLoop {
+    /// Starts the bare loop on a private copy of the model with its own cache (as leakloop's
+    /// engine reads one) and waits until it has loaded and run its warm-up turns.
+    fn start(
+        binary: &Path,
+        lib: &Path,
+        config: &BareLoopConfig,
+        work: &Path,
+    ) -> Result<Self, BareLoopError> {
+        let round = tempfile::tempdir_in(work).map_err(|e| failed("temporary folder", &e))?;
+        let name = config
+            .model
+            .file_name()
+            .unwrap_or("model.litertlm".as_ref());
+        let model = round.path().join(name);
+        std::fs::copy(&config.model, &model)
+            .and_then(|_| std::fs::create_dir_all(round.path().join("cache")))
+            .map_err(|e| failed("copying the model", &e))?;
+        let stderr_file = round.path().join("stderr.txt");
+        let stderr = std::fs::File::create(&stderr_file)
+            .map_err(|e| failed("the bare loop's stderr file", &e))?;
+        let mut command = Command::new(binary);
+        command
+            .arg(lib)
+            .arg(&model)
+            .arg(round.path().join("cache"))
+            .args([
+                "1024".to_owned(),
+                config.max_output_tokens.to_string(),
+                PROMPT.to_owned(),
+                config.warmup.max(1).to_string(),
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(stderr);
+        let mut process = Process::spawn(command, libc::SIGKILL)
+            .map_err(|e| failed("running the bare loop", &e))?;
+        let pipes = (process.take_stdin(), process.take_stdout());
+        let (Some(stdin), Some(stdout)) = pipes else {
+            unreachable!("stdin and stdout were piped");
+        };
+        let mut bare = BareLoop {
+            process,
+            stdin: Some(LineWriter::start(stdin).map_err(|e| failed("the bare loop's stdin", &e))?),
+            stdout: LineReader::start(stdout, BARE_LINE_BYTES)
+                .map_err(|e| failed("the bare loop's stdout", &e))?,
+            stderr_file,
+            _round: round,
+        };
+        let ready = bare.line(Instant::now() + BARE_START_LIMIT)?;
+        if ready.trim() != "ready" {
+            return Err(bare.failure(&format!("it said `{}` instead of `ready`", ready.trim())));
+        }
+        Ok(bare)
+    }
+
+    /// Runs `turns` turns; their wall time in seconds, as the bare loop measured it.
+    fn turns(&mut self, turns: u32) -> Result<f64, BareLoopError> {
+        let deadline = Instant::now() + BARE_TURN_LIMIT * turns.max(1);
+        let request = format!("{turns}\n");
+        let written = match self.stdin.as_mut() {
+            Some(stdin) => stdin.write(request.as_bytes(), deadline).is_ok(),
+            None => false,
+        };
+        if !written {
+            return Err(self.failure("it stopped reading its stdin"));
+        }
+        let line = self.line(deadline)?;
+        line.split_whitespace()
+            .find_map(|field| field.strip_prefix("seconds="))
+            .and_then(|s| s.parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .ok_or_else(|| self.failure(&format!("it answered `{}`", line.trim())))
+    }
+
+    fn line(&mut self, deadline: Instant) -> Result<String, BareLoopError> {
+        match self.stdout.next(deadline) {
+            Some(Chunk::Line(bytes)) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
+            Some(Chunk::Closed(_)) => Err(self.failure("it ended")),
+            None => Err(self.failure("it did not answer in time")),
+        }
+    }
+
+    /// An error naming what happened, with the end of the bare loop's stderr.
+    fn failure(&mut self, what: &str) -> BareLoopError {
+        self.process.kill(KILL_GRACE);
+        let stderr = std::fs::read(&self.stderr_file).unwrap_or_default();
+        let tail = &stderr[stderr.len().saturating_sub(2048)..];
+        BareLoopError::Failed(format!(
+            "the bare loop failed ({what}): {}",
+            String::from_utf8_lossy(tail).trim()
+        ))
+    }
+
+    /// Closes its stdin, which unloads the engine and ends it; killed if it does not end soon.
+    fn finish(mut self) {
+        self.stdin = None;
+        if self.process.wait_timeout(KILL_GRACE).is_none() {
+            self.process.kill(KILL_GRACE);
+        }
     }
 }
 
-/// Times the turns after the warm-up, and tells the attribution source of the sample points (as
-/// a session does).
-struct TurnClock {
+/// The blocks of one leakloop run and of the bare loop beside them.
+#[derive(Debug, Default, Clone, Copy)]
+struct Blocks {
+    turns: u32,
+    leakloop_seconds: f64,
+    bare_seconds: f64,
+}
+
+impl Blocks {
+    fn add(&mut self, other: &Blocks) {
+        self.turns += other.turns;
+        self.leakloop_seconds += other.leakloop_seconds;
+        self.bare_seconds += other.bare_seconds;
+    }
+}
+
+/// Times leakloop's turns after the warm-up in blocks, running the bare loop's block of as many
+/// turns after each (outside leakloop's time), and tells the attribution source of the sample
+/// points (as a session does).
+struct BlockClock<'a> {
     warmup: u32,
-    started: Option<Instant>,
-    ended: Option<Instant>,
+    block: u32,
+    bare: &'a mut BareLoop,
+    /// When leakloop's block in progress began.
+    block_started: Option<Instant>,
+    /// The turn its block began after.
+    block_from: u32,
+    blocks: Blocks,
+    error: Option<BareLoopError>,
     source: Option<Box<dyn AttributionSource>>,
 }
 
-impl RunObserver for TurnClock {
+impl RunObserver for BlockClock<'_> {
     fn on_sample(&mut self, sample: &Sample) {
         if let (Some(source), Phase::Load | Phase::Close) = (self.source.as_mut(), sample.phase) {
             source.mark(sample.turn);
@@ -221,23 +425,38 @@ impl RunObserver for TurnClock {
     }
 
     fn on_turn_end(&mut self, turn: u32, total: u32) {
-        if turn == self.warmup {
-            self.started = Some(Instant::now());
+        if self.error.is_some() || turn < self.warmup {
+            return;
         }
-        if turn == total {
-            self.ended = Some(Instant::now());
+        if let Some(started) = self.block_started {
+            let turns = turn - self.block_from;
+            if turns < self.block && turn < total {
+                return;
+            }
+            self.blocks.leakloop_seconds += started.elapsed().as_secs_f64();
+            self.blocks.turns += turns;
+            match self.bare.turns(turns) {
+                Ok(seconds) => self.blocks.bare_seconds += seconds,
+                Err(e) => {
+                    self.error = Some(e);
+                    return;
+                }
+            }
         }
+        self.block_from = turn;
+        self.block_started = Some(Instant::now());
     }
 }
 
 /// One round of leakloop on the same turn, with the default sampling (after load and close, no
-/// settle time) and the metrics a CPU chat scenario watches.
+/// settle time) and the metrics a CPU chat scenario watches, alternating with `bare`.
 fn run_leakloop(
     lib: &Path,
     config: &BareLoopConfig,
     isolate: bool,
     attribute: bool,
-) -> Result<f64, BareLoopError> {
+    bare: &mut BareLoop,
+) -> Result<Blocks, BareLoopError> {
     let text = format!(
         "name: bench-overhead\n\
          engine: {{backend: litert-lm, model: {model:?}, lib: {lib:?}, device: cpu, max_tokens: 1024, isolate: {isolate}}}\n\
@@ -264,10 +483,14 @@ fn run_leakloop(
         }
         None => build_engine(&scenario).map_err(|e| failed(&e))?,
     };
-    let mut clock = TurnClock {
+    let mut clock = BlockClock {
         warmup: config.warmup.max(1),
-        started: None,
-        ended: None,
+        block: config.block.max(1),
+        bare,
+        block_started: None,
+        block_from: 0,
+        blocks: Blocks::default(),
+        error: None,
         source: source.map(|s| s as Box<dyn AttributionSource>),
     };
     let record = run_scenario(&scenario, engine.as_mut(), &mut clock);
@@ -277,34 +500,40 @@ fn run_leakloop(
     if let Some(source) = clock.source.take() {
         source.finish().map_err(|e| failed(&e))?;
     }
+    if let Some(error) = clock.error {
+        return Err(error);
+    }
     if let RunOutcome::EngineFailed { error, .. } = &record.outcome {
         return Err(failed(error));
     }
-    match (clock.started, clock.ended) {
-        (Some(start), Some(end)) => {
-            Ok((end - start).as_secs_f64() / f64::from(config.turns.max(1)))
-        }
-        _ => Err(failed(&"the run ended early")),
+    if clock.blocks.turns != config.turns {
+        return Err(failed(&"the run ended early"));
     }
+    Ok(clock.blocks)
 }
 
 /// The rows as a Markdown table.
 pub fn render_bare_loop(rows: &[BareLoopRow], config: &BareLoopConfig, library: &str) -> String {
     let mut out = format!(
-        "LiteRT-LM {library} on the CPU, {} measured turns after {} warm-up, median of {} rounds, \
-         {} output tokens\n\n| loop | per turn | ratio to the bare loop |\n| --- | ---: | ---: |\n",
+        "LiteRT-LM {library} on the CPU, {} measured turns after {} warm-up in blocks of {} \
+         alternating with the bare loop's, median of {} rounds, {} output tokens, {}\n\n\
+         | loop | per turn | ratio to the bare loop | rounds' ratios |\n| --- | ---: | ---: | ---: |\n",
         config.turns,
         config.warmup.max(1),
+        config.block.max(1),
         config.rounds.max(1),
-        config.max_output_tokens
+        config.max_output_tokens,
+        if config.one_cpu { "on one CPU" } else { "on every CPU" },
     );
     for row in rows {
         let _ = writeln!(
             out,
-            "| {} | {:.3} ms | {:.3}x |",
+            "| {} | {:.3} ms | {:.3}x | {:.3}-{:.3} |",
             row.mode,
             row.seconds_per_turn * 1e3,
-            row.ratio
+            row.ratio,
+            row.ratio_range.0,
+            row.ratio_range.1,
         );
     }
     out
@@ -338,6 +567,8 @@ mod tests {
             turns: 100,
             warmup: 3,
             rounds: 3,
+            block: 20,
+            one_cpu: true,
             max_output_tokens: 16,
         };
         let rows = [
@@ -345,16 +576,18 @@ mod tests {
                 mode: "bare C loop",
                 seconds_per_turn: 0.004,
                 ratio: 1.0,
+                ratio_range: (1.0, 1.0),
             },
             BareLoopRow {
                 mode: "leakloop (worker)",
                 seconds_per_turn: 0.0042,
                 ratio: 1.05,
+                ratio_range: (1.01, 1.09),
             },
         ];
         let table = render_bare_loop(&rows, &config, "0.18.1");
         assert!(
-            table.contains("| leakloop (worker) | 4.200 ms | 1.050x |"),
+            table.contains("| leakloop (worker) | 4.200 ms | 1.050x | 1.010-1.090 |"),
             "{table}"
         );
     }

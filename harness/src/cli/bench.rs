@@ -103,8 +103,9 @@ enum BenchCommand {
         turns: u32,
     },
     /// leakloop's per-turn cost on the real LiteRT-LM CPU engine next to a bare C loop making
-    /// the same C-API calls (compiled with `cc`); prints the times and their ratio. Skips, saying
-    /// so, without the library or the model.
+    /// the same C-API calls (compiled with `cc`), the two taking turns in blocks on one CPU, with
+    /// a second bare loop as the control; prints the times and their ratio. Skips, saying so,
+    /// without the library or the model.
     Overhead(OverheadArgs),
     /// What a suite of simulator scenarios costs: `leakloop run DIR --out OUT -j N` on a
     /// generated suite (clean and leaky profiles, 10 turns each), in this process; prints wall
@@ -206,8 +207,15 @@ struct OverheadArgs {
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
     warmup: u32,
     /// Rounds (the median is printed).
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
     rounds: u32,
+    /// Turns per block: leakloop and the bare loop take turns in blocks of this many.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    block: u32,
+    /// Let the loops use every CPU (by default both, and leakloop's worker, run on one: with a
+    /// second core the engine's threads run faster in some blocks than in others).
+    #[arg(long)]
+    all_cpus: bool,
     /// Tokens generated per turn.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=4096))]
     max_output_tokens: u32,
@@ -221,6 +229,8 @@ impl From<OverheadArgs> for BareLoopConfig {
             turns: args.turns,
             warmup: args.warmup,
             rounds: args.rounds,
+            block: args.block,
+            one_cpu: !args.all_cpus,
             max_output_tokens: args.max_output_tokens,
         }
     }

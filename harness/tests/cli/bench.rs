@@ -106,7 +106,8 @@ fn overhead_bench_prints_leakloop_next_to_the_bare_loop() {
         let mut command = leakloop_command();
         command
             .args([
-                "bench", "overhead", "--turns", "5", "--warmup", "1", "--rounds", "1",
+                "bench", "overhead", "--turns", "5", "--warmup", "1", "--rounds", "1", "--block",
+                "2",
             ])
             .arg("--lib")
             .arg(&library.path)
@@ -121,6 +122,7 @@ fn overhead_bench_prints_leakloop_next_to_the_bare_loop() {
         assert!(output.status.success(), "{stdout}\n{stderr}");
         for row in [
             "| bare C loop |",
+            "| bare C loop (control) |",
             "| leakloop (worker) |",
             "| leakloop (in-process) |",
         ] {

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 /// Bytes asked of the pipe per read; what [`LineReader`] holds is at most its line bound plus
 /// this.
-const READ_CHUNK: usize = 16 * 1024;
+const READ_CHUNK: usize = 64 * 1024;
 
 /// Writes to a child's stdin. Dropping it closes the stdin.
 #[derive(Debug)]
@@ -71,7 +71,7 @@ pub(crate) enum Chunk {
     Closed(Option<io::Error>),
 }
 
-/// Reads a child's stdout in lines of at most `max` bytes. It holds at most `max` plus 16 KiB
+/// Reads a child's stdout in lines of at most `max` bytes. It holds at most `max` plus 64 KiB
 /// read ahead of the caller.
 #[derive(Debug)]
 pub(crate) struct LineReader {
@@ -79,6 +79,10 @@ pub(crate) struct LineReader {
     max: usize,
     /// Bytes read and not yet handed over.
     pending: Vec<u8>,
+    /// How many of `pending`'s first bytes are known to hold no newline.
+    scanned: usize,
+    /// Where each read lands (allocated once: a reply is read with no buffer to clear).
+    scratch: Vec<u8>,
     /// How the stream ended, once it has: `Some(None)` at its end, the error once and then
     /// `Some(None)` after a failure.
     ended: Option<Option<io::Error>>,
@@ -93,6 +97,8 @@ impl LineReader {
             pipe,
             max: usize::try_from(max).unwrap_or(usize::MAX).max(1),
             pending: Vec::new(),
+            scanned: 0,
+            scratch: vec![0; READ_CHUNK],
             ended: None,
         })
     }
@@ -101,23 +107,32 @@ impl LineReader {
     /// closed, every call says so.
     pub fn next(&mut self, deadline: Instant) -> Option<Chunk> {
         loop {
-            let within = &self.pending[..self.pending.len().min(self.max)];
-            if let Some(end) = within.iter().position(|&b| b == b'\n') {
+            // Only bytes not looked at before are searched: a line of megabytes arrives in
+            // many reads, and searching it whole after each would take quadratic time.
+            let within = self.pending.len().min(self.max);
+            let newline = self.pending[self.scanned.min(within)..within]
+                .iter()
+                .position(|&b| b == b'\n');
+            if let Some(at) = newline {
+                let end = self.scanned.min(within) + at;
+                self.scanned = 0;
                 return Some(Chunk::Line(self.pending.drain(..=end).collect()));
             }
+            self.scanned = within;
             if self.pending.len() >= self.max {
+                self.scanned = 0;
                 return Some(Chunk::Line(self.pending.drain(..self.max).collect()));
             }
             if let Some(ended) = &mut self.ended {
                 if !self.pending.is_empty() {
+                    self.scanned = 0;
                     return Some(Chunk::Line(std::mem::take(&mut self.pending)));
                 }
                 return Some(Chunk::Closed(ended.take()));
             }
-            let mut chunk = [0u8; READ_CHUNK];
-            match self.pipe.read(&mut chunk) {
+            match self.pipe.read(&mut self.scratch) {
                 Ok(0) => self.ended = Some(None),
-                Ok(n) => self.pending.extend_from_slice(&chunk[..n]),
+                Ok(n) => self.pending.extend_from_slice(&self.scratch[..n]),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     match wait_for(&self.pipe, libc::POLLIN, deadline) {
@@ -178,6 +193,23 @@ mod tests {
 
     fn soon() -> Instant {
         Instant::now() + Duration::from_secs(30)
+    }
+
+    /// A line longer than one read (and than the pipe holds) arrives whole, its newline found
+    /// after many reads.
+    #[test]
+    fn a_line_of_many_reads_comes_whole() {
+        let (reader, mut writer) = io::pipe().unwrap();
+        let mut lines = LineReader::start(reader, 1 << 20).unwrap();
+        let long = [vec![b'x'; 200_000], b"\nnext\n".to_vec()].concat();
+        let writing = std::thread::spawn(move || writer.write_all(&long));
+        let Some(Chunk::Line(first)) = lines.next(soon()) else {
+            panic!("a line");
+        };
+        assert_eq!(first.len(), 200_001);
+        assert!(first.ends_with(b"x\n"));
+        assert!(matches!(lines.next(soon()), Some(Chunk::Line(l)) if l == b"next\n"));
+        writing.join().unwrap().unwrap();
     }
 
     #[test]

@@ -19,6 +19,7 @@ use crate::attribution::{heaptrack_missing, AttributionSource, HeaptrackSource};
 use crate::engine::litert_lm::{discover_library, LibraryLocation};
 use crate::engine::{build_engine, build_on_target_in};
 use crate::process::pipes::{Chunk, LineReader, LineWriter};
+use crate::process::tail::{Drain, StderrTail};
 use crate::process::{Process, KILL_GRACE};
 use crate::runner::{run_scenario, Phase, RunObserver, RunOutcome, Sample};
 use crate::scenario::parse_scenario;
@@ -276,8 +277,9 @@ struct BareLoop {
     process: Process,
     stdin: Option<LineWriter>,
     stdout: LineReader,
-    /// Its stderr, kept in the round's folder for an error message.
-    stderr_file: PathBuf,
+    /// The last lines of its stderr, for an error message, and the thread draining it.
+    stderr: StderrTail,
+    drain: Option<Drain>,
     /// The round's folder (the model's copy and its cache); removed when the loop ends.
     _round: tempfile::TempDir,
 }
@@ -300,9 +302,6 @@ impl BareLoop {
         std::fs::copy(&config.model, &model)
             .and_then(|_| std::fs::create_dir_all(round.path().join("cache")))
             .map_err(|e| failed("copying the model", &e))?;
-        let stderr_file = round.path().join("stderr.txt");
-        let stderr = std::fs::File::create(&stderr_file)
-            .map_err(|e| failed("the bare loop's stderr file", &e))?;
         let mut command = Command::new(binary);
         command
             .arg(lib)
@@ -316,19 +315,26 @@ impl BareLoop {
             ])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(stderr);
+            .stderr(Stdio::piped());
         let mut process = Process::spawn(command, libc::SIGKILL)
             .map_err(|e| failed("running the bare loop", &e))?;
-        let pipes = (process.take_stdin(), process.take_stdout());
-        let (Some(stdin), Some(stdout)) = pipes else {
-            unreachable!("stdin and stdout were piped");
+        let pipes = (
+            process.take_stdin(),
+            process.take_stdout(),
+            process.take_stderr(),
+        );
+        let (Some(stdin), Some(stdout), Some(child_stderr)) = pipes else {
+            unreachable!("all three pipes were requested");
         };
+        let stderr = StderrTail::default();
+        let drain = Some(stderr.drain(child_stderr));
         let mut bare = BareLoop {
             process,
             stdin: Some(LineWriter::start(stdin).map_err(|e| failed("the bare loop's stdin", &e))?),
             stdout: LineReader::start(stdout, BARE_LINE_BYTES)
                 .map_err(|e| failed("the bare loop's stdout", &e))?,
-            stderr_file,
+            stderr,
+            drain,
             _round: round,
         };
         let ready = bare.line(Instant::now() + BARE_START_LIMIT)?;
@@ -365,14 +371,15 @@ impl BareLoop {
         }
     }
 
-    /// An error naming what happened, with the end of the bare loop's stderr.
+    /// An error naming what happened, with the last lines of the bare loop's stderr.
     fn failure(&mut self, what: &str) -> BareLoopError {
         self.process.kill(KILL_GRACE);
-        let stderr = std::fs::read(&self.stderr_file).unwrap_or_default();
-        let tail = &stderr[stderr.len().saturating_sub(2048)..];
+        if let Some(drain) = self.drain.take() {
+            drain.finish(KILL_GRACE);
+        }
         BareLoopError::Failed(format!(
-            "the bare loop failed ({what}): {}",
-            String::from_utf8_lossy(tail).trim()
+            "the bare loop failed ({what}){}",
+            self.stderr.render("its stderr")
         ))
     }
 

@@ -73,8 +73,8 @@ impl Platform {
 /// A source of metric values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ProbeKind {
-    /// `/proc/<pid>/status` (RSS, anonymous RSS, swap), and `/proc/<pid>/smaps_rollup` only when
-    /// PSS is wanted: read by the runner from outside the process.
+    /// `/proc/<pid>/statm` (RSS, anonymous RSS), `/proc/<pid>/status` when swap is wanted, and
+    /// `/proc/<pid>/smaps_rollup` only when PSS is: read by the runner from outside the process.
     Proc,
     /// macOS `task_info(TASK_VM_INFO)` (the process itself) or `proc_pid_rusage` (another
     /// process of the same user): the physical footprint Xcode and Instruments show, and RSS.

@@ -6,7 +6,10 @@
  *
  * usage: litert_lm_turns LIB MODEL CACHE_DIR MAX_TOKENS MAX_OUTPUT PROMPT WARMUP
  * After loading the engine and running WARMUP turns it prints `ready`; then each line N read
- * from stdin runs N more turns and prints `seconds=<wall time of those turns> tokens=<count>`.
+ * from stdin runs N more turns and prints `seconds=<wall time of those turns> tokens=<count>
+ * open=<seconds> generate=<seconds> close=<seconds>`: the time of each step summed over the N
+ * turns, split where leakloop times its steps (open: the configs and the conversation;
+ * generate: the message, its reply and the count of its tokens; close: the delete).
  * It unloads and exits at the end of stdin. The benchmark runs these blocks of turns in
  * alternation with leakloop's, so that both loops see the same moments of a shared machine.
  * Built at bench time: cc -O2 -o litert_lm_turns litert_lm_turns.c -ldl
@@ -88,10 +91,18 @@ static tokenize_fn tokenize;
 static num_tokens_fn num_tokens;
 static delete_fn tokenize_delete;
 
-/* Runs `turns` chat turns, adding the replies' token counts to *tokens; 0 on success. */
-static int run_turns(int turns, void *engine, const char *message, int max_output, size_t *tokens) {
+/* Seconds spent in each step, summed over a block of turns. */
+struct steps {
+    double open, generate, close;
+};
+
+/* Runs `turns` chat turns, adding the replies' token counts to *tokens and each step's time to
+ * *steps; 0 on success. */
+static int run_turns(int turns, void *engine, const char *message, int max_output, size_t *tokens,
+                     struct steps *steps) {
     for (int turn = 1; turn <= turns; turn++) {
         /* open */
+        double t0 = now();
         void *session_config = session_config_create();
         session_config_set_max_output(session_config, max_output);
         void *conversation_config = conversation_config_create();
@@ -101,6 +112,7 @@ static int run_turns(int turns, void *engine, const char *message, int max_outpu
         session_config_delete(session_config);
         if (!conversation) return 3;
         /* generate */
+        double t1 = now();
         void *args = optional_args_create();
         optional_args_set_max(args, max_output);
         void *response = send_message(conversation, message, "{}", args);
@@ -115,7 +127,12 @@ static int run_turns(int turns, void *engine, const char *message, int max_outpu
         free(text);
         optional_args_delete(args);
         /* close */
+        double t2 = now();
         conversation_delete(conversation);
+        double t3 = now();
+        steps->open += t1 - t0;
+        steps->generate += t2 - t1;
+        steps->close += t3 - t2;
     }
     return 0;
 }
@@ -169,17 +186,20 @@ int main(int argc, char **argv) {
     char *message = malloc(message_len);
     snprintf(message, message_len, "{\"role\":\"user\",\"content\":\"%s\"}", prompt);
     size_t tokens = 0;
-    if (run_turns(warmup, engine, message, max_output, &tokens) != 0) return 3;
+    struct steps steps = {0, 0, 0};
+    if (run_turns(warmup, engine, message, max_output, &tokens, &steps) != 0) return 3;
     printf("ready\n");
     fflush(stdout);
     char line[64];
     while (fgets(line, sizeof line, stdin)) {
         int turns = atoi(line);
         tokens = 0;
+        steps = (struct steps){0, 0, 0};
         double started = now();
-        if (run_turns(turns, engine, message, max_output, &tokens) != 0) return 3;
+        if (run_turns(turns, engine, message, max_output, &tokens, &steps) != 0) return 3;
         double seconds = now() - started;
-        printf("seconds=%.6f tokens=%zu\n", seconds, tokens);
+        printf("seconds=%.6f tokens=%zu open=%.6f generate=%.6f close=%.6f\n", seconds, tokens,
+               steps.open, steps.generate, steps.close);
         fflush(stdout);
     }
     ((delete_fn)sym("litert_lm_engine_delete"))(engine);

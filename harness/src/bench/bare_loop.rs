@@ -23,6 +23,7 @@ use crate::process::tail::{Drain, StderrTail};
 use crate::process::{Process, KILL_GRACE};
 use crate::runner::{run_scenario, Phase, RunObserver, RunOutcome, Sample};
 use crate::scenario::parse_scenario;
+use leakloop_metrics::names;
 
 /// The bare loop's source, carried in the binary so that the benchmark runs from anywhere.
 const BARE_LOOP_C: &str = include_str!("../../../bench/bare-loop/litert_lm_turns.c");
@@ -64,6 +65,48 @@ pub struct BareLoopRow {
     pub ratio: f64,
     /// The smallest and largest of the rounds' ratios.
     pub ratio_range: (f64, f64),
+    /// Where a turn's time went, as this loop timed its steps (means over every round).
+    pub steps: StepTimes,
+}
+
+/// Seconds per turn in each step of a turn, and outside them. The bare loop's `open`,
+/// `generate` and `close` make the C calls leakloop's LiteRT-LM engine makes in its steps of
+/// those names (leakloop's `send` only keeps the prompt for `generate`); leakloop's step times
+/// are the runner's, so through a worker they include the call's round trip.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StepTimes {
+    /// Opening the conversation.
+    pub open: f64,
+    /// leakloop's `send` step (the bare loop has none: 0).
+    pub send: f64,
+    /// Sending the message, reading the reply and counting its tokens.
+    pub generate: f64,
+    /// Deleting the conversation.
+    pub close: f64,
+    /// The turn's time outside the steps: for leakloop its samples and its bookkeeping.
+    pub rest: f64,
+}
+
+impl StepTimes {
+    fn add(&mut self, other: &StepTimes) {
+        self.open += other.open;
+        self.send += other.send;
+        self.generate += other.generate;
+        self.close += other.close;
+    }
+
+    /// These sums as means over `turns` turns of `seconds` in all.
+    fn per_turn(&self, seconds: f64, turns: u32) -> StepTimes {
+        let n = f64::from(turns.max(1));
+        let steps = self.open + self.send + self.generate + self.close;
+        StepTimes {
+            open: self.open / n,
+            send: self.send / n,
+            generate: self.generate / n,
+            close: self.close / n,
+            rest: (seconds - steps) / n,
+        }
+    }
 }
 
 /// Why the benchmark could not run.
@@ -124,6 +167,9 @@ pub fn run_bare_loop_comparison(
     let mut bare_per_turn = Vec::new();
     let mut per_turn: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
+    // Every round's blocks together, for where the time went.
+    let mut bare_all = Blocks::default();
+    let mut all: Vec<Blocks> = vec![Blocks::default(); modes.len()];
     for _ in 0..config.rounds.max(1) {
         let mut bare_round = Blocks::default();
         for (i, &(_, side)) in modes.iter().enumerate() {
@@ -141,15 +187,20 @@ pub fn run_bare_loop_comparison(
             per_turn[i].push(blocks.leakloop_seconds / f64::from(blocks.turns.max(1)));
             ratios[i].push(blocks.leakloop_seconds / blocks.bare_seconds);
             bare_round.add(&blocks);
+            all[i].add(&blocks);
             bare.finish();
         }
         bare_per_turn.push(bare_round.bare_seconds / f64::from(bare_round.turns.max(1)));
+        bare_all.add(&bare_round);
     }
     let mut rows = vec![BareLoopRow {
         mode: "bare C loop",
         seconds_per_turn: median(&mut bare_per_turn),
         ratio: 1.0,
         ratio_range: (1.0, 1.0),
+        steps: bare_all
+            .bare_steps
+            .per_turn(bare_all.bare_seconds, bare_all.turns),
     }];
     for (i, &(mode, _)) in modes.iter().enumerate() {
         let range = ratios[i]
@@ -162,6 +213,9 @@ pub fn run_bare_loop_comparison(
             seconds_per_turn: median(&mut per_turn[i]),
             ratio: median(&mut ratios[i]),
             ratio_range: range,
+            steps: all[i]
+                .leakloop_steps
+                .per_turn(all[i].leakloop_seconds, all[i].turns),
         });
     }
     Ok(rows)
@@ -220,8 +274,12 @@ fn run_control(
     let mut blocks = Blocks::default();
     while blocks.turns < config.turns {
         let turns = config.block.max(1).min(config.turns - blocks.turns);
-        blocks.leakloop_seconds += control.turns(turns)?;
-        blocks.bare_seconds += bare.turns(turns)?;
+        let theirs = control.turns(turns)?;
+        let ours = bare.turns(turns)?;
+        blocks.leakloop_seconds += theirs.seconds;
+        blocks.leakloop_steps.add(&theirs.steps);
+        blocks.bare_seconds += ours.seconds;
+        blocks.bare_steps.add(&ours.steps);
         blocks.turns += turns;
     }
     control.finish();
@@ -269,7 +327,7 @@ fn compile_bare_loop(dir: &Path) -> Result<PathBuf, BareLoopError> {
 const BARE_START_LIMIT: Duration = Duration::from_secs(300);
 const BARE_TURN_LIMIT: Duration = Duration::from_secs(10);
 
-/// The longest line the bare loop prints (`seconds=... tokens=...`).
+/// The longest line the bare loop prints (`seconds=... tokens=... open=... generate=... close=...`).
 const BARE_LINE_BYTES: u64 = 256;
 
 /// The bare loop running, its engine loaded and warmed up, waiting for blocks of turns.
@@ -344,8 +402,8 @@ impl BareLoop {
         Ok(bare)
     }
 
-    /// Runs `turns` turns; their wall time in seconds, as the bare loop measured it.
-    fn turns(&mut self, turns: u32) -> Result<f64, BareLoopError> {
+    /// Runs `turns` turns; their wall time and their steps' times, as the bare loop measured them.
+    fn turns(&mut self, turns: u32) -> Result<BareBlock, BareLoopError> {
         let deadline = Instant::now() + BARE_TURN_LIMIT * turns.max(1);
         let request = format!("{turns}\n");
         let written = match self.stdin.as_mut() {
@@ -356,11 +414,7 @@ impl BareLoop {
             return Err(self.failure("it stopped reading its stdin"));
         }
         let line = self.line(deadline)?;
-        line.split_whitespace()
-            .find_map(|field| field.strip_prefix("seconds="))
-            .and_then(|s| s.parse::<f64>().ok())
-            .filter(|s| s.is_finite() && *s > 0.0)
-            .ok_or_else(|| self.failure(&format!("it answered `{}`", line.trim())))
+        parse_block(&line).ok_or_else(|| self.failure(&format!("it answered `{}`", line.trim())))
     }
 
     fn line(&mut self, deadline: Instant) -> Result<String, BareLoopError> {
@@ -392,19 +446,53 @@ impl BareLoop {
     }
 }
 
+/// One block of the bare loop's turns, as it timed them.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+struct BareBlock {
+    seconds: f64,
+    /// Summed over the block's turns (`rest` unused).
+    steps: StepTimes,
+}
+
+/// The bare loop's answer for a block, `seconds=S tokens=N open=S generate=S close=S`: `None`
+/// unless every time is there, finite and not negative, and the block's time is positive.
+fn parse_block(line: &str) -> Option<BareBlock> {
+    let field = |name: &str| {
+        line.split_whitespace()
+            .find_map(|f| f.strip_prefix(name)?.strip_prefix('='))
+            .and_then(|s| s.parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s >= 0.0)
+    };
+    Some(BareBlock {
+        seconds: field("seconds").filter(|s| *s > 0.0)?,
+        steps: StepTimes {
+            open: field("open")?,
+            send: 0.0,
+            generate: field("generate")?,
+            close: field("close")?,
+            rest: 0.0,
+        },
+    })
+}
+
 /// The blocks of one leakloop run and of the bare loop beside them.
 #[derive(Debug, Default, Clone, Copy)]
 struct Blocks {
     turns: u32,
     leakloop_seconds: f64,
+    /// The steps of leakloop's measured turns (or the control loop's), summed.
+    leakloop_steps: StepTimes,
     bare_seconds: f64,
+    bare_steps: StepTimes,
 }
 
 impl Blocks {
     fn add(&mut self, other: &Blocks) {
         self.turns += other.turns;
         self.leakloop_seconds += other.leakloop_seconds;
+        self.leakloop_steps.add(&other.leakloop_steps);
         self.bare_seconds += other.bare_seconds;
+        self.bare_steps.add(&other.bare_steps);
     }
 }
 
@@ -429,6 +517,17 @@ impl RunObserver for BlockClock<'_> {
         if let (Some(source), Phase::Load | Phase::Close) = (self.source.as_mut(), sample.phase) {
             source.mark(sample.turn);
         }
+        // A turn's step times ride on its sample after close, taken before its turn ends.
+        if sample.phase == Phase::Close && sample.turn > self.warmup {
+            let seconds = |name: &str| sample.metrics.get(name).map_or(0.0, |ns| *ns as f64 / 1e9);
+            self.blocks.leakloop_steps.add(&StepTimes {
+                open: seconds(names::OPEN_TIME),
+                send: seconds(names::SEND_TIME),
+                generate: seconds(names::GENERATE_TIME),
+                close: seconds(names::CLOSE_TIME),
+                rest: 0.0,
+            });
+        }
     }
 
     fn on_turn_end(&mut self, turn: u32, total: u32) {
@@ -443,7 +542,10 @@ impl RunObserver for BlockClock<'_> {
             self.blocks.leakloop_seconds += started.elapsed().as_secs_f64();
             self.blocks.turns += turns;
             match self.bare.turns(turns) {
-                Ok(seconds) => self.blocks.bare_seconds += seconds,
+                Ok(block) => {
+                    self.blocks.bare_seconds += block.seconds;
+                    self.blocks.bare_steps.add(&block.steps);
+                }
                 Err(e) => {
                     self.error = Some(e);
                     return;
@@ -456,7 +558,8 @@ impl RunObserver for BlockClock<'_> {
 }
 
 /// One round of leakloop on the same turn, with the default sampling (after load and close, no
-/// settle time) and the metrics a CPU chat scenario watches, alternating with `bare`.
+/// settle time) and the metrics a CPU chat scenario watches (with its steps' times, which the
+/// runner takes anyway), alternating with `bare`.
 fn run_leakloop(
     lib: &Path,
     config: &BareLoopConfig,
@@ -470,7 +573,7 @@ fn run_leakloop(
          warmup_turns: {warmup}\n\
          turns: {turns}\n\
          turn:\n  - open: {{}}\n  - send: {{prompt: {PROMPT:?}}}\n  - generate: {{max_output_tokens: {max}}}\n  - close: {{}}\n\
-         watch: [rss, anon_rss, native_heap]\n\
+         watch: [rss, anon_rss, native_heap, open_time, send_time, generate_time, close_time]\n\
          expect:\n  balanced: true\n  native_heap: {{max_growth_per_turn: 64KiB}}\n",
         model = config.model.display().to_string(),
         lib = lib.display().to_string(),
@@ -543,6 +646,29 @@ pub fn render_bare_loop(rows: &[BareLoopRow], config: &BareLoopConfig, library: 
             row.ratio_range.1,
         );
     }
+    out.push_str(
+        "\nWhere a turn's time goes (µs per turn, mean of every round's measured turns; each loop \
+         times its own steps, leakloop's through a worker including the call's round trip; \
+         `rest` is the turn outside the steps: leakloop's sample and bookkeeping)\n\n\
+         | loop | open | send | generate | close | rest |\n| --- | ---: | ---: | ---: | ---: | ---: |\n",
+    );
+    let us = |seconds: f64| format!("{:.1}", seconds * 1e6);
+    for row in rows {
+        let steps = &row.steps;
+        let send = match row.mode.starts_with("bare") {
+            true => "-".to_owned(),
+            false => us(steps.send),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {send} | {} | {} | {} |",
+            row.mode,
+            us(steps.open),
+            us(steps.generate),
+            us(steps.close),
+            us(steps.rest),
+        );
+    }
     out
 }
 
@@ -584,12 +710,26 @@ mod tests {
                 seconds_per_turn: 0.004,
                 ratio: 1.0,
                 ratio_range: (1.0, 1.0),
+                steps: StepTimes {
+                    open: 250e-6,
+                    generate: 3700e-6,
+                    close: 6e-6,
+                    rest: 44e-6,
+                    ..StepTimes::default()
+                },
             },
             BareLoopRow {
                 mode: "leakloop (worker)",
                 seconds_per_turn: 0.0042,
                 ratio: 1.05,
                 ratio_range: (1.01, 1.09),
+                steps: StepTimes {
+                    open: 260e-6,
+                    send: 9.5e-6,
+                    generate: 3800e-6,
+                    close: 20e-6,
+                    rest: 110.5e-6,
+                },
             },
         ];
         let table = render_bare_loop(&rows, &config, "0.18.1");
@@ -597,5 +737,49 @@ mod tests {
             table.contains("| leakloop (worker) | 4.200 ms | 1.050x | 1.010-1.090 |"),
             "{table}"
         );
+        assert!(
+            table.contains("| bare C loop | 250.0 | - | 3700.0 | 6.0 | 44.0 |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| leakloop (worker) | 260.0 | 9.5 | 3800.0 | 20.0 | 110.5 |"),
+            "{table}"
+        );
+    }
+
+    #[test]
+    fn a_block_answer_needs_every_time() {
+        let block =
+            parse_block("seconds=0.0828 tokens=900 open=0.005 generate=0.0775 close=0.0002\n")
+                .unwrap();
+        assert_eq!(block.seconds, 0.0828);
+        assert_eq!(block.steps.open, 0.005);
+        assert_eq!(block.steps.generate, 0.0775);
+        assert_eq!(block.steps.close, 0.0002);
+        for bad in [
+            "seconds=0.08 tokens=900",
+            "seconds=0 tokens=9 open=0 generate=0 close=0",
+            "seconds=0.08 open=-1 generate=0 close=0",
+            "seconds=0.08 open=NaN generate=0 close=0",
+            "seconds=0.08 open=0 generate=inf close=0",
+            "ready",
+        ] {
+            assert_eq!(parse_block(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn times_per_turn_leave_the_rest_outside_the_steps() {
+        let sums = StepTimes {
+            open: 0.5,
+            send: 0.1,
+            generate: 8.0,
+            close: 0.4,
+            rest: 0.0,
+        };
+        let per_turn = sums.per_turn(10.0, 1000);
+        assert_eq!(per_turn.open, 0.0005);
+        assert_eq!(per_turn.generate, 0.008);
+        assert!((per_turn.rest - 0.001).abs() < 1e-12, "{per_turn:?}");
     }
 }

@@ -129,6 +129,26 @@ fn overhead_bench_prints_leakloop_next_to_the_bare_loop() {
             assert!(stdout.contains(row), "{row} in {stdout}\n{stderr}");
         }
         assert!(stdout.contains("x |"), "{stdout}");
+        // Where the time goes: every loop's steps, timed, with leakloop's rest outside them.
+        let (_, breakdown) = stdout
+            .split_once("Where a turn's time goes")
+            .unwrap_or_else(|| panic!("no breakdown in {stdout}"));
+        for (row, has_send) in [
+            ("| bare C loop |", false),
+            ("| leakloop (worker) |", true),
+            ("| leakloop (in-process) |", true),
+        ] {
+            let line = breakdown
+                .lines()
+                .find(|l| l.starts_with(row))
+                .unwrap_or_else(|| panic!("{row} in {breakdown}"));
+            let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+            assert_eq!(cells.len(), 6, "{line}");
+            let micros = |i: usize| cells[i].parse::<f64>().unwrap_or(f64::NAN);
+            assert!(micros(1) > 0.0 && micros(3) > 0.0, "open, generate: {line}");
+            assert_eq!(cells[2] == "-", !has_send, "{line}");
+            assert!(micros(5).is_finite(), "rest: {line}");
+        }
         (stdout, stderr)
     };
     let heaptrack_row = "| leakloop (worker + heaptrack) |";

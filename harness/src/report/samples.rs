@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use crate::input::{open_regular, InputError, InputErrorKind, MAX_REPORT_BYTES};
-use crate::report::store::{StoreRef, StoreWriter, StreamedSamples};
+use crate::report::store::{push_read, StoreRef, StoreWriter, StreamedSamples};
 use crate::report::ReportError;
 use crate::runner::{RunObserver, Sample, Samples};
 
@@ -139,7 +139,17 @@ pub(crate) fn read_samples_jsonl(path: &Path) -> Result<StreamedSamples, ReportE
             continue;
         }
         match serde_json::from_str::<Sample>(&text) {
-            Ok(sample) => samples.push(&sample),
+            Ok(sample) => {
+                if let Err(message) = push_read(&mut samples, &sample) {
+                    return Err(ReportError::Parse {
+                        path: path.to_owned(),
+                        line: number,
+                        column: 0,
+                        field: None,
+                        message,
+                    });
+                }
+            }
             Err(_) if !complete => {
                 return Ok(StreamedSamples {
                     samples,

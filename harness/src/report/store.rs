@@ -68,6 +68,46 @@ pub struct StoreRef {
     pub sha256: String,
 }
 
+/// The most metric cells (samples times metric columns, [`Samples::metric_cells`]) a file's
+/// samples are read with. A column costs about 0.3 bytes a row even where it is empty, so a
+/// foreign file declaring thousands of mostly empty metrics over millions of rows would take
+/// gigabytes; 2^30 cells bounds the columns to about 320 MiB where they are empty, and is over a
+/// hundred times what a million-turn run of the simulator's metrics holds.
+pub const MAX_SAMPLE_CELLS: u64 = 1 << 30;
+
+/// Appends a sample read from a file, refusing one that takes the samples past
+/// [`MAX_SAMPLE_CELLS`] (the message says why; the reader adds where).
+pub(crate) fn push_read(samples: &mut Samples, sample: &Sample) -> Result<(), String> {
+    push_within(samples, sample, MAX_SAMPLE_CELLS)
+}
+
+/// [`push_read`] with another bound than [`MAX_SAMPLE_CELLS`].
+pub(crate) fn push_within(
+    samples: &mut Samples,
+    sample: &Sample,
+    cells: u64,
+) -> Result<(), String> {
+    samples.push(sample);
+    within(samples, cells)
+}
+
+/// An error once `samples` hold more than [`MAX_SAMPLE_CELLS`] metric cells.
+pub(crate) fn within_cells(samples: &Samples) -> Result<(), String> {
+    within(samples, MAX_SAMPLE_CELLS)
+}
+
+fn within(samples: &Samples, cells: u64) -> Result<(), String> {
+    match samples.metric_cells() > cells {
+        true => Err(format!(
+            "more than {cells} metric values ({} samples of {} metrics): not a leakloop run's \
+             samples",
+            samples.len(),
+            samples.metric_names().count()
+        )),
+        false => Ok(()),
+    }
+}
+
 /// What a store or samples.jsonl held.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StreamedSamples {
@@ -383,6 +423,13 @@ pub fn read_samples(path: &Path) -> Result<StreamedSamples, ReportError> {
                 .all(|(i, sample)| read.samples.get(from + i).as_ref() == Some(&sample));
         if !copied {
             read.samples.extend(tail.samples.iter());
+            within_cells(&read.samples).map_err(|message| ReportError::Parse {
+                path: journal.clone(),
+                line: 0,
+                column: 0,
+                field: None,
+                message,
+            })?;
         }
         read.cut = true;
     }

@@ -147,6 +147,13 @@ impl Samples {
         self.phases.is_empty()
     }
 
+    /// The cells the metric columns hold: samples times metric columns. A column takes room in
+    /// every row from the one where its metric first appears, present or not, so this bounds the
+    /// columns' memory from above (about 0.3 bytes a cell where most are empty).
+    pub fn metric_cells(&self) -> u64 {
+        (self.phases.len() as u64).saturating_mul(self.metrics.len() as u64)
+    }
+
     /// Appends a sample (given or lent).
     pub fn push(&mut self, sample: impl std::borrow::Borrow<Sample>) {
         let sample = sample.borrow();

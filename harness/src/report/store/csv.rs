@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::input::MAX_REPORT_BYTES;
-use crate::report::store::{missing_column, Column, StreamedSamples};
+use crate::report::store::{missing_column, push_read, Column, StreamedSamples};
 use crate::report::ReportError;
 use crate::runner::{Phase, Sample, Samples};
 
@@ -61,7 +61,8 @@ pub fn decode(path: &Path, bytes: &[u8]) -> Result<StreamedSamples, ReportError>
             columns = Some(header(&record).map_err(|m| parse_error(line, m))?);
             continue;
         };
-        samples.push(&row(columns, &record).map_err(|m| parse_error(line, m))?);
+        let sample = row(columns, &record).map_err(|m| parse_error(line, m))?;
+        push_read(&mut samples, &sample).map_err(|m| parse_error(line, m))?;
     }
 }
 

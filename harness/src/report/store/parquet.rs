@@ -26,7 +26,7 @@ use parquet::file::serialized_reader::SerializedFileReader;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::{ColumnPath, SchemaDescriptor, Type};
 
-use crate::report::store::{missing_column, Column};
+use crate::report::store::{missing_column, push_within, Column, MAX_SAMPLE_CELLS};
 use crate::runner::{Phase, Sample, Samples};
 
 /// Columns that are never metrics: the sample's own fields, the overflow column, and the
@@ -304,12 +304,17 @@ pub const MAX_ROWS: i64 = 20_000_000;
 /// a row group) is read up to the last footer in it; an empty file holds no samples. A file the
 /// Parquet reader cannot take (even one that makes it panic) is an error, never a crash.
 pub fn read(bytes: Vec<u8>) -> Result<ReadParquet, String> {
-    std::panic::catch_unwind(move || read_unguarded(bytes)).unwrap_or_else(|_| {
+    read_within(bytes, MAX_SAMPLE_CELLS)
+}
+
+/// [`read`], refusing more than `cells` metric values.
+pub(super) fn read_within(bytes: Vec<u8>, cells: u64) -> Result<ReadParquet, String> {
+    std::panic::catch_unwind(move || read_unguarded(bytes, cells)).unwrap_or_else(|_| {
         Err("not a readable Parquet file: the Parquet reader failed on it".to_owned())
     })
 }
 
-fn read_unguarded(bytes: Vec<u8>) -> Result<ReadParquet, String> {
+fn read_unguarded(bytes: Vec<u8>, cells: u64) -> Result<ReadParquet, String> {
     if bytes.is_empty() {
         return Ok(ReadParquet {
             samples: Samples::new(),
@@ -341,10 +346,21 @@ fn read_unguarded(bytes: Vec<u8>) -> Result<ReadParquet, String> {
             sum.checked_add(g.num_rows())
                 .filter(|n| (0..=MAX_ROWS).contains(n))
         });
-    if rows.is_none() {
+    let Some(rows) = rows else {
         return Err(format!(
             "its footer claims more than {MAX_ROWS} samples (or a negative count): not a \
              leakloop sample store"
+        ));
+    };
+    // Refused before anything is allocated for them, as too many rows are.
+    let schema = reader.metadata().file_metadata().schema_descr();
+    let metrics = (0..schema.num_columns())
+        .filter(|&c| matches!(Column::named(schema.column(c).name()), Column::Metric(_)))
+        .count() as u64;
+    if (rows as u64).saturating_mul(metrics) > cells {
+        return Err(format!(
+            "its footer claims {rows} samples of {metrics} metrics, more than {cells} values: \
+             not a leakloop sample store"
         ));
     }
     let mut samples = Samples::new();
@@ -354,7 +370,7 @@ fn read_unguarded(bytes: Vec<u8>) -> Result<ReadParquet, String> {
         let read = read_group(group.as_ref())?;
         last_group_rows = read.len();
         for sample in &read {
-            samples.push(sample);
+            push_within(&mut samples, sample, cells)?;
         }
     }
     Ok(ReadParquet {

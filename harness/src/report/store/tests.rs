@@ -369,3 +369,48 @@ fn a_damaged_store_is_an_error_not_a_crash() {
         }
     }
 }
+
+/// A foreign store whose footer declares more metric values than [`MAX_SAMPLE_CELLS`] (rows
+/// times metric columns) is refused before anything is allocated for its rows.
+#[test]
+fn a_store_of_too_many_values_is_refused_before_it_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = stored(dir.path(), many(100));
+    let metrics = column_names(&path)
+        .iter()
+        .filter(|n| !super::parquet::RESERVED_COLUMNS.contains(&n.as_str()))
+        .count() as u64;
+    assert!(metrics >= 2, "{:?}", column_names(&path));
+    let bytes = std::fs::read(&path).unwrap();
+    let Err(err) = super::parquet::read_within(bytes.clone(), 100 * metrics - 1) else {
+        panic!("read past the bound");
+    };
+    assert!(
+        err.contains(&format!("claims 100 samples of {metrics} metrics")),
+        "{err}"
+    );
+    let read = super::parquet::read_within(bytes, 100 * metrics).unwrap();
+    assert_eq!(read.samples.len(), 100);
+}
+
+/// Samples read from a file stop at the bound, whatever adds the metrics (columns, `extra`).
+#[test]
+fn samples_read_stop_at_the_bound_of_metric_values() {
+    let rows = many(10);
+    let metrics = rows[0].metrics.len() as u64;
+    let mut samples = Samples::new();
+    let cap = 10 * metrics - 1;
+    for (i, sample) in rows.iter().enumerate() {
+        let pushed = push_within(&mut samples, sample, cap);
+        if i < 9 {
+            pushed.unwrap();
+        } else {
+            let err = pushed.unwrap_err();
+            assert!(
+                err.contains(&format!("10 samples of {metrics} metrics")),
+                "{err}"
+            );
+        }
+    }
+    assert!(within_cells(&samples).is_ok());
+}

@@ -367,11 +367,7 @@ fn read_unguarded(bytes: Vec<u8>, cells: u64) -> Result<ReadParquet, String> {
     let mut last_group_rows = 0;
     for g in 0..reader.num_row_groups() {
         let group = reader.get_row_group(g).map_err(|e| e.to_string())?;
-        let read = read_group(group.as_ref())?;
-        last_group_rows = read.len();
-        for sample in &read {
-            push_within(&mut samples, sample, cells)?;
-        }
+        last_group_rows = read_group(group.as_ref(), &mut samples, cells)?;
     }
     Ok(ReadParquet {
         samples,
@@ -393,96 +389,143 @@ fn last_footer(bytes: &Bytes) -> Option<SerializedFileReader<Bytes>> {
     None
 }
 
+/// Rows decoded at a time from every column of a row group: what a group costs in memory
+/// while it is read, whatever number of rows its footer declares (a column of one repeated
+/// value holds millions of rows in a few bytes).
 const BATCH: usize = 65_536;
 
-fn read_group(group: &dyn RowGroupReader) -> Result<Vec<Sample>, String> {
+/// Reads a row group into `samples`, [`BATCH`] rows at a time; returns its rows.
+fn read_group(
+    group: &dyn RowGroupReader,
+    samples: &mut Samples,
+    cells: u64,
+) -> Result<usize, String> {
     let rows = usize::try_from(group.metadata().num_rows())
         .map_err(|_| "a row group of a negative number of rows".to_owned())?;
-    let mut samples: Vec<Sample> = (0..rows).map(|_| Sample::placeholder()).collect();
     let schema = group.metadata().schema_descr();
     let mut columns = Vec::with_capacity(group.num_columns());
+    let mut readers = Vec::with_capacity(group.num_columns());
     for c in 0..group.num_columns() {
         let name = schema.column(c).name().to_owned();
         let column = Column::named(&name);
         let wrong =
             |what: &str| format!("column `{}` is not {what}", crate::input::printable(&name));
         let reader = group.get_column_reader(c).map_err(|e| e.to_string())?;
-        match (&column, reader) {
-            (Column::Turn, ColumnReader::Int32ColumnReader(mut r)) => {
-                let values = read_all(rows, |d, v| r.read_records(BATCH, Some(d), None, v))?;
-                for (sample, v) in samples.iter_mut().zip(values.each()) {
-                    sample.turn = v.ok_or_else(|| wrong("filled"))? as u32;
-                }
-            }
-            (Column::Epoch, ColumnReader::Int32ColumnReader(mut r)) => {
-                let values = read_all(rows, |d, v| r.read_records(BATCH, Some(d), None, v))?;
-                for (sample, v) in samples.iter_mut().zip(values.each()) {
-                    sample.epoch = v.ok_or_else(|| wrong("filled"))? as u32;
-                }
-            }
-            (Column::TMs, ColumnReader::DoubleColumnReader(mut r)) => {
-                let values = read_all(rows, |d, v| r.read_records(BATCH, Some(d), None, v))?;
-                for (sample, v) in samples.iter_mut().zip(values.each()) {
-                    sample.t_ms = v.ok_or_else(|| wrong("filled"))?;
-                }
-            }
-            (Column::Phase, ColumnReader::ByteArrayColumnReader(mut r)) => {
-                let values = read_all(rows, |d, v| r.read_records(BATCH, Some(d), None, v))?;
-                for (sample, v) in samples.iter_mut().zip(values.each()) {
-                    let word = v.ok_or_else(|| wrong("filled"))?;
-                    sample.phase = phase_of(word.data()).ok_or_else(|| {
-                        format!(
-                            "phase `{}` is not one of load, reload, open, generate, close, idle",
-                            crate::input::shorten(&String::from_utf8_lossy(word.data()), 40)
-                        )
-                    })?;
-                }
-            }
-            (Column::Metric(metric), ColumnReader::Int64ColumnReader(mut r)) => {
-                let values = read_all(rows, |d, v| r.read_records(BATCH, Some(d), None, v))?;
-                for (sample, v) in samples.iter_mut().zip(values.each()) {
-                    if let Some(v) = v {
-                        sample.metrics.insert(metric, v as u64);
-                    }
-                }
-            }
-            (Column::Extra, ColumnReader::ByteArrayColumnReader(mut r)) => {
-                let values = read_all(rows, |d, v| r.read_records(BATCH, Some(d), None, v))?;
-                for (sample, v) in samples.iter_mut().zip(values.each()) {
-                    if let Some(text) = v {
-                        let extra: std::collections::BTreeMap<String, u64> =
-                            serde_json::from_slice(text.data())
-                                .map_err(|e| format!("extra: {e}"))?;
-                        sample.metrics.extend(extra);
-                    }
-                }
-            }
-            (Column::Key, ColumnReader::ByteArrayColumnReader(mut r)) => {
-                let values = read_all(rows, |d, v| r.read_records(BATCH, Some(d), None, v))?;
-                for (sample, v) in samples.iter_mut().zip(values.each()) {
-                    if let Some(text) = v {
-                        let text =
-                            std::str::from_utf8(text.data()).map_err(|e| format!("key: {e}"))?;
-                        sample.key = Some(text.to_owned());
-                    }
-                }
-            }
-            (Column::Other, _) => {}
-            (Column::Metric(_), _) => return Err(wrong("a column of 64-bit integers")),
-            (Column::Turn | Column::Epoch, _) => return Err(wrong("a column of 32-bit integers")),
-            (Column::TMs, _) => return Err(wrong("a column of doubles")),
-            (Column::Phase | Column::Extra | Column::Key, _) => {
-                return Err(wrong("a column of strings"))
-            }
+        let fits = matches!(
+            (&column, &reader),
+            (
+                Column::Turn | Column::Epoch,
+                ColumnReader::Int32ColumnReader(_)
+            ) | (Column::TMs, ColumnReader::DoubleColumnReader(_))
+                | (Column::Metric(_), ColumnReader::Int64ColumnReader(_))
+                | (
+                    Column::Phase | Column::Extra | Column::Key,
+                    ColumnReader::ByteArrayColumnReader(_)
+                )
+                | (Column::Other, _)
+        );
+        if !fits {
+            return Err(wrong(match column {
+                Column::Metric(_) => "a column of 64-bit integers",
+                Column::Turn | Column::Epoch => "a column of 32-bit integers",
+                Column::TMs => "a column of doubles",
+                _ => "a column of strings",
+            }));
         }
         columns.push(column);
+        readers.push((name, reader));
     }
     if let Some(word) = missing_column(&columns) {
         return Err(format!(
             "not a leakloop sample store: it has no `{word}` column"
         ));
     }
-    Ok(samples)
+    let mut done = 0;
+    while done < rows {
+        let want = BATCH.min(rows - done);
+        let mut chunk: Vec<Sample> = (0..want).map(|_| Sample::placeholder()).collect();
+        for (column, (name, reader)) in columns.iter().zip(&mut readers) {
+            read_batch(column, name, reader, &mut chunk)?;
+        }
+        for sample in &chunk {
+            push_within(samples, sample, cells)?;
+        }
+        done += want;
+    }
+    Ok(rows)
+}
+
+/// Reads the next `chunk.len()` rows of one column into the chunk's samples.
+fn read_batch(
+    column: &Column,
+    name: &str,
+    reader: &mut ColumnReader,
+    chunk: &mut [Sample],
+) -> Result<(), String> {
+    let n = chunk.len();
+    let wrong = |what: &str| format!("column `{}` is not {what}", crate::input::printable(name));
+    match (column, reader) {
+        (Column::Turn, ColumnReader::Int32ColumnReader(r)) => {
+            let values = read_all(n, |k, d, v| r.read_records(k, Some(d), None, v))?;
+            for (sample, v) in chunk.iter_mut().zip(values.each()) {
+                sample.turn = v.ok_or_else(|| wrong("filled"))? as u32;
+            }
+        }
+        (Column::Epoch, ColumnReader::Int32ColumnReader(r)) => {
+            let values = read_all(n, |k, d, v| r.read_records(k, Some(d), None, v))?;
+            for (sample, v) in chunk.iter_mut().zip(values.each()) {
+                sample.epoch = v.ok_or_else(|| wrong("filled"))? as u32;
+            }
+        }
+        (Column::TMs, ColumnReader::DoubleColumnReader(r)) => {
+            let values = read_all(n, |k, d, v| r.read_records(k, Some(d), None, v))?;
+            for (sample, v) in chunk.iter_mut().zip(values.each()) {
+                sample.t_ms = v.ok_or_else(|| wrong("filled"))?;
+            }
+        }
+        (Column::Phase, ColumnReader::ByteArrayColumnReader(r)) => {
+            let values = read_all(n, |k, d, v| r.read_records(k, Some(d), None, v))?;
+            for (sample, v) in chunk.iter_mut().zip(values.each()) {
+                let word = v.ok_or_else(|| wrong("filled"))?;
+                sample.phase = phase_of(word.data()).ok_or_else(|| {
+                    format!(
+                        "phase `{}` is not one of load, reload, open, generate, close, idle",
+                        crate::input::shorten(&String::from_utf8_lossy(word.data()), 40)
+                    )
+                })?;
+            }
+        }
+        (Column::Metric(metric), ColumnReader::Int64ColumnReader(r)) => {
+            let values = read_all(n, |k, d, v| r.read_records(k, Some(d), None, v))?;
+            for (sample, v) in chunk.iter_mut().zip(values.each()) {
+                if let Some(v) = v {
+                    sample.metrics.insert(metric, v as u64);
+                }
+            }
+        }
+        (Column::Extra, ColumnReader::ByteArrayColumnReader(r)) => {
+            let values = read_all(n, |k, d, v| r.read_records(k, Some(d), None, v))?;
+            for (sample, v) in chunk.iter_mut().zip(values.each()) {
+                if let Some(text) = v {
+                    let extra: std::collections::BTreeMap<String, u64> =
+                        serde_json::from_slice(text.data()).map_err(|e| format!("extra: {e}"))?;
+                    sample.metrics.extend(extra);
+                }
+            }
+        }
+        (Column::Key, ColumnReader::ByteArrayColumnReader(r)) => {
+            let values = read_all(n, |k, d, v| r.read_records(k, Some(d), None, v))?;
+            for (sample, v) in chunk.iter_mut().zip(values.each()) {
+                if let Some(text) = v {
+                    let text = std::str::from_utf8(text.data()).map_err(|e| format!("key: {e}"))?;
+                    sample.key = Some(text.to_owned());
+                }
+            }
+        }
+        // Columns leakloop does not know are skipped; the types were checked before reading.
+        _ => {}
+    }
+    Ok(())
 }
 
 /// A column read whole: its values, and which rows have one.
@@ -509,15 +552,21 @@ impl<T> Read<T> {
     }
 }
 
+/// Reads the next `rows` records of a column (asking for at most the records still missing).
 fn read_all<T>(
     rows: usize,
-    mut next: impl FnMut(&mut Vec<i16>, &mut Vec<T>) -> parquet::errors::Result<(usize, usize, usize)>,
+    mut next: impl FnMut(
+        usize,
+        &mut Vec<i16>,
+        &mut Vec<T>,
+    ) -> parquet::errors::Result<(usize, usize, usize)>,
 ) -> Result<Read<T>, String> {
     let mut values = Vec::with_capacity(rows);
     let mut defined = Vec::new();
     let mut read = 0;
     while read < rows {
-        let (records, _, _) = next(&mut defined, &mut values).map_err(|e| e.to_string())?;
+        let (records, _, _) =
+            next(rows - read, &mut defined, &mut values).map_err(|e| e.to_string())?;
         if records == 0 {
             return Err(format!(
                 "a column holds {read} of its row group's {rows} rows"

@@ -414,3 +414,20 @@ fn samples_read_stop_at_the_bound_of_metric_values() {
     }
     assert!(within_cells(&samples).is_ok());
 }
+
+/// A row group larger than what is decoded at a time (a foreign writer's, or a long run's) reads
+/// back whole and in order, a batch at a time.
+#[test]
+fn a_row_group_of_many_batches_reads_back_whole() {
+    let samples: Samples = many(150_000).into();
+    let metrics: Vec<&'static str> = samples.metric_names().collect();
+    let mut writer = super::parquet::start(Vec::new(), &metrics).unwrap();
+    super::parquet::write_group(&mut writer, &metrics, &samples, false).unwrap();
+    let bytes = writer.into_inner().unwrap();
+    let read = super::parquet::read(bytes).unwrap();
+    assert_eq!(read.last_group_rows, 150_000);
+    assert_eq!(read.samples.len(), 150_000);
+    for row in [0, 65_535, 65_536, 131_072, 149_999] {
+        assert_eq!(read.samples.get(row), samples.get(row), "row {row}");
+    }
+}

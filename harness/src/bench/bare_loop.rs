@@ -290,10 +290,9 @@ fn failed(what: &str, e: &dyn std::fmt::Display) -> BareLoopError {
     BareLoopError::Failed(format!("{what}: {e}"))
 }
 
-/// The middle value (the upper one of an even count).
+/// The median of the rounds (the analysis's; NaN for none).
 fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
+    crate::analyze::stats::robust::median_in_place(values).unwrap_or(f64::NAN)
 }
 
 fn compile_bare_loop(dir: &Path) -> Result<PathBuf, BareLoopError> {

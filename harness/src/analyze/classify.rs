@@ -234,8 +234,11 @@ struct Prepared<'a> {
     noise_floor: f64,
     /// Degrees of freedom of the noise estimate.
     noise_df: usize,
-    /// Per epoch: `(offset, turn, cleaned value)`.
-    epochs: Vec<Vec<(u64, u64, f64)>>,
+    /// Per epoch: `(offset, cleaned value)`, the offset counted from the epoch's start turn (a
+    /// point's turn is the start plus its offset: not kept, 8 bytes a point).
+    epochs: Vec<Vec<(u64, f64)>>,
+    /// The turn each epoch starts at.
+    epoch_starts: Vec<u64>,
     spike_turns: Vec<u64>,
     /// Settling offset after every reload (the first epoch also honours the declared warm-up).
     settle: u64,
@@ -277,7 +280,8 @@ impl<'a> Prepared<'a> {
         drop(diffs);
         let threshold = SPIKE_SIGMAS * sigma.max(MIN_SIGMA);
         let mut spike_turns = Vec::new();
-        let epochs: Vec<Vec<(u64, u64, f64)>> = series
+        let epoch_starts: Vec<u64> = series.epochs.iter().map(|e| e.start_turn).collect();
+        let epochs: Vec<Vec<(u64, f64)>> = series
             .epochs
             .iter()
             .map(|epoch| {
@@ -295,7 +299,7 @@ impl<'a> Prepared<'a> {
                     .points
                     .iter()
                     .zip(values)
-                    .map(|(p, v)| (p.0 - epoch.start_turn, p.0, v))
+                    .map(|(p, v)| (p.0 - epoch.start_turn, v))
                     .collect()
             })
             .collect();
@@ -310,6 +314,7 @@ impl<'a> Prepared<'a> {
             noise_floor,
             noise_df,
             epochs,
+            epoch_starts,
             spike_turns,
             settle: options.warmup_turns,
         };
@@ -352,7 +357,7 @@ impl<'a> Prepared<'a> {
                 } else {
                     settle
                 };
-                let steady: Vec<f64> = epoch.iter().filter(|p| p.0 >= bound).map(|p| p.2).collect();
+                let steady: Vec<f64> = epoch.iter().filter(|p| p.0 >= bound).map(|p| p.1).collect();
                 steady.windows(2).map(|w| w[1] - w[0]).collect::<Vec<f64>>()
             })
             .collect();
@@ -395,9 +400,9 @@ impl<'a> Prepared<'a> {
     }
 
     fn steady_from_turn(&self) -> Option<u64> {
-        let first = self.epochs.first()?;
+        let (first, start) = self.epochs.first().zip(self.epoch_starts.first())?;
         let bound = self.bound(0);
-        first.iter().find(|p| p.0 >= bound).map(|p| p.1)
+        first.iter().find(|p| p.0 >= bound).map(|p| start + p.0)
     }
 
     /// One-sided Student t quantile on the noise estimate's degrees of freedom.
@@ -443,7 +448,12 @@ impl<'a> Prepared<'a> {
 
     /// The mean spacing of the sampled turns (1 for a run that sampled every turn).
     fn turn_spacing(&self) -> f64 {
-        let turns: Vec<u64> = self.epochs.iter().flatten().map(|p| p.1).collect();
+        let turns: Vec<u64> = self
+            .epochs
+            .iter()
+            .zip(&self.epoch_starts)
+            .flat_map(|(epoch, &start)| epoch.iter().map(move |p| start + p.0))
+            .collect();
         let distinct = 1 + turns.windows(2).filter(|w| w[1] != w[0]).count();
         match (turns.first(), turns.last()) {
             (Some(first), Some(last)) if distinct > 1 => {
@@ -504,13 +514,13 @@ impl<'a> Prepared<'a> {
             })
             .collect();
         let cap = points_cap(&lengths);
-        for (index, epoch) in self.epochs.iter().enumerate() {
+        for (index, (epoch, &start)) in self.epochs.iter().zip(&self.epoch_starts).enumerate() {
             let bound = self.bound(index);
-            let epoch_start = epoch.first().map_or(0.0, |p| (p.1 - p.0) as f64);
+            let epoch_start = start as f64;
             let points: Vec<(f64, f64)> = epoch
                 .iter()
                 .filter(|p| p.0 >= bound)
-                .map(|p| (p.1 as f64, p.2))
+                .map(|p| ((start + p.0) as f64, p.1))
                 .collect();
             if let Some(first) = points.first() {
                 starts.push(first.0);
@@ -693,7 +703,7 @@ impl Steady {
             epoch
                 .iter()
                 .filter(|p| p.0 < bound)
-                .any(|p| p.2 - start_level > threshold && end_level - p.2 <= threshold)
+                .any(|p| p.1 - start_level > threshold && end_level - p.1 <= threshold)
         })
     }
 

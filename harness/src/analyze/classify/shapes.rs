@@ -53,7 +53,9 @@ pub(super) fn onset(
     band: f64,
 ) -> Option<u64> {
     let epoch = prepared.epochs.first()?;
-    let first_epoch_start = epoch.first().map(|p| (p.1 - p.0) as f64)?;
+    epoch.first()?;
+    let start_turn = *prepared.epoch_starts.first()?;
+    let first_epoch_start = start_turn as f64;
     if steady.epoch_starts.first() != Some(&first_epoch_start) {
         return None;
     }
@@ -63,7 +65,12 @@ pub(super) fn onset(
     let level = robust::median(&residuals)?;
     let floor = prepared.options.warmup_turns.max(1);
     let mut onset = start as u64;
-    for &(offset, turn, value) in epoch.iter().rev().filter(|p| (p.1 as f64) < start) {
+    for &(offset, value) in epoch
+        .iter()
+        .rev()
+        .filter(|p| ((start_turn + p.0) as f64) < start)
+    {
+        let turn = start_turn + offset;
         let line = level + slope * (turn as f64 - start);
         if offset < floor || (value - line).abs() > band {
             break;
@@ -87,11 +94,11 @@ pub(super) fn growth_band(prepared: &Prepared<'_>, slope: f64) -> f64 {
 }
 
 /// Whether the steps between consecutive samples shrink: a warm-up still settling (see the module
-/// documentation). `epochs` are `(offset, turn, value)` per load epoch.
-pub(super) fn steps_shrink(epochs: &[Vec<(u64, u64, f64)>], sigma: f64) -> bool {
+/// documentation). `epochs` are `(offset, value)` per load epoch.
+pub(super) fn steps_shrink(epochs: &[Vec<(u64, f64)>], sigma: f64) -> bool {
     let mut steps: Vec<Vec<f64>> = epochs
         .iter()
-        .map(|e| e.windows(2).map(|w| w[1].2 - w[0].2).collect())
+        .map(|e| e.windows(2).map(|w| w[1].1 - w[0].1).collect())
         .collect();
     // The steps after each epoch's largest early step (a jump at the load, which alone makes the
     // test below significant however equal the steps after it are) must still halve (the median

@@ -18,36 +18,7 @@
 //! bounds `d` so that the steady part keeps enough samples.
 
 /// One load epoch: `(offset, value)` pairs in offset order, offset 0 being the (re)load sample.
-#[cfg(test)]
 pub(crate) type EpochPoints = Vec<(u64, f64)>;
-
-/// A point of an epoch as the search reads it: its offset from the (re)load and its value. The
-/// classifier's points carry their turn too; the search reads them where they are, without a
-/// copy (a million-turn run's epoch is 16 MB a copy).
-pub(crate) trait OffsetPoint {
-    /// Turns since the epoch's (re)load.
-    fn offset(&self) -> u64;
-    /// The (cleaned) value.
-    fn value(&self) -> f64;
-}
-
-impl OffsetPoint for (u64, f64) {
-    fn offset(&self) -> u64 {
-        self.0
-    }
-    fn value(&self) -> f64 {
-        self.1
-    }
-}
-
-impl OffsetPoint for (u64, u64, f64) {
-    fn offset(&self) -> u64 {
-        self.0
-    }
-    fn value(&self) -> f64 {
-        self.2
-    }
-}
 
 /// The search's inputs besides the data.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -66,7 +37,7 @@ pub(crate) struct SettleBounds {
 /// candidates: the search costs `O(c * e * log n)` for `c` candidate offsets and `e` epochs,
 /// which is `O(n log n)` for `n` samples however sparse the turn numbers are. Its memory is one
 /// number per sample up to the latest offset allowed.
-pub(crate) fn settle_offset<P: OffsetPoint>(epochs: &[Vec<P>], bounds: SettleBounds) -> u64 {
+pub(crate) fn settle_offset(epochs: &[EpochPoints], bounds: SettleBounds) -> u64 {
     let total: usize = epochs.iter().map(Vec::len).sum();
     let penalty = 2.0 * (total.max(2) as f64).ln();
     let fits: Vec<SuffixFit> = epochs
@@ -82,8 +53,8 @@ pub(crate) fn settle_offset<P: OffsetPoint>(epochs: &[Vec<P>], bounds: SettleBou
             } else {
                 0
             };
-            let start = epoch.partition_point(|p| p.offset() < d.max(floor));
-            let free = epoch.partition_point(|p| p.offset() < floor);
+            let start = epoch.partition_point(|p| p.0 < d.max(floor));
+            let free = epoch.partition_point(|p| p.0 < floor);
             cost += fit.rss_from(start) / sigma2 + penalty * (start - free) as f64;
         }
         cost
@@ -100,7 +71,7 @@ pub(crate) fn settle_offset<P: OffsetPoint>(epochs: &[Vec<P>], bounds: SettleBou
         let from_epochs = epochs
             .iter()
             .zip(&cursors)
-            .filter_map(|(e, at)| e.get(*at).map(OffsetPoint::offset))
+            .filter_map(|(e, at)| e.get(*at).map(|p| p.0))
             .filter(|d| *d <= bounds.max_offset)
             .min();
         let d = match (fixed.peek().copied(), from_epochs) {
@@ -113,7 +84,7 @@ pub(crate) fn settle_offset<P: OffsetPoint>(epochs: &[Vec<P>], bounds: SettleBou
             fixed.next();
         }
         for (epoch, at) in epochs.iter().zip(cursors.iter_mut()) {
-            while epoch.get(*at).is_some_and(|p| p.offset() == d) {
+            while epoch.get(*at).is_some_and(|p| p.0 == d) {
                 *at += 1;
             }
         }
@@ -138,25 +109,25 @@ struct SuffixFit {
 }
 
 impl SuffixFit {
-    fn new<P: OffsetPoint>(points: &[P], max_offset: u64) -> Self {
+    fn new(points: &[(u64, f64)], max_offset: u64) -> Self {
         let Some(first) = points.first() else {
             return Self { rss: vec![0.0] };
         };
         // Centre the values on the first one to keep the sums small.
-        let (x0, origin) = (first.offset(), first.value());
+        let (x0, origin) = (first.0, first.1);
         let span = match points.last() {
-            Some(last) if last.offset() > x0 => (last.offset() - x0) as f64,
+            Some(last) if last.0 > x0 => (last.0 - x0) as f64,
             _ => 1.0,
         };
         // Starts past the first point beyond the bound are never asked for (a start is the
         // partition point of a candidate offset, at most `max_offset`).
-        let kept = points.partition_point(|p| p.offset() <= max_offset) + 1;
+        let kept = points.partition_point(|p| p.0 <= max_offset) + 1;
         let mut rss = vec![0.0; kept.min(points.len() + 1)];
         let mut sums = [0.0f64; 6];
         for (i, p) in points.iter().enumerate().rev() {
             // The residual sum of squares does not change when x is shifted and scaled: offsets
             // from the first point over the span keep the sums exact for huge turn numbers too.
-            let (x, y) = ((p.offset() - x0) as f64 / span, p.value() - origin);
+            let (x, y) = ((p.0 - x0) as f64 / span, p.1 - origin);
             sums = [
                 sums[0] + 1.0,
                 sums[1] + x,

@@ -63,8 +63,8 @@ fn saturating(t: u32) -> f64 {
     200.0 * MIB * (1.0 - (-f64::from(t) / 4.0).exp())
 }
 
-fn epoch(points: &[(u64, u64)]) -> Vec<Vec<(u64, u64, f64)>> {
-    vec![points.iter().map(|p| (p.0, p.0, p.1 as f64)).collect()]
+fn epoch(points: &[(u64, u64)]) -> Vec<Vec<(u64, f64)>> {
+    vec![points.iter().map(|p| (p.0, p.1 as f64)).collect()]
 }
 
 #[test]

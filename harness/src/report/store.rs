@@ -91,11 +91,6 @@ pub(crate) fn push_within(
     within(samples, cells)
 }
 
-/// An error once `samples` hold more than [`MAX_SAMPLE_CELLS`] metric cells.
-pub(crate) fn within_cells(samples: &Samples) -> Result<(), String> {
-    within(samples, MAX_SAMPLE_CELLS)
-}
-
 fn within(samples: &Samples, cells: u64) -> Result<(), String> {
     match samples.metric_cells() > cells {
         true => Err(format!(
@@ -422,14 +417,15 @@ pub fn read_samples(path: &Path) -> Result<StreamedSamples, ReportError> {
                 .enumerate()
                 .all(|(i, sample)| read.samples.get(from + i).as_ref() == Some(&sample));
         if !copied {
-            read.samples.extend(tail.samples.iter());
-            within_cells(&read.samples).map_err(|message| ReportError::Parse {
-                path: journal.clone(),
-                line: 0,
-                column: 0,
-                field: None,
-                message,
-            })?;
+            for sample in tail.samples.iter() {
+                push_read(&mut read.samples, &sample).map_err(|message| ReportError::Parse {
+                    path: journal.clone(),
+                    line: 0,
+                    column: 0,
+                    field: None,
+                    message,
+                })?;
+            }
         }
         read.cut = true;
     }

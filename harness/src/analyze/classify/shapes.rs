@@ -52,8 +52,7 @@ pub(super) fn onset(
     slope: f64,
     band: f64,
 ) -> Option<u64> {
-    let epoch = prepared.epochs.first()?;
-    epoch.first()?;
+    let epoch = prepared.epochs.first().filter(|e| !e.is_empty())?;
     let start_turn = *prepared.epoch_starts.first()?;
     let first_epoch_start = start_turn as f64;
     if steady.epoch_starts.first() != Some(&first_epoch_start) {

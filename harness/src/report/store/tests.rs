@@ -412,7 +412,7 @@ fn samples_read_stop_at_the_bound_of_metric_values() {
             );
         }
     }
-    assert!(within_cells(&samples).is_ok());
+    assert!(within(&samples, MAX_SAMPLE_CELLS).is_ok());
 }
 
 /// A row group larger than what is decoded at a time (a foreign writer's, or a long run's) reads

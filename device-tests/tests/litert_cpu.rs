@@ -533,3 +533,42 @@ fn a_missing_library_shows_a_skip_in_a_plain_cargo_test_and_fails_where_required
         "{text}"
     );
 }
+
+/// The threads of this process that carry the calling thread's name: the engine's CPU pool
+/// threads are started by the thread that loads it and inherit its name.
+fn threads_named_like_this_one() -> usize {
+    let me = std::fs::read_to_string("/proc/thread-self/comm").expect("own comm");
+    std::fs::read_dir("/proc/self/task")
+        .expect("own tasks")
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|comm| *comm == me)
+        .count()
+}
+
+/// `engine.threads` reaches the library's settings: a pool of 3 starts threads that one of 1
+/// does not, and the engine's details say how many it was given.
+#[test]
+fn engine_threads_set_the_cpu_pool() {
+    let Some((_, model)) = require_litert("engine_threads_set_the_cpu_pool", MODEL) else {
+        return;
+    };
+    let _lock = memory_lock();
+    let started_by = |threads: u32| {
+        let mut scenario = chat_scenario("threads", &model, 1, None);
+        scenario.engine.threads = Some(threads);
+        let mut engine = LitertLmEngine::from_scenario(&scenario).expect("engine");
+        let before = threads_named_like_this_one();
+        engine.load().expect("load");
+        let started = threads_named_like_this_one().saturating_sub(before);
+        assert!(turn(&mut engine, 1, None, false) > 0, "no reply");
+        assert_eq!(
+            engine.describe().details.get("threads"),
+            Some(&threads.to_string())
+        );
+        engine.unload().expect("unload");
+        started
+    };
+    let (one, three) = (started_by(1), started_by(3));
+    eprintln!("engine threads: 1 started {one} pool threads, 3 started {three}");
+    assert!(three >= one + 2, "1: {one} pool threads, 3: {three}");
+}

@@ -194,6 +194,7 @@ mod tests {
                     model: None,
                     device: Device::Cpu,
                     max_tokens: 1024,
+                    threads: None,
                     lib: None,
                     call_timeout: Duration::from_secs(60),
                     isolate: true,

@@ -31,6 +31,7 @@ fn scenario(name: &str, profile: &str, warmup_turns: u32, turns: u32) -> Scenari
             model: None,
             device: Device::Gpu,
             max_tokens: 4096,
+            threads: None,
             lib: None,
             call_timeout: Duration::from_secs(60),
             isolate: false,

@@ -168,13 +168,14 @@ fn attach_keys(raw: &RawEngine) -> [(&'static str, bool); 3] {
 }
 
 /// Keys of other backends that mean nothing to a process leakloop does not drive.
-fn driven_keys(raw: &RawEngine) -> [(&'static str, bool); 6] {
+fn driven_keys(raw: &RawEngine) -> [(&'static str, bool); 7] {
     [
         ("profile", raw.profile.is_some()),
         ("model", raw.model.is_some()),
         ("lib", raw.lib.is_some()),
         ("device", raw.device.is_some()),
         ("max_tokens", raw.max_tokens.is_some()),
+        ("threads", raw.threads.is_some()),
         ("isolate", raw.isolate.is_some()),
     ]
 }

@@ -228,6 +228,9 @@ pub struct EngineSpec {
     pub device: Device,
     /// Context size (KV cache) in tokens.
     pub max_tokens: u32,
+    /// Threads of a real engine's CPU backend (`litert-lm`); `None`: the library's own choice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<u32>,
     /// Engine library for real engines (overrides discovery).
     pub lib: Option<PathBuf>,
     /// Per-call timeout for engines in a worker process; a call past it counts as a hang.
@@ -260,6 +263,7 @@ impl EngineSpec {
             model: None,
             device: Device::Cpu,
             max_tokens: crate::scenario::DEFAULT_MAX_TOKENS,
+            threads: None,
             lib: None,
             call_timeout: crate::scenario::DEFAULT_CALL_TIMEOUT,
             isolate: crate::backend::of(backend).isolate_by_default,

@@ -150,6 +150,10 @@ pub(crate) struct RawEngine {
     #[cfg_attr(test, schemars(range(min = 1, max = 4_294_967_295_i64)))]
     #[cfg_attr(test, schemars(extend("default" = crate::scenario::DEFAULT_MAX_TOKENS)))]
     pub max_tokens: Option<i64>,
+    /// Threads of the CPU backend of `litert-lm` (default: the library's own choice).
+    #[serde(default)]
+    #[cfg_attr(test, schemars(range(min = 1, max = 4_294_967_295_i64)))]
+    pub threads: Option<i64>,
     /// Engine library of a real engine (overrides discovery); a relative path resolves like
     /// `model`.
     #[serde(default)]

@@ -56,6 +56,7 @@ fn redact(text: &str) -> String {
 #[case::unknown_opencl_profile("unknown-opencl-profile", Kind::Invalid, Some("engine.profile"))]
 #[case::missing_profile("missing-profile", Kind::Invalid, Some("engine.profile"))]
 #[case::missing_model("missing-model", Kind::Invalid, Some("engine.model"))]
+#[case::zero_threads("zero-threads", Kind::Invalid, Some("engine.threads"))]
 #[case::exec_without_command("exec-without-command", Kind::Invalid, Some("engine.command"))]
 #[case::exec_command_on_sim("exec-command-on-sim", Kind::Invalid, Some("engine.command"))]
 #[case::missing_turns("missing-turns", Kind::Shape, Some("turns"))]

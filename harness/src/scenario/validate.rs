@@ -341,6 +341,10 @@ fn validate_engine(
         Some(v) => cx.count("engine.max_tokens", v, 1)?,
         None => DEFAULT_MAX_TOKENS,
     };
+    let threads = match raw.threads {
+        Some(v) => Some(cx.count("engine.threads", v, 1)?),
+        None => None,
+    };
     let call_timeout = cx.positive_duration(
         "engine.call_timeout",
         raw.call_timeout.as_ref(),
@@ -353,6 +357,7 @@ fn validate_engine(
         model: raw.model.as_deref().map(resolve),
         device: raw.device.unwrap_or(Device::Cpu),
         max_tokens,
+        threads,
         lib: raw.lib.as_deref().map(resolve),
         call_timeout,
         isolate: raw.isolate.unwrap_or(backend.isolate_by_default),

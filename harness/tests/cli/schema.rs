@@ -296,6 +296,7 @@ const SCHEMA_REJECTS: &[(&str, &str, &str)] = &[
     ("wrong-type-turns", "/turns", "type"),
     ("zero-baseline-samples", "/sample/baseline", "minimum"),
     ("zero-prompt-tokens", "/turn/1", "oneOf"),
+    ("zero-threads", "/engine/threads", "minimum"),
     ("zero-turns", "/turns", "minimum"),
 ];
 

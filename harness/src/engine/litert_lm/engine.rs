@@ -47,6 +47,8 @@ pub struct LitertLmEngine {
     model: PathBuf,
     device: Device,
     max_tokens: u32,
+    /// The CPU backend's threads (`None`: the library's choice).
+    threads: Option<u32>,
     /// The largest output any step of the scenario asks for: the sessions' own limit.
     session_max_output: u32,
     /// The scenario's name and turn, to refuse what the library cannot run at load.
@@ -119,6 +121,7 @@ impl LitertLmEngine {
             model,
             device: scenario.engine.device,
             max_tokens: scenario.engine.max_tokens,
+            threads: scenario.engine.threads,
             session_max_output,
             scenario_name: scenario.name.clone(),
             turn: scenario.turn.clone(),
@@ -290,6 +293,9 @@ impl Engine for LitertLmEngine {
             ("model".to_owned(), self.model.display().to_string()),
             ("max_tokens".to_owned(), self.max_tokens.to_string()),
         ]);
+        if let Some(threads) = self.threads {
+            details.insert("threads".to_owned(), threads.to_string());
+        }
         if let Some(handles) = &self.handles {
             let api = handles.api();
             details.insert("c_api".to_owned(), api.abi.as_str().to_owned());
@@ -351,6 +357,9 @@ impl Engine for LitertLmEngine {
         let mut settings = handles.settings(&model, self.device_name()).map_err(load)?;
         settings.set_max_num_tokens(self.max_tokens).map_err(load)?;
         settings.set_cache_dir(&cache).map_err(load)?;
+        if let Some(threads) = self.threads {
+            settings.set_num_threads(threads).map_err(load)?;
+        }
         self.engine = Some(handles.engine(&settings).map_err(load)?);
         Ok(())
     }

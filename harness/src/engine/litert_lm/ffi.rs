@@ -243,6 +243,9 @@ struct ChunkFns {
     error: GetFn<RawStreamChunk, *const c_char>,
 }
 
+/// The engine-settings setter of the CPU thread count.
+pub(crate) const SET_NUM_THREADS: &str = "litert_lm_engine_settings_set_num_threads";
+
 /// The resolved functions of one loaded `liblitert-lm.so`: a core every release with a C library
 /// exports, and optional groups that describe its [`Capabilities`].
 pub(crate) struct Api {
@@ -273,6 +276,9 @@ pub(crate) struct Api {
     pub engine_settings_delete: unsafe extern "C" fn(*mut RawSettings),
     pub engine_settings_set_max_num_tokens: unsafe extern "C" fn(*mut RawSettings, c_int),
     pub engine_settings_set_cache_dir: unsafe extern "C" fn(*mut RawSettings, *const c_char),
+    /// `litert_lm_engine_settings_set_num_threads`: the CPU backend's thread count (absent in
+    /// releases that do not export it).
+    pub engine_settings_set_num_threads: Option<unsafe extern "C" fn(*mut RawSettings, c_int)>,
 
     engine_create_fn: Dual<
         unsafe extern "C" fn(*const RawSettings) -> *mut RawEngine,
@@ -486,8 +492,14 @@ impl Api {
         } else {
             None
         };
+        let engine_settings_set_num_threads = if has(SET_NUM_THREADS) {
+            Some(sym!("litert_lm_engine_settings_set_num_threads"))
+        } else {
+            None
+        };
         Ok(Api {
             abi,
+            engine_settings_set_num_threads,
             capabilities,
             path: path.to_path_buf(),
             set_min_log_level: sym!("litert_lm_set_min_log_level"),

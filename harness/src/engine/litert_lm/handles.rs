@@ -349,6 +349,24 @@ impl Settings {
         unsafe { (self.0.api.engine_settings_set_cache_dir)(self.0.as_ptr(), dir.as_ptr()) };
         Ok(())
     }
+
+    /// How many threads the CPU backend runs; an error when the library has no setter for it.
+    pub(crate) fn set_num_threads(&mut self, threads: u32) -> Result<(), CallError> {
+        const CALL: &str = crate::engine::litert_lm::ffi::SET_NUM_THREADS;
+        let n = c_int(CALL, threads)?;
+        let Some(set) = self.0.api.engine_settings_set_num_threads else {
+            return Err(CallError::new(
+                CALL,
+                format!(
+                    "{} does not export it: `engine.threads` needs a release that does",
+                    self.0.api.path.display()
+                ),
+            ));
+        };
+        // SAFETY: a live settings handle.
+        unsafe { set(self.0.as_ptr(), n) };
+        Ok(())
+    }
 }
 
 /// A loaded engine (`LiteRtLmEngine`), shared with the conversations made from it.

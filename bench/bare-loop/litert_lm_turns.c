@@ -4,7 +4,9 @@
  * around them. The library is opened with dlopen, so no header is needed; the signatures are
  * those of the handle-returning C API (LiteRT-LM 0.18 and earlier).
  *
- * usage: litert_lm_turns LIB MODEL CACHE_DIR MAX_TOKENS MAX_OUTPUT PROMPT WARMUP
+ * usage: litert_lm_turns LIB MODEL CACHE_DIR MAX_TOKENS MAX_OUTPUT PROMPT WARMUP THREADS
+ * THREADS: the CPU backend's threads (litert_lm_engine_settings_set_num_threads), 0 for the
+ * library's own choice.
  * After loading the engine and running WARMUP turns it prints `ready`; then each line N read
  * from stdin runs N more turns and prints `seconds=<wall time of those turns> tokens=<count>
  * open=<seconds> generate=<seconds> close=<seconds>`: the time of each step summed over the N
@@ -138,13 +140,14 @@ static int run_turns(int turns, void *engine, const char *message, int max_outpu
 }
 
 int main(int argc, char **argv) {
-    if (argc != 8) {
-        fprintf(stderr, "usage: %s LIB MODEL CACHE_DIR MAX_TOKENS MAX_OUTPUT PROMPT WARMUP\n", argv[0]);
+    if (argc != 9) {
+        fprintf(stderr, "usage: %s LIB MODEL CACHE_DIR MAX_TOKENS MAX_OUTPUT PROMPT WARMUP THREADS\n",
+                argv[0]);
         return 2;
     }
     const char *model = argv[2], *cache = argv[3], *prompt = argv[6];
     int max_tokens = atoi(argv[4]), max_output = atoi(argv[5]);
-    int warmup = atoi(argv[7]);
+    int warmup = atoi(argv[7]), threads = atoi(argv[8]);
     lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         fprintf(stderr, "cannot open %s: %s\n", argv[1], dlerror());
@@ -160,6 +163,8 @@ int main(int argc, char **argv) {
     if (!settings) return 3;
     ((settings_set_int_fn)sym("litert_lm_engine_settings_set_max_num_tokens"))(settings, max_tokens);
     ((settings_set_str_fn)sym("litert_lm_engine_settings_set_cache_dir"))(settings, cache);
+    if (threads > 0)
+        ((settings_set_int_fn)sym("litert_lm_engine_settings_set_num_threads"))(settings, threads);
     void *engine = ((create_from_fn)sym("litert_lm_engine_create"))(settings);
     ((delete_fn)sym("litert_lm_engine_settings_delete"))(settings);
     if (!engine) return 3;

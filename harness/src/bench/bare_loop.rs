@@ -49,6 +49,10 @@ pub struct BareLoopConfig {
     /// Whether both loops (and leakloop's worker) run on one CPU: the engine's threads then
     /// never take a second core in some blocks and not in others.
     pub one_cpu: bool,
+    /// The engine's CPU threads in both loops (`None`: the library's own choice). On one CPU a
+    /// pool of several threads spends most of the turn waiting for each other, and how long
+    /// depends on what else ran on the CPU between turns (see docs/benchmarks.md).
+    pub threads: Option<u32>,
     /// Tokens to generate per turn.
     pub max_output_tokens: u32,
 }
@@ -369,6 +373,7 @@ impl BareLoop {
                 config.max_output_tokens.to_string(),
                 PROMPT.to_owned(),
                 config.warmup.max(1).to_string(),
+                config.threads.unwrap_or(0).to_string(),
             ])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -568,7 +573,7 @@ fn run_leakloop(
 ) -> Result<Blocks, BareLoopError> {
     let text = format!(
         "name: bench-overhead\n\
-         engine: {{backend: litert-lm, model: {model:?}, lib: {lib:?}, device: cpu, max_tokens: 1024, isolate: {isolate}}}\n\
+         engine: {{backend: litert-lm, model: {model:?}, lib: {lib:?}, device: cpu, max_tokens: 1024, isolate: {isolate}{threads}}}\n\
          warmup_turns: {warmup}\n\
          turns: {turns}\n\
          turn:\n  - open: {{}}\n  - send: {{prompt: {PROMPT:?}}}\n  - generate: {{max_output_tokens: {max}}}\n  - close: {{}}\n\
@@ -579,6 +584,10 @@ fn run_leakloop(
         warmup = config.warmup.max(1),
         turns = config.turns,
         max = config.max_output_tokens,
+        threads = config
+            .threads
+            .map(|n| format!(", threads: {n}"))
+            .unwrap_or_default(),
     );
     let failed = |e: &dyn std::fmt::Display| BareLoopError::Failed(format!("leakloop run: {e}"));
     let scenario = parse_scenario(&text, Path::new("<bench overhead>")).map_err(|e| failed(&e))?;
@@ -624,9 +633,14 @@ fn run_leakloop(
 /// The rows as a Markdown table.
 pub fn render_bare_loop(rows: &[BareLoopRow], config: &BareLoopConfig, library: &str) -> String {
     let mut out = format!(
-        "LiteRT-LM {library} on the CPU, {} measured turns after {} warm-up in blocks of {} \
+        "LiteRT-LM {library} on the CPU ({}), {} measured turns after {} warm-up in blocks of {} \
          alternating with the bare loop's, median of {} rounds, {} output tokens, {}\n\n\
          | loop | per turn | ratio to the bare loop | rounds' ratios |\n| --- | ---: | ---: | ---: |\n",
+        match config.threads {
+            Some(1) => "1 thread".to_owned(),
+            Some(n) => format!("{n} threads"),
+            None => "the library's threads".to_owned(),
+        },
         config.turns,
         config.warmup.max(1),
         config.block.max(1),
@@ -701,6 +715,7 @@ mod tests {
             rounds: 3,
             block: 20,
             one_cpu: true,
+            threads: Some(1),
             max_output_tokens: 16,
         };
         let rows = [

@@ -216,6 +216,10 @@ struct OverheadArgs {
     /// second core the engine's threads run faster in some blocks than in others).
     #[arg(long)]
     all_cpus: bool,
+    /// The engine's CPU threads in both loops, 0 for the library's own choice [default: 1 on
+    /// one CPU, the library's own choice with --all-cpus]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=1024))]
+    threads: Option<u32>,
     /// Tokens generated per turn.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=4096))]
     max_output_tokens: u32,
@@ -231,6 +235,11 @@ impl From<OverheadArgs> for BareLoopConfig {
             rounds: args.rounds,
             block: args.block,
             one_cpu: !args.all_cpus,
+            threads: match args.threads {
+                Some(0) => None,
+                Some(n) => Some(n),
+                None => (!args.all_cpus).then_some(1),
+            },
             max_output_tokens: args.max_output_tokens,
         }
     }

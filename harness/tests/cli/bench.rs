@@ -129,6 +129,8 @@ fn overhead_bench_prints_leakloop_next_to_the_bare_loop() {
             assert!(stdout.contains(row), "{row} in {stdout}\n{stderr}");
         }
         assert!(stdout.contains("x |"), "{stdout}");
+        // On one CPU both loops give the engine one thread (a pool of several waits on itself).
+        assert!(stdout.contains("on the CPU (1 thread)"), "{stdout}");
         // Where the time goes: every loop's steps, timed, with leakloop's rest outside them.
         let (_, breakdown) = stdout
             .split_once("Where a turn's time goes")

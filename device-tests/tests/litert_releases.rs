@@ -1,7 +1,8 @@
 //! Every LiteRT-LM release with a C library (`ci/litert-lm-releases.txt`: 0.11.0 to 0.18.1 and
 //! the pinned nightly) through the one FFI: each fetched release loads in a worker process,
 //! reports the capabilities its symbol table promises, streams and cancels after 4 tokens,
-//! answers a blocking generation, stays balanced, and runs a short chat scenario whose memory
+//! answers a blocking generation, stays balanced, loads with `engine.threads` (0.14.0 on) or
+//! refuses it naming the setter it lacks (0.11 to 0.13), and runs a short chat scenario whose memory
 //! figures are printed as a table row (`ci/litert-releases.sh` prints the whole table).
 //!
 //! A release that is not fetched prints `SKIPPED: ...` (run `ci/fetch-litert-lm.sh VERSION`), or
@@ -195,6 +196,42 @@ fn mib(bytes: f64) -> String {
     format!("{:.1} MiB", bytes / (1024.0 * 1024.0))
 }
 
+/// `engine.threads` on one release: 0.14.0 on export `litert_lm_engine_settings_set_num_threads`
+/// and load with it (the details say how many threads); 0.11 to 0.13 do not, and the load fails
+/// naming the function.
+fn threads(version: &str, lib: &Path) -> Result<(), String> {
+    let mut scenario = chat_scenario(version, &model_path(MODEL), 1, None);
+    scenario.engine.lib = Some(lib.to_path_buf());
+    scenario.engine.isolate = true;
+    scenario.engine.threads = Some(2);
+    let mut engine = worker(&scenario)?;
+    let has_setter = !["0.11.", "0.12.", "0.13."]
+        .iter()
+        .any(|p| version.starts_with(p));
+    match engine.load() {
+        Ok(()) => {
+            assert!(
+                has_setter,
+                "{version} loaded with `threads` but has no setter"
+            );
+            assert_eq!(engine.describe().details["threads"], "2", "{version}");
+            engine.unload().map_err(|e| e.message.clone())
+        }
+        Err(e) if e.message.contains("cannot open shared object file") => Err(e.message),
+        Err(e) => {
+            assert!(!has_setter, "{version}: {}", e.message);
+            assert!(
+                e.message
+                    .contains("litert_lm_engine_settings_set_num_threads failed")
+                    && e.message.contains("does not export it"),
+                "{version}: {}",
+                e.message
+            );
+            Ok(())
+        }
+    }
+}
+
 #[test]
 fn every_fetched_release_runs_the_chat_scenario_through_the_one_ffi() {
     // The workers below are this test started again: there, serve and exit.
@@ -225,7 +262,10 @@ fn every_fetched_release_runs_the_chat_scenario_through_the_one_ffi() {
             skip_or_require(REQUIRE_ENV, &format!("litert_releases: {message}"));
             continue;
         };
-        match exercise(&version, &lib).and_then(|()| measure(&version, &lib)) {
+        match exercise(&version, &lib)
+            .and_then(|()| threads(&version, &lib))
+            .and_then(|()| measure(&version, &lib))
+        {
             Ok(row) => {
                 eprintln!(
                     "{version}: a blocking send on a conversation just cancelled {}",

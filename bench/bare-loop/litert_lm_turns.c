@@ -4,9 +4,14 @@
  * around them. The library is opened with dlopen, so no header is needed; the signatures are
  * those of the handle-returning C API (LiteRT-LM 0.18 and earlier).
  *
- * usage: litert_lm_turns LIB MODEL CACHE_DIR MAX_TOKENS MAX_OUTPUT PROMPT WARMUP THREADS
+ * usage: litert_lm_turns LIB MODEL CACHE_DIR MAX_TOKENS MAX_OUTPUT PROMPT WARMUP THREADS TRIPS
  * THREADS: the CPU backend's threads (litert_lm_engine_settings_set_num_threads), 0 for the
  * library's own choice.
+ * TRIPS: 0 for the bare loop. More than 0 makes it the least an out-of-process sampler costs:
+ * after each turn's close it reads its allocator's statistics (mallinfo2, as leakloop's worker
+ * does for `native_heap`) and makes TRIPS round trips over a pipe to a second process, the last
+ * of which reads this process's /proc/PID/statm (as leakloop's runner does for `rss`). That
+ * time is in the turn's wall time, outside its steps.
  * After loading the engine and running WARMUP turns it prints `ready`; then each line N read
  * from stdin runs N more turns and prints `seconds=<wall time of those turns> tokens=<count>
  * open=<seconds> generate=<seconds> close=<seconds>`: the time of each step summed over the N
@@ -16,12 +21,15 @@
  * alternation with leakloop's, so that both loops see the same moments of a shared machine.
  * Built at bench time: cc -O2 -o litert_lm_turns litert_lm_turns.c -ldl
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef void *(*settings_create_fn)(const char *, const char *, const char *, const char *);
 typedef void (*settings_set_int_fn)(void *, int);
@@ -93,6 +101,52 @@ static tokenize_fn tokenize;
 static num_tokens_fn num_tokens;
 static delete_fn tokenize_delete;
 
+/* The sampler process's pipes (TRIPS > 0) and the round trips a turn makes to it. */
+static int to_sampler = -1, from_sampler = -1, trips = 0;
+/* Where the allocator's figure goes, so that reading it is not optimised away. */
+static volatile size_t heap_seen;
+
+/* Starts the second process (before the engine's threads exist): it answers each byte with one
+ * byte, reading this process's statm first when the byte is 's', and ends at the end of its
+ * input. 0 on success. */
+static int start_sampler(void) {
+    int requests[2], replies[2];
+    if (pipe(requests) != 0 || pipe(replies) != 0) return 1;
+    pid_t measured = getpid();
+    pid_t pid = fork();
+    if (pid < 0) return 1;
+    if (pid == 0) {
+        close(requests[1]);
+        close(replies[0]);
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/statm", (int)measured);
+        int statm = open(path, O_RDONLY | O_CLOEXEC);
+        char request, figures[128];
+        while (read(requests[0], &request, 1) == 1) {
+            if (request == 's' && (statm < 0 || pread(statm, figures, sizeof figures, 0) <= 0)) _exit(1);
+            if (write(replies[1], &request, 1) != 1) _exit(1);
+        }
+        _exit(0);
+    }
+    close(requests[0]);
+    close(replies[1]);
+    to_sampler = requests[1];
+    from_sampler = replies[0];
+    return 0;
+}
+
+/* One turn's sample: the allocator's statistics, then the round trips. 0 on success. */
+static int sample_turn(void) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+    heap_seen = mallinfo2().uordblks;
+#endif
+    for (int trip = 1; trip <= trips; trip++) {
+        char request = trip == trips ? 's' : 'r', reply;
+        if (write(to_sampler, &request, 1) != 1 || read(from_sampler, &reply, 1) != 1) return 1;
+    }
+    return 0;
+}
+
 /* Seconds spent in each step, summed over a block of turns. */
 struct steps {
     double open, generate, close;
@@ -135,19 +189,26 @@ static int run_turns(int turns, void *engine, const char *message, int max_outpu
         steps->open += t1 - t0;
         steps->generate += t2 - t1;
         steps->close += t3 - t2;
+        if (trips > 0 && sample_turn() != 0) return 3;
     }
     return 0;
 }
 
 int main(int argc, char **argv) {
-    if (argc != 9) {
-        fprintf(stderr, "usage: %s LIB MODEL CACHE_DIR MAX_TOKENS MAX_OUTPUT PROMPT WARMUP THREADS\n",
+    if (argc != 10) {
+        fprintf(stderr,
+                "usage: %s LIB MODEL CACHE_DIR MAX_TOKENS MAX_OUTPUT PROMPT WARMUP THREADS TRIPS\n",
                 argv[0]);
         return 2;
     }
     const char *model = argv[2], *cache = argv[3], *prompt = argv[6];
     int max_tokens = atoi(argv[4]), max_output = atoi(argv[5]);
     int warmup = atoi(argv[7]), threads = atoi(argv[8]);
+    trips = atoi(argv[9]);
+    if (trips > 0 && start_sampler() != 0) {
+        perror("starting the sampler process");
+        return 3;
+    }
     lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         fprintf(stderr, "cannot open %s: %s\n", argv[1], dlerror());

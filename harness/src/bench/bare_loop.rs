@@ -6,7 +6,11 @@
 //! moves by a third from one second to the next (two processes of the bare loop alone, run one
 //! after the other, differ that much), and loops timed one after the other compare those moments
 //! more than the loops. A round's ratio is the sum of leakloop's blocks over the sum of the bare
-//! loop's; the median over the rounds is printed. Where heaptrack is installed, a row with
+//! loop's; the median over the rounds is printed. Two more rows run the C loop with the least an
+//! out-of-process sampler does each turn (its allocator's statistics and one or five pipe round
+//! trips to a second process that reads its /proc statm): the floor under leakloop's worker, so
+//! that the worker's ratio is read against what sampling must cost, not against nothing. Where
+//! heaptrack is installed, a row with
 //! attribution on (`run --attribute`, the worker under heaptrack) says what it adds; without
 //! heaptrack that row is skipped, saying so.
 
@@ -161,6 +165,8 @@ pub fn run_bare_loop_comparison(
     // attribute); attribution only where heaptrack is installed.
     let mut modes: Vec<(&'static str, Side)> = vec![
         (CONTROL_ROW, Side::Control),
+        (FLOOR_ONE_TRIP_ROW, Side::Floor(1)),
+        (FLOOR_PER_STEP_ROW, Side::Floor(5)),
         ("leakloop (worker)", Side::Leakloop(true, false)),
         ("leakloop (in-process)", Side::Leakloop(false, false)),
     ];
@@ -179,11 +185,19 @@ pub fn run_bare_loop_comparison(
         for (i, &(_, side)) in modes.iter().enumerate() {
             // A fresh bare loop beside each: both sides start equally fresh (a process's speed
             // drifts over its life by a percent or two).
-            let mut bare = BareLoop::start(&binary, &library.path, config, work.path())?;
+            let mut bare = BareLoop::start(&binary, &library.path, config, work.path(), 0)?;
             let blocks = match side {
                 Side::Control => {
-                    run_control(&binary, &library.path, config, work.path(), &mut bare)?
+                    run_control(&binary, &library.path, config, work.path(), 0, &mut bare)?
                 }
+                Side::Floor(trips) => run_control(
+                    &binary,
+                    &library.path,
+                    config,
+                    work.path(),
+                    trips,
+                    &mut bare,
+                )?,
                 Side::Leakloop(isolate, attribute) => {
                     run_leakloop(&library.path, config, isolate, attribute, &mut bare)?
                 }
@@ -257,24 +271,36 @@ fn keep_to_one_cpu() -> std::io::Result<()> {
 /// The row of the second bare loop, run beside the first as leakloop is.
 pub const CONTROL_ROW: &str = "bare C loop (control)";
 
+/// The C loop sampling each turn as cheaply as a sampler in a second process can: its
+/// allocator's statistics, and one round trip to the process reading its statm.
+pub const FLOOR_ONE_TRIP_ROW: &str = "C loop + sample, 1 round trip";
+
+/// As [`FLOOR_ONE_TRIP_ROW`] with a round trip per step of the turn and one for the sample, as
+/// many as leakloop's worker protocol makes (open, send, generate, close, snapshot).
+pub const FLOOR_PER_STEP_ROW: &str = "C loop + sample, 5 round trips";
+
 /// What a row runs beside the bare loop.
 #[derive(Debug, Clone, Copy)]
 enum Side {
     /// A second bare loop.
     Control,
+    /// The C loop sampling each turn, with this many round trips to its sampler process.
+    Floor(u32),
     /// leakloop, isolated (a worker) or not, with attribution or not.
     Leakloop(bool, bool),
 }
 
-/// A second bare loop in blocks beside `bare`, as [`run_leakloop`] runs leakloop.
+/// A second C loop (sampling with `trips` round trips a turn, or bare for 0) in blocks beside
+/// `bare`, as [`run_leakloop`] runs leakloop.
 fn run_control(
     binary: &Path,
     lib: &Path,
     config: &BareLoopConfig,
     work: &Path,
+    trips: u32,
     bare: &mut BareLoop,
 ) -> Result<Blocks, BareLoopError> {
-    let mut control = BareLoop::start(binary, lib, config, work)?;
+    let mut control = BareLoop::start(binary, lib, config, work, trips)?;
     let mut blocks = Blocks::default();
     while blocks.turns < config.turns {
         let turns = config.block.max(1).min(config.turns - blocks.turns);
@@ -347,12 +373,14 @@ struct BareLoop {
 
 impl BareLoop {
     /// Starts the bare loop on a private copy of the model with its own cache (as leakloop's
-    /// engine reads one) and waits until it has loaded and run its warm-up turns.
+    /// engine reads one) and waits until it has loaded and run its warm-up turns; with `trips`
+    /// above 0 it samples each turn through that many round trips (the C file's TRIPS).
     fn start(
         binary: &Path,
         lib: &Path,
         config: &BareLoopConfig,
         work: &Path,
+        trips: u32,
     ) -> Result<Self, BareLoopError> {
         let round = tempfile::tempdir_in(work).map_err(|e| failed("temporary folder", &e))?;
         let name = config
@@ -374,6 +402,7 @@ impl BareLoop {
                 PROMPT.to_owned(),
                 config.warmup.max(1).to_string(),
                 config.threads.unwrap_or(0).to_string(),
+                trips.to_string(),
             ])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -662,15 +691,16 @@ pub fn render_bare_loop(rows: &[BareLoopRow], config: &BareLoopConfig, library: 
     out.push_str(
         "\nWhere a turn's time goes (µs per turn, mean of every round's measured turns; each loop \
          times its own steps, leakloop's through a worker including the call's round trip; \
-         `rest` is the turn outside the steps: leakloop's sample and bookkeeping)\n\n\
+         `rest` is the turn outside the steps: leakloop's sample and bookkeeping, the C loop's \
+         sample and round trips)\n\n\
          | loop | open | send | generate | close | rest |\n| --- | ---: | ---: | ---: | ---: | ---: |\n",
     );
     let us = |seconds: f64| format!("{:.1}", seconds * 1e6);
     for row in rows {
         let steps = &row.steps;
-        let send = match row.mode.starts_with("bare") {
-            true => "-".to_owned(),
-            false => us(steps.send),
+        let send = match row.mode.starts_with("leakloop") {
+            false => "-".to_owned(),
+            true => us(steps.send),
         };
         let _ = writeln!(
             out,
@@ -701,6 +731,15 @@ mod tests {
             "litert_lm_engine_tokenize",
             "litert_lm_conversation_delete",
         ] {
+            assert!(BARE_LOOP_C.contains(call), "{call}");
+        }
+    }
+
+    #[test]
+    fn the_floor_rows_read_what_leakloop_reads_each_turn() {
+        // The allocator's statistics in the engine's process (the worker's `native_heap`) and
+        // the process's statm from a second process (the runner's `rss`).
+        for call in ["mallinfo2()", "/proc/%d/statm", "pread(statm", "fork()"] {
             assert!(BARE_LOOP_C.contains(call), "{call}");
         }
     }

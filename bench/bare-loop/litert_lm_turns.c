@@ -116,6 +116,9 @@ static int start_sampler(void) {
     pid_t pid = fork();
     if (pid < 0) return 1;
     if (pid == 0) {
+        /* Only its own pipes: the loop's stdin and stdout stay the benchmark's alone. */
+        close(STDIN_FILENO);
+        close(STDOUT_FILENO);
         close(requests[1]);
         close(replies[0]);
         char path[64];

@@ -124,9 +124,14 @@ static int start_sampler(void) {
         char path[64];
         snprintf(path, sizeof path, "/proc/%d/statm", (int)measured);
         int statm = open(path, O_RDONLY | O_CLOEXEC);
+        if (statm < 0) {
+            /* Said on the loop's stderr, which the benchmark shows when the loop then fails. */
+            perror(path);
+            _exit(1);
+        }
         char request, figures[128];
         while (read(requests[0], &request, 1) == 1) {
-            if (request == 's' && (statm < 0 || pread(statm, figures, sizeof figures, 0) <= 0)) _exit(1);
+            if (request == 's' && pread(statm, figures, sizeof figures, 0) <= 0) _exit(1);
             if (write(replies[1], &request, 1) != 1) _exit(1);
         }
         _exit(0);

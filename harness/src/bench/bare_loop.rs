@@ -10,9 +10,8 @@
 //! out-of-process sampler does each turn (its allocator's statistics and one or five pipe round
 //! trips to a second process that reads its /proc statm): the floor under leakloop's worker, so
 //! that the worker's ratio is read against what sampling must cost, not against nothing. Where
-//! heaptrack is installed, a row with
-//! attribution on (`run --attribute`, the worker under heaptrack) says what it adds; without
-//! heaptrack that row is skipped, saying so.
+//! heaptrack is installed, a row with attribution on (`run --attribute`, the worker under
+//! heaptrack) says what it adds; without heaptrack that row is skipped, saying so.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -164,9 +163,9 @@ pub fn run_bare_loop_comparison(
     // from 1 when both sides are the same program), then leakloop's modes (isolate,
     // attribute); attribution only where heaptrack is installed.
     let mut modes: Vec<(&'static str, Side)> = vec![
-        (CONTROL_ROW, Side::Control),
-        (FLOOR_ONE_TRIP_ROW, Side::Floor(1)),
-        (FLOOR_PER_STEP_ROW, Side::Floor(5)),
+        (CONTROL_ROW, Side::CLoop(0)),
+        (FLOOR_ONE_TRIP_ROW, Side::CLoop(1)),
+        (FLOOR_PER_STEP_ROW, Side::CLoop(5)),
         ("leakloop (worker)", Side::Leakloop(true, false)),
         ("leakloop (in-process)", Side::Leakloop(false, false)),
     ];
@@ -187,10 +186,7 @@ pub fn run_bare_loop_comparison(
             // drifts over its life by a percent or two).
             let mut bare = BareLoop::start(&binary, &library.path, config, work.path(), 0)?;
             let blocks = match side {
-                Side::Control => {
-                    run_control(&binary, &library.path, config, work.path(), 0, &mut bare)?
-                }
-                Side::Floor(trips) => run_control(
+                Side::CLoop(trips) => run_c_loop(
                     &binary,
                     &library.path,
                     config,
@@ -282,17 +278,16 @@ pub const FLOOR_PER_STEP_ROW: &str = "C loop + sample, 5 round trips";
 /// What a row runs beside the bare loop.
 #[derive(Debug, Clone, Copy)]
 enum Side {
-    /// A second bare loop.
-    Control,
-    /// The C loop sampling each turn, with this many round trips to its sampler process.
-    Floor(u32),
+    /// A second C loop: bare (the control) for 0, else sampling each turn with this many round
+    /// trips to its sampler process (a floor row).
+    CLoop(u32),
     /// leakloop, isolated (a worker) or not, with attribution or not.
     Leakloop(bool, bool),
 }
 
 /// A second C loop (sampling with `trips` round trips a turn, or bare for 0) in blocks beside
 /// `bare`, as [`run_leakloop`] runs leakloop.
-fn run_control(
+fn run_c_loop(
     binary: &Path,
     lib: &Path,
     config: &BareLoopConfig,
@@ -300,11 +295,11 @@ fn run_control(
     trips: u32,
     bare: &mut BareLoop,
 ) -> Result<Blocks, BareLoopError> {
-    let mut control = BareLoop::start(binary, lib, config, work, trips)?;
+    let mut other = BareLoop::start(binary, lib, config, work, trips)?;
     let mut blocks = Blocks::default();
     while blocks.turns < config.turns {
         let turns = config.block.max(1).min(config.turns - blocks.turns);
-        let theirs = control.turns(turns)?;
+        let theirs = other.turns(turns)?;
         let ours = bare.turns(turns)?;
         blocks.leakloop_seconds += theirs.seconds;
         blocks.leakloop_steps.add(&theirs.steps);
@@ -312,7 +307,7 @@ fn run_control(
         blocks.bare_steps.add(&ours.steps);
         blocks.turns += turns;
     }
-    control.finish();
+    other.finish();
     Ok(blocks)
 }
 
